@@ -1,0 +1,61 @@
+package schemas
+
+// Action is what a fuse command tells a gateway to do for its target.
+type Action string
+
+const (
+	ActionTrip     Action = "trip"      // stop sending to the target; fail over (level 2)
+	ActionHalfOpen Action = "half_open" // let a trickle through to probe recovery
+	ActionClose    Action = "close"     // back to normal
+	ActionDegrade  Action = "degrade"   // route to the fallback model (level 1)
+	ActionThrottle Action = "throttle"  // admit only a fraction of requests
+	ActionRollback Action = "rollback"  // move canary traffic back to the baseline
+	ActionScaleOut Action = "scale_out" // add capacity
+)
+
+// BreakerState is the state of a target's breaker after the command.
+type BreakerState string
+
+const (
+	StateClosed   BreakerState = "closed"
+	StateOpen     BreakerState = "open"
+	StateHalfOpen BreakerState = "half_open"
+)
+
+// Reason ties a command to a verdict that caused it.
+type Reason struct {
+	VerdictID string
+	Text      string
+}
+
+// FuseCommand is what the breaker tells gateways about one target. Gateways
+// keep the newest version per target and verify the signature before acting.
+//
+// The canonical byte form that is signed is defined in package fuse and
+// documented with schemas/fuse_command.v1.schema.json.
+type FuseCommand struct {
+	// Target is the key or coarser target the command applies to; a
+	// dimension equal to Wildcard covers every value.
+	Target Key
+	Action Action
+	// Level orders the severity of actions: 0 normal, 1 degrade, 2 trip.
+	Level int
+	State BreakerState
+	// Version increases by one with every command for the target; gateways
+	// reject a version not above the last they applied.
+	Version uint64
+	// IssuedAtUnixNano is the event time of the evaluation that issued it.
+	IssuedAtUnixNano int64
+	// ExpiresAtUnixNano is when a gateway stops honouring it if no newer
+	// command came.
+	ExpiresAtUnixNano int64
+	// Fallback names the model to degrade to (ActionDegrade) and
+	// ThrottleFraction the share of requests still admitted (ActionThrottle).
+	Fallback         string
+	ThrottleFraction float64
+	Reasons          []Reason
+	CorrelationIDs   []string
+	// KeyID names the HMAC key that made Signature ("" when unsigned).
+	KeyID     string
+	Signature string
+}

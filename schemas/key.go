@@ -1,0 +1,74 @@
+package schemas
+
+import (
+	"hash/fnv"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Key identifies the unit fusebox keeps statistics for: one tenant's calls to
+// one model from one service in one deployment variant. Empty dimensions are
+// allowed (a span without a tenant attribute has Tenant ""); the engine may
+// blank dimensions that the SLO file does not key by.
+type Key struct {
+	Tenant  string `json:"tenant"`
+	Service string `json:"service"`
+	Model   string `json:"model"`
+	Variant string `json:"variant"`
+}
+
+// Wildcard is the value of a Target dimension that matches every value.
+const Wildcard = "*"
+
+// String renders the key as "tenant/service/model/variant", each dimension
+// path-escaped so that a "/" inside a value cannot be confused with the
+// separator. ParseKey reverses it.
+func (k Key) String() string {
+	var b strings.Builder
+	b.Grow(len(k.Tenant) + len(k.Service) + len(k.Model) + len(k.Variant) + 3)
+	b.WriteString(url.PathEscape(k.Tenant))
+	b.WriteByte('/')
+	b.WriteString(url.PathEscape(k.Service))
+	b.WriteByte('/')
+	b.WriteString(url.PathEscape(k.Model))
+	b.WriteByte('/')
+	b.WriteString(url.PathEscape(k.Variant))
+	return b.String()
+}
+
+// ParseKey parses the form written by Key.String.
+func ParseKey(s string) (Key, error) {
+	parts := strings.Split(s, "/")
+	if len(parts) != 4 {
+		return Key{}, &FieldError{Field: "key", Reason: "want 4 '/'-separated dimensions, got " + strconv.Itoa(len(parts))}
+	}
+	var dims [4]string
+	for i, p := range parts {
+		v, err := url.PathUnescape(p)
+		if err != nil {
+			return Key{}, &FieldError{Field: "key", Reason: "bad escape in dimension " + strconv.Itoa(i) + ": " + err.Error()}
+		}
+		dims[i] = v
+	}
+	return Key{Tenant: dims[0], Service: dims[1], Model: dims[2], Variant: dims[3]}, nil
+}
+
+// TenantHash is the FNV-1a 32-bit hash of the tenant, used to choose the
+// partition of the keyed topic: every record of one tenant (spans and the
+// corrections that join to them) lands in one partition, so one worker owns
+// all of that tenant's state.
+func TenantHash(tenant string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(tenant))
+	return h.Sum32()
+}
+
+// Matches reports whether the key falls under target t, where a target
+// dimension equal to Wildcard matches any value.
+func (t Key) Matches(k Key) bool {
+	return (t.Tenant == Wildcard || t.Tenant == k.Tenant) &&
+		(t.Service == Wildcard || t.Service == k.Service) &&
+		(t.Model == Wildcard || t.Model == k.Model) &&
+		(t.Variant == Wildcard || t.Variant == k.Variant)
+}

@@ -1,0 +1,18 @@
+package schemas
+
+// Rollup is one key's span traffic in one closed event-time minute, written
+// once per (key, minute) so that a replay replaces rather than adds.
+// Latencies are kept for ClickHouse's quantilesState; they are capped by the
+// engine (every k-th value past the cap, deterministic), with N counting all.
+type Rollup struct {
+	Key            Key
+	MinuteUnixNano int64 // start of the minute
+	N              int64 // spans
+	Errors         int64
+	InputTokens    int64
+	OutputTokens   int64
+	DurationsMs    []float64
+	TTFTsMs        []float64
+	Corrections    int64
+	LateSpans      int64 // spans for this minute that arrived after it closed
+}
