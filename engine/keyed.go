@@ -1,0 +1,299 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/ingest"
+	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Sink receives what the workers produce (package sinks implements it).
+type Sink interface {
+	// Write hands one Output to the sink; it blocks while the sink's
+	// bounded buffer is full.
+	Write(ctx context.Context, out schemas.Output) error
+	// Flush returns once everything written before it is durable.
+	Flush(ctx context.Context) error
+	Close(ctx context.Context) error
+}
+
+// StateStore keeps one checkpoint per keyed partition
+// (engine/statestore implements it on a compacted topic).
+type StateStore interface {
+	Load(ctx context.Context, partition int32) (snap []byte, found bool, err error)
+	Save(ctx context.Context, partition int32, snap []byte) error
+}
+
+// Signer signs fuse commands before they leave the engine (package fuse).
+type Signer interface {
+	Sign(cmd *schemas.FuseCommand) error
+}
+
+// KeyedConfig configures the keyed stage.
+type KeyedConfig struct {
+	Worker WorkerConfig
+	Store  StateStore
+	Sinks  []Sink
+	// Signer signs every fuse command; nil leaves them unsigned (only with
+	// --insecure-unsigned).
+	Signer Signer
+	// CheckpointEvery is how often (wall time) a partition flushes the
+	// sinks, saves its snapshot and acknowledges its input. Recovery
+	// replays at most this much input. Default 10s.
+	CheckpointEvery time.Duration
+	Logger          *slog.Logger
+	// OnCheckpoint, when set, is called after each checkpoint with the
+	// partition and the keyed offset it covers (tests and metrics).
+	OnCheckpoint func(partition int32, nextOffset int64)
+}
+
+// Keyed is the engine's second stage: one Worker per assigned keyed
+// partition, fed by ingest, writing to the sinks, checkpointing to the
+// state store. Its Handler is the ingest.HandlerFactory for the keyed
+// topic, and KeyedDecoder its decoder.
+type Keyed struct {
+	cfg KeyedConfig
+
+	mu      sync.Mutex
+	workers map[int32]*Worker
+	// retired sums the stats of workers whose partitions were revoked.
+	retired WorkerStats
+}
+
+// NewKeyed checks cfg and returns the stage.
+func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("engine: keyed stage needs a state store")
+	}
+	if len(cfg.Sinks) == 0 {
+		return nil, errors.New("engine: keyed stage needs at least one sink")
+	}
+	if cfg.CheckpointEvery <= 0 {
+		cfg.CheckpointEvery = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Keyed{cfg: cfg, workers: map[int32]*Worker{}}, nil
+}
+
+// KeyedDecoder decodes keyed-topic records for ingest: the *KeyedRecord is
+// in Record.Payload.
+var KeyedDecoder ingest.Decoder = ingest.DecoderFunc(func(r *kgo.Record, out *ingest.Record) error {
+	rec := &KeyedRecord{}
+	if err := DecodeKeyedRecord(r, rec); err != nil {
+		return err
+	}
+	out.Payload = rec
+	return nil
+})
+
+// Stats sums the counters of every worker this stage ran.
+func (k *Keyed) Stats() WorkerStats {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	s := k.retired
+	s.Watermark = 0
+	for _, w := range k.workers {
+		addStats(&s, w.Stats())
+	}
+	return s
+}
+
+// Partitions returns the keyed partitions this process owns now and each
+// one's watermark.
+func (k *Keyed) Partitions() map[int32]int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make(map[int32]int64, len(k.workers))
+	for p, w := range k.workers {
+		out[p] = w.watermark
+	}
+	return out
+}
+
+func addStats(dst *WorkerStats, s WorkerStats) {
+	dst.Records += s.Records
+	dst.Duplicates += s.Duplicates
+	dst.Heartbeats += s.Heartbeats
+	dst.Spans += s.Spans
+	dst.LateSpans += s.LateSpans
+	dst.Corrections += s.Corrections
+	dst.LateCorrections += s.LateCorrections
+	dst.Evaluations += s.Evaluations
+	dst.Verdicts += s.Verdicts
+	dst.Commands += s.Commands
+	for i := range dst.Overflowed {
+		dst.Overflowed[i] += s.Overflowed[i]
+	}
+}
+
+// Handler is the ingest.HandlerFactory of the keyed stage.
+func (k *Keyed) Handler(topic string, partition int32) ingest.PartitionHandler {
+	return &keyedPartition{k: k, partition: partition}
+}
+
+// keyedPartition runs one Worker.
+type keyedPartition struct {
+	k         *Keyed
+	partition int32
+	w         *Worker
+	pending   []*ingest.Batch
+	last      time.Time
+	overflow  [4]int64 // guard overflow counts already logged
+}
+
+// Start restores the partition's checkpoint and starts after it.
+func (p *keyedPartition) Start(ctx context.Context, committed int64) (int64, error) {
+	log := p.k.cfg.Logger.With("partition", p.partition)
+	snap, found, err := p.k.cfg.Store.Load(ctx, p.partition)
+	if err != nil {
+		return 0, fmt.Errorf("engine: load checkpoint of partition %d: %w", p.partition, err)
+	}
+	if found {
+		w, full, err := RestoreWorker(p.k.cfg.Worker, p.partition, snap)
+		if err != nil {
+			return 0, err
+		}
+		if !full {
+			log.Warn("checkpoint taken under another configuration version: processors start empty")
+		}
+		p.setWorker(w)
+		log.Info("restored checkpoint", "next_offset", w.NextOffset(), "bytes", len(snap))
+		p.last = time.Now()
+		return w.NextOffset(), nil
+	}
+	w, err := NewWorker(p.k.cfg.Worker, p.partition)
+	if err != nil {
+		return 0, err
+	}
+	p.setWorker(w)
+	if committed >= 0 {
+		log.Warn("no checkpoint but a committed offset: state starts empty", "committed", committed)
+	}
+	p.last = time.Now()
+	return -1, nil
+}
+
+func (p *keyedPartition) setWorker(w *Worker) {
+	p.w = w
+	p.overflow = w.guard.overflowed()
+	p.k.mu.Lock()
+	p.k.workers[p.partition] = w
+	p.k.mu.Unlock()
+}
+
+// Handle applies the batch, hands the output to the sinks, and checkpoints
+// when CheckpointEvery has passed.
+func (p *keyedPartition) Handle(ctx context.Context, b *ingest.Batch) error {
+	for i := range b.Records {
+		rec, ok := b.Records[i].Payload.(*KeyedRecord)
+		if !ok {
+			continue
+		}
+		p.w.Apply(rec)
+	}
+	p.pending = append(p.pending, b)
+	if err := p.write(ctx); err != nil {
+		return p.soft(ctx, err)
+	}
+	p.logOverflow()
+	if time.Since(p.last) >= p.k.cfg.CheckpointEvery {
+		if err := p.checkpoint(ctx); err != nil {
+			return p.soft(ctx, err)
+		}
+	}
+	return nil
+}
+
+// soft turns an error caused by the partition going away into nil: the
+// unacknowledged batches are delivered to the partition's next owner.
+func (p *keyedPartition) soft(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func (p *keyedPartition) write(ctx context.Context) error {
+	out := p.w.TakeOutput()
+	if out.Empty() {
+		return nil
+	}
+	if p.k.cfg.Signer != nil {
+		for i := range out.Commands {
+			if err := p.k.cfg.Signer.Sign(&out.Commands[i]); err != nil {
+				return fmt.Errorf("engine: sign command: %w", err)
+			}
+		}
+	}
+	for _, s := range p.k.cfg.Sinks {
+		if err := s.Write(ctx, out); err != nil {
+			return fmt.Errorf("engine: sink write: %w", err)
+		}
+	}
+	return nil
+}
+
+// checkpoint makes everything so far durable, saves the snapshot, and
+// acknowledges the input it covers.
+func (p *keyedPartition) checkpoint(ctx context.Context) error {
+	for _, s := range p.k.cfg.Sinks {
+		if err := s.Flush(ctx); err != nil {
+			return fmt.Errorf("engine: sink flush: %w", err)
+		}
+	}
+	snap, err := p.w.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	if err := p.k.cfg.Store.Save(ctx, p.partition, snap); err != nil {
+		return err
+	}
+	for _, b := range p.pending {
+		b.Ack()
+	}
+	p.pending = p.pending[:0]
+	p.last = time.Now()
+	if p.k.cfg.OnCheckpoint != nil {
+		p.k.cfg.OnCheckpoint(p.partition, p.w.NextOffset())
+	}
+	return nil
+}
+
+func (p *keyedPartition) logOverflow() {
+	now := p.w.guard.overflowed()
+	for i := range now {
+		if now[i] > 0 && p.overflow[i] == 0 {
+			p.k.cfg.Logger.Warn("cardinality limit reached: new values fold into the overflow key",
+				"partition", p.partition, "dimension", Dimensions[i], "value", Overflow)
+		}
+	}
+	p.overflow = now
+}
+
+// Close checkpoints what was processed (unless the partition was lost).
+func (p *keyedPartition) Close(ctx context.Context, reason ingest.CloseReason) {
+	if p.w == nil {
+		return
+	}
+	p.k.mu.Lock()
+	if p.k.workers[p.partition] == p.w {
+		delete(p.k.workers, p.partition)
+		addStats(&p.k.retired, p.w.Stats())
+	}
+	p.k.mu.Unlock()
+	if reason == ingest.CloseLost {
+		return
+	}
+	if err := p.checkpoint(ctx); err != nil {
+		p.k.cfg.Logger.Warn("checkpoint on close failed: the next owner replays from the previous one",
+			"partition", p.partition, "reason", reason, "err", err)
+	}
+}

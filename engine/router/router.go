@@ -1,0 +1,395 @@
+// Package router is the engine's first stage. It consumes the source topics
+// (OTLP spans, corrections) through package ingest, and re-keys every
+// decoded record onto the keyed topic: each tenant's spans and corrections
+// go to one partition (FNV-1a of the tenant modulo the partition count), so
+// that one keyed-stage worker owns all of a tenant's state, corrections
+// included.
+//
+// Every keyed record carries where it came from (headers, see
+// engine.HeaderSource) so the keyed stage can drop the duplicates a router
+// writes when it restarts before committing, and the newest event time of
+// its source partition so the keyed stage can compute a watermark that does
+// not depend on how sources interleave. Keyed partitions that a source
+// record sends nothing to get an empty heartbeat record now and then, and
+// a source partition that stays silent for IdleTimeout gets an idle marker,
+// so that the watermark neither stalls nor races.
+//
+// A batch is acknowledged (its source offsets become committable) only when
+// every keyed record it produced is acknowledged by the broker. A produce
+// that fails for good stops the router: records after it could otherwise
+// land while it did not, and the keyed stage would take the gap for a
+// duplicate.
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/engine"
+	"github.com/fusebox-dev/fusebox/ingest"
+	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Config configures a Router.
+type Config struct {
+	// KeyedTopic is the topic written. Default "fusebox.keyed".
+	KeyedTopic string
+	// SourceTopics are every topic the ingest consumer reads; their
+	// partition counts are announced to the keyed stage.
+	SourceTopics []string
+	// ByTenant partitions by tenant; when false (the SLO file does not key
+	// by tenant) everything goes to partition 0.
+	ByTenant bool
+	// HeartbeatEvery is how much a source partition's event time must
+	// advance before a keyed partition that got no data from it hears of
+	// it. Default 1s (event time).
+	HeartbeatEvery time.Duration
+	// IdleTimeout is how long (wall time) a source partition may stay
+	// silent before it is marked idle, so that it stops holding the
+	// watermark back. Default 10s.
+	IdleTimeout time.Duration
+	// MaxRecordBytes splits a keyed record larger than this into parts.
+	// Default 900 KiB, below Kafka's default 1 MiB message limit.
+	MaxRecordBytes int
+	Logger         *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.KeyedTopic == "" {
+		c.KeyedTopic = "fusebox.keyed"
+	}
+	if c.HeartbeatEvery == 0 {
+		c.HeartbeatEvery = time.Second
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = 10 * time.Second
+	}
+	if c.MaxRecordBytes == 0 {
+		c.MaxRecordBytes = 900 << 10
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// ErrProduce wraps a keyed record that the broker refused for good.
+var ErrProduce = errors.New("router: keyed produce failed")
+
+// Router re-keys source records onto the keyed topic.
+type Router struct {
+	cfg        Config
+	cl         *kgo.Client
+	partitions int32
+	topics     atomic.Pointer[string]
+	failed     atomic.Pointer[error]
+
+	mu       sync.Mutex
+	handlers map[string]*handler
+}
+
+// New makes a router producing with cl, which must be idempotent (kgo's
+// default) and should not be the ingest consumer's own client. It reads
+// the partition counts of the keyed and source topics; the keyed topic must
+// exist.
+func New(ctx context.Context, cl *kgo.Client, cfg Config) (*Router, error) {
+	cfg.defaults()
+	if len(cfg.SourceTopics) == 0 {
+		return nil, errors.New("router: no source topics")
+	}
+	r := &Router{cfg: cfg, cl: cl, handlers: map[string]*handler{}}
+	if err := r.refresh(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// refresh reads the partition counts.
+func (r *Router) refresh(ctx context.Context) error {
+	adm := kadm.NewClient(r.cl)
+	names := append([]string{r.cfg.KeyedTopic}, r.cfg.SourceTopics...)
+	td, err := adm.ListTopics(ctx, names...)
+	if err != nil {
+		return fmt.Errorf("router: list topics: %w", err)
+	}
+	k, ok := td[r.cfg.KeyedTopic]
+	if !ok || k.Err != nil || len(k.Partitions) == 0 {
+		return fmt.Errorf("router: keyed topic %q missing", r.cfg.KeyedTopic)
+	}
+	r.partitions = int32(len(k.Partitions))
+	srcs := slices.Clone(r.cfg.SourceTopics)
+	slices.Sort(srcs)
+	var b strings.Builder
+	for i, t := range srcs {
+		n := 0
+		if d, ok := td[t]; ok && d.Err == nil {
+			n = len(d.Partitions)
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(t + ":" + strconv.Itoa(n))
+	}
+	s := b.String()
+	r.topics.Store(&s)
+	return nil
+}
+
+// Run marks idle source partitions and refreshes topic metadata until ctx
+// ends, and returns the first produce failure, which should stop the
+// process.
+func (r *Router) Run(ctx context.Context) error {
+	tick := time.NewTicker(r.cfg.IdleTimeout / 4)
+	defer tick.Stop()
+	refresh := time.NewTicker(30 * time.Second)
+	defer refresh.Stop()
+	for {
+		if e := r.failed.Load(); e != nil {
+			return *e
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-refresh.C:
+			if err := r.refresh(ctx); err != nil {
+				r.cfg.Logger.Warn("router: metadata refresh failed", "err", err)
+			}
+		case now := <-tick.C:
+			r.mu.Lock()
+			hs := make([]*handler, 0, len(r.handlers))
+			for _, h := range r.handlers {
+				hs = append(hs, h)
+			}
+			r.mu.Unlock()
+			for _, h := range hs {
+				h.markIdleIfSilent(now)
+			}
+		}
+	}
+}
+
+// Handler is the ingest.HandlerFactory of the router.
+func (r *Router) Handler(topic string, partition int32) ingest.PartitionHandler {
+	h := &handler{
+		r: r, topic: topic, partition: partition,
+		maxEventTime: math.MinInt64,
+		lastBeat:     make([]int64, r.partitions),
+		lastSeen:     time.Now(),
+		spans:        make([][]schemas.Span, r.partitions),
+		corrections:  make([][]schemas.Correction, r.partitions),
+	}
+	for i := range h.lastBeat {
+		h.lastBeat[i] = math.MinInt64
+	}
+	r.mu.Lock()
+	r.handlers[topic+"/"+strconv.Itoa(int(partition))] = h
+	r.mu.Unlock()
+	return h
+}
+
+func (r *Router) fail(err error) {
+	err = fmt.Errorf("%w: %w", ErrProduce, err)
+	r.failed.CompareAndSwap(nil, &err)
+}
+
+// handler routes one source partition.
+type handler struct {
+	r         *Router
+	topic     string
+	partition int32
+
+	// mu orders the handler's produces with the idle ticker's.
+	mu           sync.Mutex
+	maxEventTime int64
+	lastBeat     []int64 // per keyed partition: maxEventTime last announced
+	lastSeen     time.Time
+	lastOffset   int64
+	idle         bool
+
+	spans       [][]schemas.Span
+	corrections [][]schemas.Correction
+	buf         []byte
+}
+
+func (h *handler) Handle(ctx context.Context, b *ingest.Batch) error {
+	if e := h.r.failed.Load(); e != nil {
+		return *e
+	}
+	pending := &pendingBatch{b: b}
+	pending.n.Add(1) // held until every record is handed to the producer
+	h.mu.Lock()
+	h.lastSeen = time.Now()
+	for i := range b.Records {
+		h.route(ctx, &b.Records[i], pending)
+	}
+	h.mu.Unlock()
+	pending.done(h.r)
+	return nil
+}
+
+// route sends one source record's spans and corrections to their keyed
+// partitions, and heartbeats to the partitions it sends nothing to.
+func (h *handler) route(ctx context.Context, rec *ingest.Record, pending *pendingBatch) {
+	n := h.r.partitions
+	for p := range h.spans {
+		h.spans[p] = h.spans[p][:0]
+		h.corrections[p] = h.corrections[p][:0]
+	}
+	for i := range rec.Spans {
+		s := &rec.Spans[i]
+		d := h.dest(s.Key.Tenant, n)
+		h.spans[d] = append(h.spans[d], *s)
+		h.maxEventTime = max(h.maxEventTime, s.EndUnixNano)
+	}
+	for i := range rec.Corrections {
+		c := &rec.Corrections[i]
+		d := h.dest(c.Tenant, n)
+		h.corrections[d] = append(h.corrections[d], *c)
+		h.maxEventTime = max(h.maxEventTime, c.TimeUnixNano)
+	}
+	h.lastOffset = rec.Offset
+	if h.maxEventTime == math.MinInt64 {
+		// No event time yet (records without LLM spans): for the
+		// watermark this source is idle, or it would hold every keyed
+		// partition back until its first LLM span.
+		if !h.idle {
+			h.markIdle()
+		}
+		return
+	}
+	if h.idle {
+		// Back from idle: every keyed partition must hear of this source
+		// again at once, or its watermark would keep ignoring it.
+		h.idle = false
+		for p := range h.lastBeat {
+			h.lastBeat[p] = math.MinInt64
+		}
+	}
+	beat := int64(h.r.cfg.HeartbeatEvery)
+	for p := int32(0); p < n; p++ {
+		if len(h.spans[p]) == 0 && len(h.corrections[p]) == 0 {
+			if h.lastBeat[p] != math.MinInt64 && h.maxEventTime-h.lastBeat[p] < beat {
+				continue
+			}
+			h.produce(ctx, p, rec.Offset, 0, nil, pending, false)
+			continue
+		}
+		h.produceSplit(ctx, p, rec.Offset, pending)
+	}
+}
+
+func (h *handler) dest(tenant string, n int32) int32 {
+	if !h.r.cfg.ByTenant || n <= 1 {
+		return 0
+	}
+	return int32(schemas.TenantHash(tenant) % uint32(n))
+}
+
+// produceSplit writes partition p's spans and corrections, in parts no
+// larger than MaxRecordBytes.
+func (h *handler) produceSplit(ctx context.Context, p int32, offset int64, pending *pendingBatch) {
+	spans, corr := h.spans[p], h.corrections[p]
+	part := int32(0)
+	for len(spans) > 0 || len(corr) > 0 || part == 0 {
+		ns, nc := len(spans), len(corr)
+		for {
+			h.buf = schemas.AppendKeyedBatch(h.buf[:0], spans[:ns], corr[:nc])
+			if len(h.buf) <= h.r.cfg.MaxRecordBytes || ns+nc <= 1 {
+				break
+			}
+			// Halve what goes in this part; spans first, then corrections.
+			if ns > 0 {
+				ns /= 2
+				nc = 0
+			} else {
+				nc /= 2
+			}
+		}
+		h.produce(ctx, p, offset, part, slices.Clone(h.buf), pending, false)
+		spans, corr = spans[ns:], corr[nc:]
+		part++
+	}
+}
+
+func (h *handler) produce(ctx context.Context, p int32, offset int64, part int32, value []byte, pending *pendingBatch, idle bool) {
+	hdrs := []kgo.RecordHeader{
+		{Key: engine.HeaderSource, Value: []byte(engine.FormatSource(h.topic, h.partition, offset, part))},
+		{Key: engine.HeaderSourceTopics, Value: []byte(*h.r.topics.Load())},
+	}
+	if h.maxEventTime != math.MinInt64 {
+		hdrs = append(hdrs, kgo.RecordHeader{Key: engine.HeaderSourceMax, Value: strconv.AppendInt(nil, h.maxEventTime, 10)})
+		h.lastBeat[p] = h.maxEventTime
+	}
+	if idle {
+		hdrs = append(hdrs, kgo.RecordHeader{Key: engine.HeaderIdle, Value: []byte("1")})
+	}
+	rec := &kgo.Record{Topic: h.r.cfg.KeyedTopic, Partition: p, Value: value, Headers: hdrs}
+	if pending != nil {
+		pending.n.Add(1)
+	}
+	h.r.cl.Produce(context.WithoutCancel(ctx), rec, func(_ *kgo.Record, err error) {
+		if err != nil {
+			h.r.fail(err)
+			return
+		}
+		if pending != nil {
+			pending.done(h.r)
+		}
+	})
+}
+
+// markIdleIfSilent writes an idle marker to every keyed partition when the
+// source partition has been silent for IdleTimeout.
+func (h *handler) markIdleIfSilent(now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.idle || now.Sub(h.lastSeen) < h.r.cfg.IdleTimeout {
+		return
+	}
+	h.markIdle()
+}
+
+// markIdle writes the idle marker to every keyed partition. h.mu is held.
+func (h *handler) markIdle() {
+	h.idle = true
+	for p := int32(0); p < h.r.partitions; p++ {
+		h.produce(context.Background(), p, h.lastOffset, 0, nil, nil, true)
+	}
+	h.r.cfg.Logger.Debug("router: source partition idle", "topic", h.topic, "partition", h.partition)
+}
+
+// Close waits until every keyed record produced so far is acknowledged, so
+// that the batches they belong to are acked before ingest commits.
+func (h *handler) Close(ctx context.Context, reason ingest.CloseReason) {
+	h.r.mu.Lock()
+	delete(h.r.handlers, h.topic+"/"+strconv.Itoa(int(h.partition)))
+	h.r.mu.Unlock()
+	if reason == ingest.CloseLost {
+		return
+	}
+	if err := h.r.cl.Flush(ctx); err != nil {
+		h.r.cfg.Logger.Warn("router: flush on close", "topic", h.topic, "partition", h.partition, "reason", reason, "err", err)
+	}
+}
+
+// pendingBatch acks its batch once every produce it started succeeded.
+type pendingBatch struct {
+	b *ingest.Batch
+	n atomic.Int64
+}
+
+func (p *pendingBatch) done(r *Router) {
+	if p.n.Add(-1) == 0 && r.failed.Load() == nil {
+		p.b.Ack()
+	}
+}

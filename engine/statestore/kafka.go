@@ -1,0 +1,208 @@
+// Package statestore keeps the keyed stage's checkpoints in a compacted
+// Kafka topic, one topic partition per keyed partition.
+//
+// A checkpoint (a worker snapshot) is written as chunks keyed
+// "p<partition>/g<generation>/c<index>", then a manifest keyed
+// "p<partition>/manifest" naming the generation, the chunk count, the size
+// and the SHA-256 of the whole. Only after the manifest is durable are the
+// previous generation's chunks deleted (tombstones), so a crash at any
+// point leaves the last complete checkpoint readable, and compaction keeps
+// the topic at about one checkpoint per partition.
+package statestore
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// DefaultChunkBytes is the largest chunk written, below Kafka's default
+// 1 MiB message limit.
+const DefaultChunkBytes = 512 << 10
+
+// ErrCorrupt is returned when the newest manifest's chunks are missing or
+// do not match its checksum.
+var ErrCorrupt = errors.New("statestore: checkpoint corrupt")
+
+// Store is a StateStore on a compacted topic.
+type Store struct {
+	topic   string
+	cl      *kgo.Client
+	seeds   []string
+	opts    []kgo.Opt
+	chunk   int
+	mu      sync.Mutex
+	gen     map[int32]manifest // newest generation written or read, per partition
+	timeout time.Duration
+}
+
+type manifest struct {
+	Generation int64  `json:"generation"`
+	Chunks     int    `json:"chunks"`
+	Bytes      int    `json:"bytes"`
+	SHA256     string `json:"sha256"`
+}
+
+// New returns a store writing with cl (idempotent producer; records are
+// partitioned by hand, so cl must use kgo.ManualPartitioner) and reading
+// with short-lived clients made from seeds and opts (TLS, SASL).
+func New(cl *kgo.Client, topic string, seeds []string, opts ...kgo.Opt) *Store {
+	return &Store{topic: topic, cl: cl, seeds: seeds, opts: opts, chunk: DefaultChunkBytes, gen: map[int32]manifest{}, timeout: time.Minute}
+}
+
+// EnsureTopic creates the state topic (compacted, partitions partitions) if
+// it does not exist.
+func EnsureTopic(ctx context.Context, cl *kgo.Client, topic string, partitions int32) error {
+	adm := kadm.NewClient(cl)
+	compact := "compact"
+	resp, err := adm.CreateTopic(ctx, partitions, -1, map[string]*string{"cleanup.policy": &compact}, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !strings.Contains(err.Error(), "TOPIC_ALREADY_EXISTS") {
+		return fmt.Errorf("statestore: create %s: %w", topic, err)
+	}
+	return nil
+}
+
+func manifestKey(p int32) string { return "p" + strconv.Itoa(int(p)) + "/manifest" }
+
+func chunkKey(p int32, gen int64, i int) string {
+	return "p" + strconv.Itoa(int(p)) + "/g" + strconv.FormatInt(gen, 10) + "/c" + strconv.Itoa(i)
+}
+
+// Save writes snap as partition p's newest checkpoint and returns once the
+// manifest is durable.
+func (s *Store) Save(ctx context.Context, p int32, snap []byte) error {
+	s.mu.Lock()
+	prev, hadPrev := s.gen[p]
+	s.mu.Unlock()
+	sum := sha256.Sum256(snap)
+	m := manifest{Generation: prev.Generation + 1, Bytes: len(snap), SHA256: hex.EncodeToString(sum[:])}
+	var recs []*kgo.Record
+	for off := 0; off < len(snap) || m.Chunks == 0; off += s.chunk {
+		end := min(off+s.chunk, len(snap))
+		recs = append(recs, &kgo.Record{Topic: s.topic, Partition: p, Key: []byte(chunkKey(p, m.Generation, m.Chunks)), Value: nonNil(snap[off:end])})
+		m.Chunks++
+	}
+	if err := s.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return fmt.Errorf("statestore: write chunks of partition %d: %w", p, err)
+	}
+	mv, _ := json.Marshal(m)
+	if err := s.cl.ProduceSync(ctx, &kgo.Record{Topic: s.topic, Partition: p, Key: []byte(manifestKey(p)), Value: mv}).FirstErr(); err != nil {
+		return fmt.Errorf("statestore: write manifest of partition %d: %w", p, err)
+	}
+	s.mu.Lock()
+	s.gen[p] = m
+	s.mu.Unlock()
+	if hadPrev {
+		// The previous generation is no longer needed: tombstone it so
+		// compaction can drop it. Losing these writes only wastes space.
+		for i := 0; i < prev.Chunks; i++ {
+			s.cl.Produce(context.WithoutCancel(ctx), &kgo.Record{Topic: s.topic, Partition: p, Key: []byte(chunkKey(p, prev.Generation, i))}, nil)
+		}
+	}
+	return nil
+}
+
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// Load reads partition p's newest complete checkpoint; found is false when
+// there is none.
+func (s *Store) Load(ctx context.Context, p int32) (snap []byte, found bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	adm := kadm.NewClient(s.cl)
+	ends, err := adm.ListEndOffsets(ctx, s.topic)
+	if err != nil {
+		return nil, false, fmt.Errorf("statestore: end offsets: %w", err)
+	}
+	end, ok := ends.Lookup(s.topic, p)
+	if !ok || end.Err != nil {
+		return nil, false, fmt.Errorf("statestore: partition %d of %s not found", p, s.topic)
+	}
+	if end.Offset == 0 {
+		return nil, false, nil
+	}
+	rd, err := kgo.NewClient(append(append([]kgo.Opt{kgo.SeedBrokers(s.seeds...)}, s.opts...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.topic: {p: kgo.NewOffset().AtStart()}}))...)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rd.Close()
+	latest := map[string][]byte{}
+	for done := false; !done; {
+		// A poll that waits five seconds and brings nothing means the
+		// rest of the partition up to end was compacted away.
+		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+		fs := rd.PollFetches(pctx)
+		pcancel()
+		if err := ctx.Err(); err != nil {
+			return nil, false, fmt.Errorf("statestore: reading partition %d: %w", p, err)
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				ferr = err
+			}
+		})
+		if ferr != nil {
+			return nil, false, fmt.Errorf("statestore: reading partition %d: %w", p, ferr)
+		}
+		n := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			n++
+			if r.Value == nil {
+				delete(latest, string(r.Key))
+			} else {
+				latest[string(r.Key)] = r.Value
+			}
+			if r.Offset+1 >= end.Offset {
+				done = true
+			}
+		})
+		if n == 0 {
+			done = true
+		}
+	}
+	mv, ok := latest[manifestKey(p)]
+	if !ok {
+		return nil, false, nil
+	}
+	var m manifest
+	if err := json.Unmarshal(mv, &m); err != nil {
+		return nil, false, fmt.Errorf("%w: manifest of partition %d: %v", ErrCorrupt, p, err)
+	}
+	var buf bytes.Buffer
+	for i := 0; i < m.Chunks; i++ {
+		c, ok := latest[chunkKey(p, m.Generation, i)]
+		if !ok {
+			return nil, false, fmt.Errorf("%w: partition %d generation %d lacks chunk %d", ErrCorrupt, p, m.Generation, i)
+		}
+		buf.Write(c)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	if buf.Len() != m.Bytes || hex.EncodeToString(sum[:]) != m.SHA256 {
+		return nil, false, fmt.Errorf("%w: partition %d generation %d checksum mismatch", ErrCorrupt, p, m.Generation)
+	}
+	s.mu.Lock()
+	s.gen[p] = m
+	s.mu.Unlock()
+	return buf.Bytes(), true, nil
+}

@@ -1,0 +1,150 @@
+package engine
+
+import (
+	"math"
+	"slices"
+)
+
+// SourceRef names the source record a keyed record came from.
+type SourceRef struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	// Part numbers the keyed records one source record sent to one keyed
+	// partition when it had to be split.
+	Part int32
+}
+
+// sourceID is a source partition.
+type sourceID struct {
+	Topic     string
+	Partition int32
+}
+
+// sourceState is what a partition worker knows of one source partition.
+type sourceState struct {
+	// lastOffset is the newest source offset folded in: a keyed record
+	// from this source at or below it is a duplicate written by a router
+	// that restarted before committing, and is skipped.
+	lastOffset int64
+	lastPart   int32
+	// maxEventTime is the newest event time the router had seen on this
+	// source partition (Unix ns), math.MinInt64 before any.
+	maxEventTime int64
+	// idle is set when the router declared the source idle (no records for
+	// its idle timeout); an idle source does not hold the watermark back.
+	idle bool
+}
+
+// watermarks tracks every source partition feeding one keyed partition.
+//
+// The watermark is min over non-idle sources of maxEventTime, minus the
+// allowed lateness. Taking the minimum over sources (rather than the newest
+// event time seen) means that a record is never late because another source
+// partition ran ahead — a router catching up a backlog on one partition
+// while another is current — only when it is more than the allowed lateness
+// behind records before it in its own source partition. That keeps the
+// verdicts independent of how the router interleaves its sources.
+type watermarks struct {
+	lateness int64
+	// partitions is the number of partitions of each source topic, as the
+	// router last announced; sources not heard from yet hold the watermark
+	// at -inf, so the first records of a slow source are not late.
+	partitions map[string]int32
+	sources    map[sourceID]*sourceState
+}
+
+func newWatermarks(latenessNanos int64) *watermarks {
+	return &watermarks{lateness: latenessNanos, partitions: map[string]int32{}, sources: map[sourceID]*sourceState{}}
+}
+
+func (w *watermarks) source(id sourceID) *sourceState {
+	s := w.sources[id]
+	if s == nil {
+		s = &sourceState{lastOffset: -1, maxEventTime: math.MinInt64}
+		w.sources[id] = s
+	}
+	return s
+}
+
+// current is the watermark: math.MinInt64 while any announced source has
+// not been heard from.
+func (w *watermarks) current() int64 {
+	wm := int64(math.MaxInt64)
+	any := false
+	for topic, n := range w.partitions {
+		for p := int32(0); p < n; p++ {
+			s := w.sources[sourceID{topic, p}]
+			if s == nil {
+				return math.MinInt64
+			}
+			if s.idle {
+				continue
+			}
+			any = true
+			if s.maxEventTime < wm {
+				wm = s.maxEventTime
+			}
+		}
+	}
+	if !any || wm == math.MinInt64 {
+		return math.MinInt64
+	}
+	return wm - w.lateness
+}
+
+func (w *watermarks) appendBinary(e *encoder) {
+	topics := make([]string, 0, len(w.partitions))
+	for t := range w.partitions {
+		topics = append(topics, t)
+	}
+	slices.Sort(topics)
+	e.u32(uint32(len(topics)))
+	for _, t := range topics {
+		e.str(t)
+		e.u32(uint32(w.partitions[t]))
+	}
+	ids := make([]sourceID, 0, len(w.sources))
+	for id := range w.sources {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b sourceID) int {
+		if a.Topic != b.Topic {
+			if a.Topic < b.Topic {
+				return -1
+			}
+			return 1
+		}
+		return int(a.Partition - b.Partition)
+	})
+	e.u32(uint32(len(ids)))
+	for _, id := range ids {
+		s := w.sources[id]
+		e.str(id.Topic)
+		e.u32(uint32(id.Partition))
+		e.i64(s.lastOffset)
+		e.u32(uint32(s.lastPart))
+		e.i64(s.maxEventTime)
+		idle := int64(0)
+		if s.idle {
+			idle = 1
+		}
+		e.i64(idle)
+	}
+}
+
+func (w *watermarks) decodeBinary(d *decoder) {
+	n := int(d.u32())
+	w.partitions = map[string]int32{}
+	for i := 0; i < n && d.err == nil; i++ {
+		t := d.str()
+		w.partitions[t] = int32(d.u32())
+	}
+	n = int(d.u32())
+	w.sources = map[sourceID]*sourceState{}
+	for i := 0; i < n && d.err == nil; i++ {
+		id := sourceID{Topic: d.str(), Partition: int32(d.u32())}
+		s := &sourceState{lastOffset: d.i64(), lastPart: int32(d.u32()), maxEventTime: d.i64(), idle: d.i64() == 1}
+		w.sources[id] = s
+	}
+}

@@ -1,0 +1,371 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/schemas"
+)
+
+// KeyedRecord is one record of the keyed topic, decoded: the spans and
+// corrections one source record sent to this keyed partition (possibly none:
+// a heartbeat), and what the router knew of the source's progress.
+type KeyedRecord struct {
+	// Offset is the record's offset in the keyed partition.
+	Offset int64
+	// Source is the source record it was made from.
+	Source SourceRef
+	// SourceMaxEventTime is the newest event time the router had seen on
+	// the source partition when it wrote this record (Unix ns), or
+	// math.MinInt64 when it had seen none.
+	SourceMaxEventTime int64
+	// SourceTopics announces the partition count of every source topic,
+	// "topic:n,topic:n", sorted by topic.
+	SourceTopics string
+	// Idle marks the source partition idle: the router saw no records on it
+	// for its idle timeout. The next data record from it clears the mark.
+	Idle        bool
+	Spans       []schemas.Span
+	Corrections []schemas.Correction
+}
+
+// SLOSpec is one SLO of the configuration as the engine runs it.
+type SLOSpec struct {
+	Meta  processors.Meta
+	Match Match
+	// New makes the processor instance for one partition worker.
+	New func() (processors.Processor, error)
+}
+
+// Breaker turns verdicts into fuse commands (processors/breaker).
+type Breaker interface {
+	Observe(v schemas.Verdict) []schemas.FuseCommand
+	Advance(nowUnixNano int64) []schemas.FuseCommand
+	MarshalBinary() ([]byte, error)
+	UnmarshalBinary([]byte) error
+}
+
+// LateObserver is implemented by processors that count late records (the
+// rollup processor puts them in its per-minute rows).
+type LateObserver interface {
+	ObserveLate(key schemas.Key, eventTime int64)
+}
+
+// WorkerConfig is what every partition worker of one engine shares.
+type WorkerConfig struct {
+	// ConfigVersion identifies the configuration; a snapshot taken under
+	// another version restores only the worker's position, not processor
+	// state.
+	ConfigVersion string
+	KeyDims       KeyDims
+	Guard         GuardConfig
+	// AllowedLateness is how far behind the newest record of its own source
+	// partition a record may be and still count. Default 30s.
+	AllowedLateness time.Duration
+	SLOs            []SLOSpec
+	// NewBreaker makes the breaker of one partition worker; nil for none.
+	NewBreaker func() (Breaker, error)
+}
+
+// WorkerStats counts what a worker did. Counters only grow.
+type WorkerStats struct {
+	Records, Duplicates, Heartbeats int64
+	Spans, LateSpans                int64
+	Corrections, LateCorrections    int64
+	Evaluations, Verdicts, Commands int64
+	Overflowed                      [4]int64 // per dimension, Dimensions order
+	Watermark                       int64    // Unix ns, math.MinInt64 before known
+}
+
+// Worker is the deterministic core of one keyed partition: it owns the
+// keyed state of every processor for the keys in the partition, the
+// watermark, the cardinality guard and the breaker. It reads no clock and
+// does no I/O: the same records in the same order give the same Output, bit
+// for bit. It is not safe for concurrent use; the engine calls it from the
+// partition's goroutine.
+type Worker struct {
+	cfg       WorkerConfig
+	partition int32
+
+	wm         *watermarks
+	lastTopics string
+	watermark  int64
+	guard      *guard
+	slos       []sloState
+	breaker    Breaker
+
+	nextOffset int64
+	out        schemas.Output
+	stats      WorkerStats
+	emit       collector
+}
+
+type sloState struct {
+	spec SLOSpec
+	proc processors.Processor
+	// every is the processor's Interval in ns; next the next boundary to
+	// evaluate, math.MinInt64 until the watermark is first known.
+	every int64
+	next  int64
+	late  LateObserver
+}
+
+// NewWorker returns an empty worker for the keyed partition.
+func NewWorker(cfg WorkerConfig, partition int32) (*Worker, error) {
+	if cfg.AllowedLateness < 0 {
+		return nil, errors.New("engine: allowed lateness must not be negative")
+	}
+	w := &Worker{
+		cfg:       cfg,
+		partition: partition,
+		wm:        newWatermarks(int64(cfg.AllowedLateness)),
+		watermark: math.MinInt64,
+		guard:     newGuard(cfg.Guard),
+	}
+	for _, spec := range cfg.SLOs {
+		p, err := spec.New()
+		if err != nil {
+			return nil, fmt.Errorf("engine: SLO %q: %w", spec.Meta.SLO, err)
+		}
+		every := int64(p.Interval())
+		if every <= 0 {
+			return nil, fmt.Errorf("engine: SLO %q: processor interval must be positive", spec.Meta.SLO)
+		}
+		lo, _ := p.(LateObserver)
+		w.slos = append(w.slos, sloState{spec: spec, proc: p, every: every, next: math.MinInt64, late: lo})
+	}
+	if cfg.NewBreaker != nil {
+		b, err := cfg.NewBreaker()
+		if err != nil {
+			return nil, fmt.Errorf("engine: breaker: %w", err)
+		}
+		w.breaker = b
+	}
+	return w, nil
+}
+
+// NextOffset is the keyed offset after the last record applied: where a
+// worker restored from this worker's snapshot continues.
+func (w *Worker) NextOffset() int64 { return w.nextOffset }
+
+// Stats returns the worker's counters.
+func (w *Worker) Stats() WorkerStats {
+	s := w.stats
+	s.Overflowed = w.guard.overflowed()
+	s.Watermark = w.watermark
+	return s
+}
+
+// TakeOutput returns what the worker produced since the last call and
+// forgets it.
+func (w *Worker) TakeOutput() schemas.Output {
+	o := w.out
+	w.out = schemas.Output{}
+	return o
+}
+
+// Apply folds one keyed record in: duplicates (a router's replay) are
+// skipped, late records counted and dropped, the rest handed to the SLOs
+// they match; then the watermark advances and every evaluation boundary it
+// passed is evaluated, in time order.
+func (w *Worker) Apply(rec *KeyedRecord) {
+	w.nextOffset = rec.Offset + 1
+	w.stats.Records++
+	if rec.SourceTopics != w.lastTopics {
+		w.announce(rec.SourceTopics)
+	}
+	src := w.wm.source(sourceID{rec.Source.Topic, rec.Source.Partition})
+	if rec.Idle {
+		src.idle = true
+		w.advance()
+		return
+	}
+	if rec.Source.Offset < src.lastOffset || (rec.Source.Offset == src.lastOffset && rec.Source.Part <= src.lastPart) {
+		w.stats.Duplicates++
+		return
+	}
+	src.lastOffset, src.lastPart = rec.Source.Offset, rec.Source.Part
+	src.idle = false
+	if len(rec.Spans) == 0 && len(rec.Corrections) == 0 {
+		w.stats.Heartbeats++
+	}
+	for i := range rec.Spans {
+		w.span(&rec.Spans[i])
+	}
+	for i := range rec.Corrections {
+		w.correction(&rec.Corrections[i])
+	}
+	if rec.SourceMaxEventTime > src.maxEventTime {
+		src.maxEventTime = rec.SourceMaxEventTime
+	}
+	w.advance()
+}
+
+func (w *Worker) span(s *schemas.Span) {
+	t := s.EndUnixNano
+	key := w.guard.admit(w.cfg.KeyDims.Project(s.Key), t)
+	if t < w.watermark {
+		w.stats.LateSpans++
+		for i := range w.slos {
+			if w.slos[i].late != nil {
+				w.slos[i].late.ObserveLate(key, t)
+			}
+		}
+		return
+	}
+	w.stats.Spans++
+	for i := range w.slos {
+		if w.slos[i].spec.Match.Matches(s.Key) {
+			w.slos[i].proc.ObserveSpan(key, s)
+		}
+	}
+}
+
+func (w *Worker) correction(c *schemas.Correction) {
+	if c.TimeUnixNano < w.watermark {
+		w.stats.LateCorrections++
+		return
+	}
+	w.stats.Corrections++
+	k := schemas.Key{Tenant: c.Tenant, Model: c.Model, Variant: c.Variant}
+	for i := range w.slos {
+		m := &w.slos[i].spec.Match
+		// A correction names at most tenant, model and variant; the
+		// processor joins it to a span and applies the rest of the match.
+		if in(m.Tenant, k.Tenant) {
+			w.slos[i].proc.ObserveCorrection(c)
+		}
+	}
+}
+
+// announce records the source topics' partition counts from the header
+// "topic:n,topic:n".
+func (w *Worker) announce(h string) {
+	w.lastTopics = h
+	if h == "" {
+		return
+	}
+	parts := map[string]int32{}
+	for _, f := range strings.Split(h, ",") {
+		topic, n, ok := strings.Cut(f, ":")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseInt(n, 10, 32)
+		if err != nil || v < 0 {
+			continue
+		}
+		parts[topic] = int32(v)
+	}
+	w.wm.partitions = parts
+}
+
+// advance recomputes the watermark and evaluates every boundary it passed.
+func (w *Worker) advance() {
+	wm := w.wm.current()
+	if wm <= w.watermark {
+		return
+	}
+	w.watermark = wm
+	for i := range w.slos {
+		s := &w.slos[i]
+		if s.next == math.MinInt64 {
+			// The first boundary after the watermark is first known:
+			// earlier windows were never seen whole.
+			s.next = floorDiv(wm, s.every)*s.every + s.every
+		}
+	}
+	for {
+		b := int64(math.MaxInt64)
+		for i := range w.slos {
+			b = min(b, w.slos[i].next)
+		}
+		if b > wm || b == math.MaxInt64 {
+			return
+		}
+		w.evaluate(b)
+	}
+}
+
+// evaluate runs every SLO due at boundary b, then the breaker.
+func (w *Worker) evaluate(b int64) {
+	var verdicts []schemas.Verdict
+	for i := range w.slos {
+		s := &w.slos[i]
+		if s.next != b {
+			continue
+		}
+		w.emit.reset()
+		s.proc.Evaluate(b, &w.emit)
+		w.stats.Evaluations++
+		// Processors emit in key order already; sorting again makes the
+		// order a property of the engine, not of every processor.
+		slices.SortStableFunc(w.emit.verdicts, compareVerdicts)
+		slices.SortStableFunc(w.emit.rollups, compareRollups)
+		verdicts = append(verdicts, w.emit.verdicts...)
+		w.out.Rollups = append(w.out.Rollups, w.emit.rollups...)
+		s.next = b + s.every
+	}
+	w.stats.Verdicts += int64(len(verdicts))
+	w.out.Verdicts = append(w.out.Verdicts, verdicts...)
+	if w.breaker != nil {
+		for i := range verdicts {
+			w.commands(w.breaker.Observe(verdicts[i]))
+		}
+		w.commands(w.breaker.Advance(b))
+	}
+	w.guard.expire(b)
+}
+
+func (w *Worker) commands(cmds []schemas.FuseCommand) {
+	w.stats.Commands += int64(len(cmds))
+	w.out.Commands = append(w.out.Commands, cmds...)
+}
+
+func compareVerdicts(a, b schemas.Verdict) int {
+	if c := strings.Compare(a.Key.String(), b.Key.String()); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Metric, b.Metric)
+}
+
+func compareRollups(a, b schemas.Rollup) int {
+	if c := strings.Compare(a.Key.String(), b.Key.String()); c != 0 {
+		return c
+	}
+	switch {
+	case a.MinuteUnixNano < b.MinuteUnixNano:
+		return -1
+	case a.MinuteUnixNano > b.MinuteUnixNano:
+		return 1
+	}
+	return 0
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// collector is the Emitter handed to processors.
+type collector struct {
+	verdicts []schemas.Verdict
+	rollups  []schemas.Rollup
+}
+
+func (c *collector) reset() {
+	c.verdicts = c.verdicts[:0]
+	c.rollups = c.rollups[:0]
+}
+
+func (c *collector) Verdict(v schemas.Verdict) { c.verdicts = append(c.verdicts, v) }
+func (c *collector) Rollup(r schemas.Rollup)   { c.rollups = append(c.rollups, r) }

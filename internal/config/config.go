@@ -1,0 +1,244 @@
+// Package config loads and checks the SLO file, the one configuration file
+// of `fusebox run`: Kafka, topics, attribute names, limits, key dimensions,
+// time, the SLOs and their processors, the breaker policy, signing, sinks
+// and the HTTP endpoints.
+//
+// Every default lives in Default(); the annotated example in
+// examples/fusebox.yaml shows them all. Load reports every problem at once,
+// each with the file, the line and the field path (e.g.
+// "fusebox.yaml:42: slos[1].tail.p: must be in (0, 1), got 1.5").
+package config
+
+import (
+	"time"
+
+	"github.com/fusebox-dev/fusebox/processors/burnrate"
+	"github.com/fusebox-dev/fusebox/processors/corrections"
+	"github.com/fusebox-dev/fusebox/processors/decay"
+	"github.com/fusebox-dev/fusebox/processors/drift"
+	"github.com/fusebox-dev/fusebox/processors/scaling"
+	"github.com/fusebox-dev/fusebox/processors/tail"
+	"github.com/fusebox-dev/fusebox/schemas"
+)
+
+// File is the whole SLO file.
+type File struct {
+	// Version identifies the configuration in every verdict id; change it
+	// when you change an SLO's parameters. Default: the first 12 hex
+	// characters of the SHA-256 of the file.
+	Version    string                 `yaml:"version"`
+	Kafka      Kafka                  `yaml:"kafka"`
+	Topics     Topics                 `yaml:"topics"`
+	Attributes schemas.AttributeNames `yaml:"attributes"`
+	Limits     schemas.Limits         `yaml:"limits"`
+	Keys       Keys                   `yaml:"keys"`
+	Time       Time                   `yaml:"time"`
+	SLOs       []SLO                  `yaml:"slos"`
+	Rollups    Rollups                `yaml:"rollups"`
+	Breaker    Breaker                `yaml:"breaker"`
+	Signing    Signing                `yaml:"signing"`
+	Sinks      Sinks                  `yaml:"sinks"`
+	HTTP       HTTP                   `yaml:"http"`
+	Log        Log                    `yaml:"log"`
+}
+
+// Kafka is how fusebox reaches the brokers.
+type Kafka struct {
+	// Brokers are the seed addresses. Default [127.0.0.1:9092].
+	Brokers []string `yaml:"brokers"`
+	// Group is the consumer group prefix: the router joins
+	// "<group>.router", the keyed stage "<group>.engine". Default "fusebox".
+	Group    string `yaml:"group"`
+	ClientID string `yaml:"client_id"` // default "fusebox"
+	TLS      TLS    `yaml:"tls"`
+	SASL     SASL   `yaml:"sasl"`
+}
+
+// TLS configures a TLS client.
+type TLS struct {
+	Enabled            bool   `yaml:"enabled"`
+	CAFile             string `yaml:"ca_file"`
+	CertFile           string `yaml:"cert_file"`
+	KeyFile            string `yaml:"key_file"`
+	ServerName         string `yaml:"server_name"`
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"`
+}
+
+// SASL configures Kafka authentication.
+type SASL struct {
+	// Mechanism is "", PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
+	Mechanism string `yaml:"mechanism"`
+	Username  string `yaml:"username"`
+	// Password, or PasswordEnv naming an environment variable holding it.
+	Password    string `yaml:"password"`
+	PasswordEnv string `yaml:"password_env"`
+}
+
+// Topics names every topic fusebox reads and writes.
+type Topics struct {
+	Spans        []string `yaml:"spans"`         // default [otlp_spans]
+	SpanEncoding string   `yaml:"span_encoding"` // otlp_proto, otlp_json or auto (default)
+	Corrections  []string `yaml:"corrections"`   // default [fusebox.corrections]
+	Keyed        string   `yaml:"keyed"`         // default fusebox.keyed
+	// KeyedPartitions is the keyed topic's partition count when fusebox
+	// creates it; it bounds how many processes share the work. Default 12.
+	KeyedPartitions int32  `yaml:"keyed_partitions"`
+	State           string `yaml:"state"`    // default fusebox.state
+	Verdicts        string `yaml:"verdicts"` // default fusebox.verdicts
+	Fuse            string `yaml:"fuse"`     // default fusebox.fuse
+	DLQ             string `yaml:"dlq"`      // default fusebox.dlq
+}
+
+// Keys says what statistics are kept per, and how many.
+type Keys struct {
+	// Dimensions key the statistics: any of tenant, service, model,
+	// variant. Default all four.
+	Dimensions []string `yaml:"dimensions"`
+	// Per partition worker: the most distinct values of each dimension
+	// kept; more fold into "__overflow__". Defaults 1000, 1000, 200, 20.
+	MaxTenants  int `yaml:"max_tenants"`
+	MaxServices int `yaml:"max_services"`
+	MaxModels   int `yaml:"max_models"`
+	MaxVariants int `yaml:"max_variants"`
+	// IdleTTL forgets a value unseen for this long (event time). Default 24h.
+	IdleTTL time.Duration `yaml:"idle_ttl"`
+}
+
+// Time configures event time.
+type Time struct {
+	// AllowedLateness is how far behind the newest earlier record of its
+	// own source partition a record may be and still count. Default 30s.
+	AllowedLateness time.Duration `yaml:"allowed_lateness"`
+	// IdleSourceTimeout (wall time) marks a silent source partition idle so
+	// it stops holding the watermark. Default 10s.
+	IdleSourceTimeout time.Duration `yaml:"idle_source_timeout"`
+	// CheckpointEvery (wall time): how often each partition makes its
+	// output durable, saves its state and commits. Default 10s.
+	CheckpointEvery time.Duration `yaml:"checkpoint_every"`
+}
+
+// SLO is one entry of slos: a name, an optional match, and exactly one
+// processor section.
+type SLO struct {
+	Name  string `yaml:"name"`
+	Match Match  `yaml:"match"`
+
+	Tail        *tail.Config        `yaml:"tail"`
+	Drift       *drift.Config       `yaml:"drift"`
+	Decay       *decay.Config       `yaml:"decay"`
+	Scaling     *scaling.Config     `yaml:"scaling"`
+	Corrections *corrections.Config `yaml:"corrections"`
+	Burnrate    *burnrate.Config    `yaml:"burnrate"`
+}
+
+// Match restricts an SLO to some keys; empty lists match every value.
+type Match struct {
+	Tenant  []string `yaml:"tenant"`
+	Service []string `yaml:"service"`
+	Model   []string `yaml:"model"`
+	Variant []string `yaml:"variant"`
+}
+
+// Rollups configures the per-minute span rollups written to ClickHouse.
+type Rollups struct {
+	Enabled bool `yaml:"enabled"` // default true
+	// MaxSamplesPerMinute caps the latencies kept per key per minute for
+	// the quantile states. Default 2000.
+	MaxSamplesPerMinute int `yaml:"max_samples_per_minute"`
+}
+
+// Signing configures the HMAC keys of fuse commands.
+type Signing struct {
+	// KeysFile holds "id:secret" lines (see package fuse); KeysEnv names an
+	// environment variable with "id:secret,id:secret". Default env
+	// FUSEBOX_FUSE_KEYS.
+	KeysFile string `yaml:"keys_file"`
+	KeysEnv  string `yaml:"keys_env"`
+	// ActiveKey is the id of the key that signs; default the last listed.
+	ActiveKey string `yaml:"active_key"`
+	// InsecureUnsigned sends unsigned commands; fusebox refuses to start
+	// without a key otherwise. Same as --insecure-unsigned.
+	InsecureUnsigned bool `yaml:"insecure_unsigned"`
+}
+
+// Sinks configures where verdicts, commands and rollups go.
+type Sinks struct {
+	// Kafka writes verdicts and fuse commands to their topics. Default on.
+	Kafka KafkaSink `yaml:"kafka"`
+	// ClickHouse is off unless Addr is set.
+	ClickHouse ClickHouse `yaml:"clickhouse"`
+	// JSONL appends verdicts and commands to a file when Path is set.
+	JSONL JSONL `yaml:"jsonl"`
+}
+
+// KafkaSink configures the Kafka sink.
+type KafkaSink struct {
+	Enabled bool `yaml:"enabled"`
+	// Partitions of the verdict and fuse topics when fusebox creates them.
+	// Default 6.
+	Partitions int32 `yaml:"partitions"`
+}
+
+// ClickHouse configures the ClickHouse sink.
+type ClickHouse struct {
+	Addr        []string      `yaml:"addr"`
+	Database    string        `yaml:"database"` // default fusebox
+	Username    string        `yaml:"username"` // default default
+	Password    string        `yaml:"password"`
+	PasswordEnv string        `yaml:"password_env"`
+	TLS         TLS           `yaml:"tls"`
+	BatchRows   int           `yaml:"batch_rows"`   // default 5000
+	FlushEvery  time.Duration `yaml:"flush_every"`  // default 1s
+	BufferRows  int           `yaml:"buffer_rows"`  // default 100000
+	Migrate     bool          `yaml:"migrate"`      // apply migrations at start; default true
+	DialTimeout time.Duration `yaml:"dial_timeout"` // default 5s
+}
+
+// JSONL configures the JSON-lines file sink.
+type JSONL struct {
+	Path string `yaml:"path"`
+}
+
+// HTTP configures the observability endpoints.
+type HTTP struct {
+	// Listen serves /metrics, /healthz and /readyz. Default
+	// 127.0.0.1:9464; "" turns the server off.
+	Listen string `yaml:"listen"`
+	// Pprof also serves /debug/pprof/. Default false.
+	Pprof bool `yaml:"pprof"`
+}
+
+// Log configures the structured logs (JSON on stderr).
+type Log struct {
+	Level string `yaml:"level"` // debug, info (default), warn, error
+}
+
+// Default returns every default; Load decodes the file on top of it.
+func Default() File {
+	g := schemas.DefaultLimits()
+	return File{
+		Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, Group: "fusebox", ClientID: "fusebox"},
+		Topics: Topics{
+			Spans: []string{"otlp_spans"}, SpanEncoding: "auto", Corrections: []string{"fusebox.corrections"},
+			Keyed: "fusebox.keyed", KeyedPartitions: 12, State: "fusebox.state",
+			Verdicts: "fusebox.verdicts", Fuse: "fusebox.fuse", DLQ: "fusebox.dlq",
+		},
+		Attributes: schemas.DefaultAttributeNames(),
+		Limits:     g,
+		Keys: Keys{
+			Dimensions: []string{"tenant", "service", "model", "variant"},
+			MaxTenants: 1000, MaxServices: 1000, MaxModels: 200, MaxVariants: 20, IdleTTL: 24 * time.Hour,
+		},
+		Time:    Time{AllowedLateness: 30 * time.Second, IdleSourceTimeout: 10 * time.Second, CheckpointEvery: 10 * time.Second},
+		Rollups: Rollups{Enabled: true, MaxSamplesPerMinute: 2000},
+		Breaker: DefaultBreaker(),
+		Signing: Signing{KeysEnv: "FUSEBOX_FUSE_KEYS"},
+		Sinks: Sinks{
+			Kafka: KafkaSink{Enabled: true, Partitions: 6},
+			ClickHouse: ClickHouse{Database: "fusebox", Username: "default", BatchRows: 5000, FlushEvery: time.Second,
+				BufferRows: 100000, Migrate: true, DialTimeout: 5 * time.Second},
+		},
+		HTTP: HTTP{Listen: "127.0.0.1:9464"},
+		Log:  Log{Level: "info"},
+	}
+}

@@ -1,0 +1,296 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/schemas"
+	"go.yaml.in/yaml/v3"
+)
+
+// Error is one problem with the file, located.
+type Error struct {
+	File   string
+	Line   int    // 0 when the field is absent from the file (a default)
+	Field  string // path such as "slos[1].tail.p"
+	Reason string
+}
+
+func (e *Error) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc += ":" + strconv.Itoa(e.Line)
+	}
+	return loc + ": " + e.Field + ": " + e.Reason
+}
+
+// Load reads, decodes and validates the SLO file at path. The error, when
+// not nil, joins one *Error per problem, in line order.
+func Load(path string) (*File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, b)
+}
+
+// Parse is Load on bytes; name is used in error messages.
+func Parse(name string, b []byte) (*File, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return nil, &Error{File: name, Line: yamlErrorLine(err), Field: "(file)", Reason: err.Error()}
+	}
+	f := Default()
+	if len(root.Content) == 0 {
+		return nil, &Error{File: name, Field: "(file)", Reason: "empty file"}
+	}
+	lines := map[string]int{}
+	var errs []*Error
+	checkKnown(root.Content[0], reflect.TypeOf(f), "", lines, func(line int, field, reason string) {
+		errs = append(errs, &Error{File: name, Line: line, Field: field, Reason: reason})
+	})
+	if len(errs) == 0 {
+		if err := root.Content[0].Decode(&f); err != nil {
+			return nil, &Error{File: name, Line: yamlErrorLine(err), Field: "(file)", Reason: err.Error()}
+		}
+		if f.Version == "" {
+			sum := sha256.Sum256(b)
+			f.Version = hex.EncodeToString(sum[:6])
+		}
+		for _, e := range f.validate() {
+			errs = append(errs, &Error{File: name, Line: lineOf(lines, e.Field), Field: e.Field, Reason: e.Reason})
+		}
+	}
+	if len(errs) == 0 {
+		return &f, nil
+	}
+	slices.SortStableFunc(errs, func(a, b *Error) int { return a.Line - b.Line })
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = e
+	}
+	return nil, errors.Join(out...)
+}
+
+// lineOf finds the line of field, or of its nearest parent in the file.
+func lineOf(lines map[string]int, field string) int {
+	for p := field; p != ""; {
+		if l, ok := lines[p]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return 0
+}
+
+func yamlErrorLine(err error) int {
+	var te *yaml.TypeError
+	msg := err.Error()
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+	}
+	if i := strings.Index(msg, "line "); i >= 0 {
+		n := 0
+		for _, c := range msg[i+5:] {
+			if c < '0' || c > '9' {
+				break
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n
+	}
+	return 0
+}
+
+var durationType = reflect.TypeOf(time.Duration(0))
+
+// checkKnown walks the YAML tree alongside the Go type, recording each
+// field's line and reporting keys the type does not have: a misspelt
+// option must be an error, not a silently ignored default.
+func checkKnown(n *yaml.Node, t reflect.Type, path string, lines map[string]int, report func(int, string, string)) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if path != "" {
+		lines[path] = n.Line
+	}
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	switch {
+	case t == durationType:
+		if n.Kind != yaml.ScalarNode {
+			report(n.Line, path, "want a duration such as 90s or 5m")
+			return
+		}
+		if _, err := time.ParseDuration(n.Value); err != nil {
+			report(n.Line, path, "not a duration ("+err.Error()+"); write e.g. 90s, 5m, 1h")
+		}
+	case t.Kind() == reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			if n.Tag == "!!null" {
+				return
+			}
+			report(n.Line, path, "want a mapping")
+			return
+		}
+		fields := map[string]reflect.Type{}
+		for i := 0; i < t.NumField(); i++ {
+			tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
+			if tag != "" && tag != "-" {
+				fields[tag] = t.Field(i).Type
+			}
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			ft, ok := fields[k.Value]
+			p := join(path, k.Value)
+			if !ok {
+				report(k.Line, p, "unknown field"+suggest(k.Value, fields))
+				continue
+			}
+			checkKnown(v, ft, p, lines, report)
+		}
+	case t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8:
+		if n.Kind != yaml.SequenceNode {
+			if n.Tag == "!!null" {
+				return
+			}
+			report(n.Line, path, "want a list")
+			return
+		}
+		for i, c := range n.Content {
+			checkKnown(c, t.Elem(), path+"["+strconv.Itoa(i)+"]", lines, report)
+		}
+	}
+}
+
+func join(path, k string) string {
+	if path == "" {
+		return k
+	}
+	return path + "." + k
+}
+
+// suggest names a known field one edit away, for typos.
+func suggest(k string, fields map[string]reflect.Type) string {
+	var names []string
+	for f := range fields {
+		if closeTo(k, f) {
+			names = append(names, f)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	slices.Sort(names)
+	return " (did you mean " + strings.Join(names, " or ") + "?)"
+}
+
+// closeTo reports an edit distance of at most 2.
+func closeTo(a, b string) bool {
+	if d := len(a) - len(b); d > 2 || d < -2 {
+		return false
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := 1
+			if a[i-1] == b[j-1] {
+				c = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)] <= 2
+}
+
+// UnmarshalYAML decodes an SLO entry, starting each processor section
+// from that processor's defaults.
+func (s *SLO) UnmarshalYAML(n *yaml.Node) error {
+	var raw struct {
+		Name        string    `yaml:"name"`
+		Match       Match     `yaml:"match"`
+		Tail        yaml.Node `yaml:"tail"`
+		Drift       yaml.Node `yaml:"drift"`
+		Decay       yaml.Node `yaml:"decay"`
+		Scaling     yaml.Node `yaml:"scaling"`
+		Corrections yaml.Node `yaml:"corrections"`
+		Burnrate    yaml.Node `yaml:"burnrate"`
+	}
+	if err := n.Decode(&raw); err != nil {
+		return err
+	}
+	*s = SLO{Name: raw.Name, Match: raw.Match}
+	var err error
+	s.Tail, err = section(&raw.Tail, tailDefault, err)
+	s.Drift, err = section(&raw.Drift, driftDefault, err)
+	s.Decay, err = section(&raw.Decay, decayDefault, err)
+	s.Scaling, err = section(&raw.Scaling, scalingDefault, err)
+	s.Corrections, err = section(&raw.Corrections, correctionsDefault, err)
+	s.Burnrate, err = section(&raw.Burnrate, burnrateDefault, err)
+	return err
+}
+
+// section decodes a present processor section over its defaults.
+func section[T any](n *yaml.Node, def func() T, prev error) (*T, error) {
+	if prev != nil || n.Kind == 0 {
+		return nil, prev
+	}
+	v := def()
+	if n.Tag == "!!null" {
+		return &v, nil
+	}
+	if err := n.Decode(&v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// fieldErr is a validation problem before it is located.
+type fieldErr struct {
+	Field  string
+	Reason string
+}
+
+// collect turns errors from Validate methods (joined *processors.ConfigError
+// or *schemas.FieldError) into fieldErrs under prefix.
+func collect(prefix string, err error) []fieldErr {
+	switch e := err.(type) {
+	case nil:
+		return nil
+	case *processors.ConfigError:
+		return []fieldErr{{join(prefix, e.Field), e.Reason}}
+	case *schemas.FieldError:
+		f := e.Field
+		if i := strings.IndexByte(f, '.'); i >= 0 && prefix != "" {
+			f = f[i+1:] // "limits.max_x" reported under prefix "limits"
+		}
+		return []fieldErr{{join(prefix, f), e.Reason}}
+	case interface{ Unwrap() []error }:
+		var out []fieldErr
+		for _, x := range e.Unwrap() {
+			out = append(out, collect(prefix, x)...)
+		}
+		return out
+	}
+	return []fieldErr{{prefix, err.Error()}}
+}

@@ -1,0 +1,73 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+const minimal = `
+slos:
+  - name: chat-latency
+    match: {service: [chat]}
+    tail:
+      budget: 2500
+      window: 5m
+`
+
+func TestParseAppliesDefaults(t *testing.T) {
+	f, err := Parse("x.yaml", []byte(minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := f.SLOs[0].Tail
+	if tl == nil || tl.Budget != 2500 || tl.Window != 5*time.Minute || tl.P != 0.999 || tl.Every != time.Minute {
+		t.Fatalf("tail section = %+v, want budget and window from the file and defaults for the rest", tl)
+	}
+	if f.Topics.Keyed != "fusebox.keyed" || f.Time.AllowedLateness != 30*time.Second {
+		t.Fatalf("defaults not applied: %+v %+v", f.Topics, f.Time)
+	}
+	if len(f.Version) != 12 {
+		t.Fatalf("version %q, want 12 hex characters from the file hash", f.Version)
+	}
+	if f.SLOs[0].Match.Service[0] != "chat" {
+		t.Fatalf("match = %+v", f.SLOs[0].Match)
+	}
+}
+
+func TestParseErrorsNameFileLineAndField(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"typo", "slos:\n  - name: a\n    tail:\n      budgt: 3\n", []string{"x.yaml:4: slos[0].tail.budgt: unknown field (did you mean budget?)"}},
+		{"bad p", "slos:\n  - name: a\n    tail:\n      budget: 3\n      p: 1.5\n", []string{"x.yaml:5: slos[0].tail.p: must be in (0, 1), got 1.5"}},
+		{"two processors", "slos:\n  - name: a\n    tail: {budget: 1}\n    drift: {}\n", []string{"x.yaml:2: slos[0]: has tail and drift"}},
+		{"no processor", "slos:\n  - name: a\n", []string{"slos[0]: needs one processor section"}},
+		{"missing budget", "slos:\n  - name: a\n    tail: {}\n", []string{"x.yaml:3: slos[0].tail.budget: must be set"}},
+		{"bad duration", "time:\n  allowed_lateness: 30 seconds\nslos:\n  - name: a\n    tail: {budget: 1}\n", []string{"x.yaml:2: time.allowed_lateness: not a duration"}},
+		{"window not multiple", "slos:\n  - name: a\n    tail: {budget: 1, window: 90s}\n", []string{"slos[0].tail.window: must be a whole multiple of every"}},
+		{"duplicate names", "slos:\n  - name: a\n    tail: {budget: 1}\n  - name: a\n    tail: {budget: 1}\n", []string{"x.yaml:4: slos[1].name: same name as slos[0]"}},
+		{"broker", "kafka:\n  brokers: [localhost]\nslos:\n  - name: a\n    tail: {budget: 1}\n", []string{"x.yaml:2: kafka.brokers[0]: want host:port"}},
+		{"limits", "limits:\n  max_spans_per_message: 0\nslos:\n  - name: a\n    tail: {budget: 1}\n", []string{"x.yaml:2: limits.max_spans_per_message: must be positive"}},
+		{"scaling scope", "slos:\n  - name: a\n    scaling: {stddev_budget_ms: 100, scope: [service]}\n", []string{"slos[0].scaling.scope: must include tenant"}},
+		{"not yaml", "slos: [\n", []string{"x.yaml"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("x.yaml", []byte(tc.yaml))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Errorf("error %T is not a *config.Error", err)
+			}
+		})
+	}
+}

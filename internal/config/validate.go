@@ -1,0 +1,164 @@
+package config
+
+import (
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/fusebox-dev/fusebox/processors/burnrate"
+	"github.com/fusebox-dev/fusebox/processors/corrections"
+	"github.com/fusebox-dev/fusebox/processors/decay"
+	"github.com/fusebox-dev/fusebox/processors/drift"
+	"github.com/fusebox-dev/fusebox/processors/scaling"
+	"github.com/fusebox-dev/fusebox/processors/tail"
+)
+
+func tailDefault() tail.Config               { return tail.DefaultConfig() }
+func driftDefault() drift.Config             { return drift.DefaultConfig() }
+func decayDefault() decay.Config             { return decay.DefaultConfig() }
+func scalingDefault() scaling.Config         { return scaling.DefaultConfig() }
+func correctionsDefault() corrections.Config { return corrections.DefaultConfig() }
+func burnrateDefault() burnrate.Config       { return burnrate.DefaultConfig() }
+
+// validate checks everything the decoder cannot.
+func (f *File) validate() []fieldErr {
+	var errs []fieldErr
+	fail := func(bad bool, field, reason string) {
+		if bad {
+			errs = append(errs, fieldErr{field, reason})
+		}
+	}
+
+	fail(len(f.Kafka.Brokers) == 0, "kafka.brokers", "list at least one broker host:port")
+	for i, b := range f.Kafka.Brokers {
+		_, _, err := net.SplitHostPort(b)
+		fail(err != nil, "kafka.brokers["+strconv.Itoa(i)+"]", "want host:port, got "+strconv.Quote(b))
+	}
+	fail(f.Kafka.Group == "", "kafka.group", "must not be empty")
+	switch f.Kafka.SASL.Mechanism {
+	case "":
+	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+		fail(f.Kafka.SASL.Username == "", "kafka.sasl.username", "must be set with a SASL mechanism")
+		fail(f.Kafka.SASL.Password == "" && f.Kafka.SASL.PasswordEnv == "", "kafka.sasl.password", "set password or password_env")
+	default:
+		fail(true, "kafka.sasl.mechanism", "must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, got "+strconv.Quote(f.Kafka.SASL.Mechanism))
+	}
+	errs = append(errs, tlsErrs("kafka.tls", f.Kafka.TLS)...)
+
+	t := &f.Topics
+	fail(len(t.Spans) == 0, "topics.spans", "list at least one span topic")
+	fail(t.SpanEncoding != "otlp_proto" && t.SpanEncoding != "otlp_json" && t.SpanEncoding != "auto",
+		"topics.span_encoding", "must be otlp_proto, otlp_json or auto, got "+strconv.Quote(t.SpanEncoding))
+	fail(t.KeyedPartitions < 1, "topics.keyed_partitions", "must be at least 1")
+	names := map[string]string{}
+	for _, n := range []struct{ field, topic string }{
+		{"topics.keyed", t.Keyed}, {"topics.state", t.State}, {"topics.verdicts", t.Verdicts},
+		{"topics.fuse", t.Fuse}, {"topics.dlq", t.DLQ},
+	} {
+		fail(n.topic == "", n.field, "must not be empty")
+		if other, dup := names[n.topic]; dup && n.topic != "" {
+			fail(true, n.field, "same topic as "+other)
+		}
+		names[n.topic] = n.field
+	}
+	for i, s := range append(slices.Clone(t.Spans), t.Corrections...) {
+		if other, dup := names[s]; dup {
+			fail(true, "topics", "source topic "+strconv.Quote(s)+" is also "+other)
+		}
+		fail(s == "", "topics.spans", "topic "+strconv.Itoa(i)+" is empty")
+	}
+
+	errs = append(errs, collect("attributes", f.Attributes.Validate())...)
+	errs = append(errs, collect("limits", f.Limits.Validate())...)
+
+	dims := map[string]bool{}
+	for i, d := range f.Keys.Dimensions {
+		ok := d == "tenant" || d == "service" || d == "model" || d == "variant"
+		fail(!ok, "keys.dimensions["+strconv.Itoa(i)+"]", "must be tenant, service, model or variant, got "+strconv.Quote(d))
+		dims[d] = true
+	}
+	fail(f.Keys.MaxTenants < 0 || f.Keys.MaxServices < 0 || f.Keys.MaxModels < 0 || f.Keys.MaxVariants < 0,
+		"keys", "max_* must not be negative (0 means no limit)")
+	fail(f.Keys.IdleTTL < 0, "keys.idle_ttl", "must not be negative")
+
+	fail(f.Time.AllowedLateness < 0, "time.allowed_lateness", "must not be negative")
+	fail(f.Time.IdleSourceTimeout <= 0, "time.idle_source_timeout", "must be positive")
+	fail(f.Time.CheckpointEvery <= 0, "time.checkpoint_every", "must be positive")
+
+	fail(len(f.SLOs) == 0, "slos", "define at least one SLO")
+	seen := map[string]int{}
+	for i := range f.SLOs {
+		s := &f.SLOs[i]
+		p := "slos[" + strconv.Itoa(i) + "]"
+		fail(s.Name == "", p+".name", "must not be empty")
+		fail(strings.HasPrefix(s.Name, "_"), p+".name", "names starting with _ are reserved")
+		if j, dup := seen[s.Name]; dup && s.Name != "" {
+			fail(true, p+".name", "same name as slos["+strconv.Itoa(j)+"]")
+		}
+		seen[s.Name] = i
+		var set []string
+		add := func(name string, present bool, err func() error) {
+			if present {
+				set = append(set, name)
+				errs = append(errs, collect(p+"."+name, err())...)
+			}
+		}
+		add("tail", s.Tail != nil, func() error { return s.Tail.Validate() })
+		add("drift", s.Drift != nil, func() error { return s.Drift.Validate() })
+		add("decay", s.Decay != nil, func() error { return s.Decay.Validate() })
+		add("scaling", s.Scaling != nil, func() error { return s.Scaling.Validate() })
+		add("corrections", s.Corrections != nil, func() error { return s.Corrections.Validate() })
+		add("burnrate", s.Burnrate != nil, func() error { return s.Burnrate.Validate() })
+		switch {
+		case len(set) == 0:
+			fail(true, p, "needs one processor section: tail, drift, decay, scaling, corrections or burnrate")
+		case len(set) > 1:
+			fail(true, p, "has "+strings.Join(set, " and ")+": one processor per SLO entry")
+		}
+		if s.Scaling != nil && dims["tenant"] && !slices.Contains(s.Scaling.Scope, "tenant") {
+			fail(true, p+".scaling.scope", "must include tenant: fusebox shards its state by tenant")
+		}
+	}
+	errs = append(errs, f.Breaker.validate(dims)...)
+
+	fail(f.Signing.ActiveKey != "" && f.Signing.KeysFile == "" && f.Signing.KeysEnv == "", "signing.active_key", "set keys_file or keys_env too")
+
+	ch := &f.Sinks.ClickHouse
+	for i, a := range ch.Addr {
+		_, _, err := net.SplitHostPort(a)
+		fail(err != nil, "sinks.clickhouse.addr["+strconv.Itoa(i)+"]", "want host:port (native protocol, usually 9000), got "+strconv.Quote(a))
+	}
+	if len(ch.Addr) > 0 {
+		fail(ch.Database == "", "sinks.clickhouse.database", "must not be empty")
+		fail(ch.BatchRows < 1, "sinks.clickhouse.batch_rows", "must be positive")
+		fail(ch.BufferRows < ch.BatchRows, "sinks.clickhouse.buffer_rows", "must be at least batch_rows")
+		fail(ch.FlushEvery <= 0, "sinks.clickhouse.flush_every", "must be positive")
+		errs = append(errs, tlsErrs("sinks.clickhouse.tls", ch.TLS)...)
+	}
+	fail(f.Sinks.Kafka.Enabled && f.Sinks.Kafka.Partitions < 1, "sinks.kafka.partitions", "must be at least 1")
+	fail(!f.Sinks.Kafka.Enabled && len(ch.Addr) == 0 && f.Sinks.JSONL.Path == "", "sinks", "enable at least one sink")
+	fail(f.Rollups.Enabled && f.Rollups.MaxSamplesPerMinute < 1, "rollups.max_samples_per_minute", "must be positive")
+
+	if f.HTTP.Listen != "" {
+		_, _, err := net.SplitHostPort(f.HTTP.Listen)
+		fail(err != nil, "http.listen", "want host:port, got "+strconv.Quote(f.HTTP.Listen))
+	}
+	switch f.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		fail(true, "log.level", "must be debug, info, warn or error")
+	}
+	return errs
+}
+
+func tlsErrs(prefix string, t TLS) []fieldErr {
+	var errs []fieldErr
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		errs = append(errs, fieldErr{prefix + ".cert_file", "cert_file and key_file go together"})
+	}
+	if !t.Enabled && (t.CAFile != "" || t.CertFile != "") {
+		errs = append(errs, fieldErr{prefix + ".enabled", "TLS files given but enabled is false"})
+	}
+	return errs
+}

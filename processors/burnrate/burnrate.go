@@ -1,0 +1,326 @@
+// Package burnrate judges the error-budget burn rate of an SLO with the
+// multiwindow, multi-burn-rate alerts of the Google SRE workbook ("Alerting
+// on SLOs"): an alert fires when the burn rate exceeds a factor over both a
+// long and a short window.
+//
+// The burn rate over a window is (bad / total) / (1 - Target): 1 spends the
+// error budget exactly over the SLO period, 14.4 spends 2% of a 30-day
+// budget in one hour. A call is bad when it failed (span status or
+// error.type), or, with LatencyThresholdMs set, when it was slower.
+//
+// Counts are kept per key in two rings: buckets of Every (default 1 minute)
+// for the last six hours, and hourly buckets for up to the longest window.
+// Windows within six hours are exact; for longer ones the hourly bucket
+// that straddles a window edge is counted in proportion to its overlap — an
+// error of at most one bucket at each end of a day-long window. State is
+// about 7.5 KiB per key at the defaults (396 one-minute and 75 hourly
+// buckets of 16 bytes).
+package burnrate
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/schemas"
+)
+
+// ProcessorName is the name in verdicts.
+const ProcessorName = "burnrate"
+
+// Verdict metrics.
+const (
+	MetricPage   = "burn_rate_page"
+	MetricTicket = "burn_rate_ticket"
+)
+
+// fineSpan is how far back the fine ring reaches.
+const fineSpan = int64(6 * time.Hour)
+
+// coarseWidth is the width of the coarse buckets.
+const coarseWidth = int64(time.Hour)
+
+// Processor is the burn-rate processor of one partition worker.
+type Processor struct {
+	meta processors.Meta
+	cfg  Config
+
+	every      int64
+	nFine      int // buckets in the fine ring
+	nCoarse    int // buckets in the coarse ring (0: not needed)
+	longest    int64
+	emitWithin int64 // a key gets verdicts while it had calls this recently
+	keys       map[schemas.Key]*keyState
+}
+
+// bucket counts calls of one interval.
+type bucket struct {
+	Start     int64
+	Good, Bad uint32
+}
+
+type keyState struct {
+	fine, coarse []bucket
+	last         int64 // newest event time seen
+}
+
+// New returns a burn-rate processor.
+func New(meta processors.Meta, cfg Config) (*Processor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	p := &Processor{meta: meta, cfg: cfg, every: int64(cfg.Every), keys: map[schemas.Key]*keyState{}}
+	for _, r := range slices.Concat(cfg.Page, cfg.Ticket) {
+		p.longest = max(p.longest, int64(r.Long))
+		p.emitWithin = max(p.emitWithin, int64(r.Short))
+	}
+	fine := min(p.longest, fineSpan)
+	// Slack of 10% (at least 10 buckets) holds records ahead of the
+	// watermark, up to the allowed lateness.
+	p.nFine = int(fine/p.every) + max(10, int(fine/p.every/10))
+	if p.longest > fineSpan {
+		p.nCoarse = int(p.longest/coarseWidth) + 3
+	}
+	return p, nil
+}
+
+// Interval is Config.Every.
+func (p *Processor) Interval() time.Duration { return p.cfg.Every }
+
+// Keys is the number of keys with counts.
+func (p *Processor) Keys() int { return len(p.keys) }
+
+// ObserveCorrection ignores corrections.
+func (p *Processor) ObserveCorrection(*schemas.Correction) {}
+
+// Bad reports whether the call counts against the SLO.
+func (p *Processor) Bad(s *schemas.Span) bool {
+	return s.Error || (p.cfg.LatencyThresholdMs > 0 && s.DurationMs > p.cfg.LatencyThresholdMs)
+}
+
+// ObserveSpan counts the call in its buckets.
+func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
+	ks := p.keys[key]
+	if ks == nil {
+		ks = &keyState{fine: make([]bucket, p.nFine)}
+		if p.nCoarse > 0 {
+			ks.coarse = make([]bucket, p.nCoarse)
+		}
+		p.keys[key] = ks
+	}
+	t := s.EndUnixNano
+	ks.last = max(ks.last, t)
+	bad := p.Bad(s)
+	count(ks.fine, floorTo(t, p.every), p.every, bad)
+	if ks.coarse != nil {
+		count(ks.coarse, floorTo(t, coarseWidth), coarseWidth, bad)
+	}
+}
+
+// count adds one call to the ring slot of the bucket starting at start.
+func count(ring []bucket, start, width int64, bad bool) {
+	b := &ring[int(mod(start/width, int64(len(ring))))]
+	if b.Start != start {
+		if b.Start > start {
+			return // older than the ring reaches: cannot happen within lateness
+		}
+		*b = bucket{Start: start}
+	}
+	if bad {
+		b.Bad++
+	} else {
+		b.Good++
+	}
+}
+
+// sum returns the calls in [from, to) from the fine ring (from must be
+// within fineSpan of to, both multiples of every).
+func (p *Processor) sumFine(ks *keyState, from, to int64) (good, bad float64) {
+	for t := from; t < to; t += p.every {
+		b := &ks.fine[int(mod(t/p.every, int64(len(ks.fine))))]
+		if b.Start == t {
+			good += float64(b.Good)
+			bad += float64(b.Bad)
+		}
+	}
+	return good, bad
+}
+
+// sumCoarse returns the calls in [from, to) from the hourly ring, counting
+// a bucket that straddles an edge in proportion to its overlap.
+func (p *Processor) sumCoarse(ks *keyState, from, to int64) (good, bad float64) {
+	for h := floorTo(from, coarseWidth); h < to; h += coarseWidth {
+		b := &ks.coarse[int(mod(h/coarseWidth, int64(len(ks.coarse))))]
+		if b.Start != h {
+			continue
+		}
+		lo, hi := max(h, from), min(h+coarseWidth, to)
+		if hi <= lo {
+			continue
+		}
+		f := float64(hi-lo) / float64(coarseWidth)
+		good += f * float64(b.Good)
+		bad += f * float64(b.Bad)
+	}
+	return good, bad
+}
+
+// window returns the calls in [now-d, now).
+func (p *Processor) window(ks *keyState, now, d int64) (good, bad float64) {
+	from := now - d
+	if d <= fineSpan || ks.coarse == nil {
+		return p.sumFine(ks, from, now)
+	}
+	fineFrom := now - fineSpan
+	g1, b1 := p.sumFine(ks, fineFrom, now)
+	g2, b2 := p.sumCoarse(ks, from, fineFrom)
+	return g1 + g2, b1 + b2
+}
+
+// ruleResult is one rule's evaluation.
+type ruleResult struct {
+	rule        Rule
+	long, short float64 // burn rates
+	total       float64 // calls in the long window
+	counted     bool    // the long window held MinEvents calls
+	fired       bool
+}
+
+// Evaluate emits a page and a ticket verdict for every key that had calls
+// in the last longest-short-window, in key order, then forgets keys idle
+// for longer than the longest window.
+func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
+	keys := make([]schemas.Key, 0, len(p.keys))
+	for k, ks := range p.keys {
+		if ks.last < now-p.longest {
+			delete(p.keys, k)
+			continue
+		}
+		if ks.last >= now-p.emitWithin {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b schemas.Key) int { return cmpString(a.String(), b.String()) })
+	budget := 1 - p.cfg.Target
+	for _, k := range keys {
+		ks := p.keys[k]
+		rate := func(d time.Duration) (float64, float64) {
+			g, b := p.window(ks, now, int64(d))
+			if g+b == 0 {
+				return 0, 0
+			}
+			return b / (g + b) / budget, g + b
+		}
+		for _, set := range []struct {
+			metric string
+			rules  []Rule
+		}{{MetricPage, p.cfg.Page}, {MetricTicket, p.cfg.Ticket}} {
+			if len(set.rules) == 0 {
+				continue
+			}
+			res := make([]ruleResult, len(set.rules))
+			for i, r := range set.rules {
+				long, total := rate(r.Long)
+				short, _ := rate(r.Short)
+				res[i] = ruleResult{rule: r, long: long, short: short, total: total,
+					counted: total >= float64(p.cfg.MinEvents) && total > 0}
+				res[i].fired = res[i].counted && long > r.Factor && short > r.Factor
+			}
+			emit.Verdict(p.verdict(k, now, set.metric, res))
+		}
+	}
+}
+
+// verdict turns the rule results into a verdict: Value is the burn rate of
+// the rule closest to firing (the smaller of its two windows' rates,
+// relative to its factor), Threshold that rule's factor.
+func (p *Processor) verdict(k schemas.Key, now int64, metric string, res []ruleResult) schemas.Verdict {
+	longest := res[0].rule.Long
+	for _, r := range res {
+		longest = max(longest, r.rule.Long)
+	}
+	v := p.meta.NewVerdict(ProcessorName, metric, k, now-int64(longest), now)
+	v.Method = "multiwindow_multi_burn_rate"
+	best, counted := -1, false
+	for i, r := range res {
+		counted = counted || r.counted
+		if !r.counted {
+			continue
+		}
+		if best < 0 || math.Min(r.long, r.short)/r.rule.Factor > math.Min(res[best].long, res[best].short)/res[best].rule.Factor {
+			best = i
+		}
+	}
+	v.Status = schemas.StatusInsufficientData
+	if counted {
+		v.Status = schemas.StatusOK
+		b := res[best]
+		v.Value = math.Min(b.long, b.short)
+		v.Threshold = b.rule.Factor
+		v.N = int64(b.total)
+		for _, r := range res {
+			if r.fired {
+				v.Status = schemas.StatusBreach
+				break
+			}
+			if r.counted && r.long > r.rule.Factor {
+				v.Status = schemas.StatusWarn // the long window burns, the short one has recovered
+			}
+		}
+	}
+	for _, r := range res {
+		v.Details = append(v.Details,
+			schemas.Detail{Name: "burn_" + dur(r.rule.Long), Value: r.long},
+			schemas.Detail{Name: "burn_" + dur(r.rule.Short), Value: r.short},
+			schemas.Detail{Name: "factor_" + dur(r.rule.Long), Value: r.rule.Factor},
+			schemas.Detail{Name: "calls_" + dur(r.rule.Long), Value: r.total})
+	}
+	v.Details = append(v.Details, schemas.Detail{Name: "budget_remaining_" + dur(longest), Value: p.remaining(res, longest)})
+	return v
+}
+
+// remaining is the share of the error budget left over the longest window:
+// 1 - burn rate there (negative when overspent).
+func (p *Processor) remaining(res []ruleResult, longest time.Duration) float64 {
+	for _, r := range res {
+		if r.rule.Long == longest {
+			return 1 - r.long
+		}
+	}
+	return 1
+}
+
+// dur renders a duration compactly: 5m, 1h, 1d, 3d.
+func dur(d time.Duration) string {
+	switch {
+	case d%(24*time.Hour) == 0:
+		return strconv.Itoa(int(d/(24*time.Hour))) + "d"
+	case d%time.Hour == 0:
+		return strconv.Itoa(int(d/time.Hour)) + "h"
+	case d%time.Minute == 0:
+		return strconv.Itoa(int(d/time.Minute)) + "m"
+	}
+	return strconv.Itoa(int(d/time.Second)) + "s"
+}
+
+func floorTo(t, w int64) int64 { return t - mod(t, w) }
+
+func mod(a, b int64) int64 {
+	r := a % b
+	if r < 0 {
+		r += b
+	}
+	return r
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

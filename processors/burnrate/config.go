@@ -1,0 +1,75 @@
+package burnrate
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/processors"
+)
+
+// Config is the `burnrate:` section of an SLO: multiwindow, multi-burn-rate
+// alerts as in the Google SRE workbook, chapter "Alerting on SLOs".
+type Config struct {
+	// Target is the SLO objective: the share of good calls. Default 0.999.
+	Target float64 `yaml:"target"`
+	// LatencyThresholdMs, when positive, makes a call slower than it a bad
+	// call too (a latency SLI); 0 counts only errors. Default 0.
+	LatencyThresholdMs float64 `yaml:"latency_threshold_ms"`
+	// Every is the evaluation interval. Default 1m.
+	Every time.Duration `yaml:"every"`
+	// Page and Ticket are the alert conditions: an alert fires when the
+	// burn rate exceeds Factor over both the Long and the Short window of
+	// any one of its rules. Defaults: page 14.4 over 1h and 5m, 6 over 6h
+	// and 30m; ticket 3 over 1d and 2h, 1 over 3d and 6h.
+	Page   []Rule `yaml:"page"`
+	Ticket []Rule `yaml:"ticket"`
+	// MinEvents is the fewest calls in a long window for it to count.
+	// Default 100.
+	MinEvents int `yaml:"min_events"`
+}
+
+// Rule is one (long window, short window, burn-rate factor) condition.
+type Rule struct {
+	Long   time.Duration `yaml:"long"`
+	Short  time.Duration `yaml:"short"`
+	Factor float64       `yaml:"factor"`
+}
+
+// DefaultConfig returns the defaults listed on Config.
+func DefaultConfig() Config {
+	return Config{
+		Target: 0.999,
+		Every:  time.Minute,
+		Page: []Rule{
+			{Long: time.Hour, Short: 5 * time.Minute, Factor: 14.4},
+			{Long: 6 * time.Hour, Short: 30 * time.Minute, Factor: 6},
+		},
+		Ticket: []Rule{
+			{Long: 24 * time.Hour, Short: 2 * time.Hour, Factor: 3},
+			{Long: 72 * time.Hour, Short: 6 * time.Hour, Factor: 1},
+		},
+		MinEvents: 100,
+	}
+}
+
+// Validate reports every field that is wrong.
+func (c *Config) Validate() error {
+	var k processors.Check
+	k.Probability("target", c.Target)
+	k.Fail(c.LatencyThresholdMs < 0, "latency_threshold_ms", "must not be negative")
+	k.Fail(c.Every <= 0, "every", "must be a positive duration")
+	k.Fail(len(c.Page)+len(c.Ticket) == 0, "page", "page and ticket must not both be empty")
+	for _, set := range []struct {
+		name  string
+		rules []Rule
+	}{{"page", c.Page}, {"ticket", c.Ticket}} {
+		for i, r := range set.rules {
+			f := set.name + "[" + strconv.Itoa(i) + "]"
+			k.Fail(r.Short <= 0 || r.Long <= r.Short, f, "needs 0 < short < long")
+			k.Fail(c.Every > 0 && (r.Short%c.Every != 0 || r.Long%c.Every != 0), f, "windows must be whole multiples of every")
+			k.Fail(!(r.Factor > 0), f+".factor", "must be positive")
+		}
+	}
+	k.Fail(c.MinEvents < 0, "min_events", "must not be negative")
+	return k.Err()
+}

@@ -1,0 +1,92 @@
+package drift
+
+import (
+	"time"
+
+	"github.com/fusebox-dev/fusebox/processors"
+)
+
+// Mode says what the current window is compared with.
+type Mode string
+
+const (
+	// ModeReference compares each key's current window with the reference
+	// window just before it: [now-Window-ReferenceWindow, now-Window).
+	ModeReference Mode = "reference"
+	// ModeCanary compares the canary variant's current window with the
+	// baseline variant's, for the same tenant, service and model.
+	ModeCanary Mode = "canary"
+)
+
+// Config is the `drift:` section of an SLO: a two-sample Kolmogorov–Smirnov
+// test (and Mann–Whitney in canary mode) with a k-consecutive rule.
+type Config struct {
+	// Metric is any processors.Metric. Default confidence.
+	Metric processors.Metric `yaml:"metric"`
+	// Mode is reference or canary. Default reference.
+	Mode Mode `yaml:"mode"`
+	// Window is the current window. Default 10m.
+	Window time.Duration `yaml:"window"`
+	// Every is the evaluation interval. Default 1m.
+	Every time.Duration `yaml:"every"`
+	// ReferenceWindow is the length of the reference window (reference
+	// mode). Default 1h.
+	ReferenceWindow time.Duration `yaml:"reference_window"`
+	// CanaryVariant and BaselineVariant name the variants compared in canary
+	// mode. Defaults "canary" and "baseline".
+	CanaryVariant   string `yaml:"canary_variant"`
+	BaselineVariant string `yaml:"baseline_variant"`
+	// Alpha is the significance level. Default 0.01.
+	Alpha float64 `yaml:"alpha"`
+	// Consecutive is how many evaluations in a row must be significant
+	// before the verdict is a breach (fewer: warn). Default 3.
+	Consecutive int `yaml:"consecutive"`
+	// MinEffect is the smallest KS distance D that can breach: with
+	// thousands of samples any difference is significant, and an SRE cares
+	// about differences that matter. Default 0.1.
+	MinEffect float64 `yaml:"min_effect"`
+	// MinSamples is the fewest values on each side for a test. Default 50.
+	MinSamples int `yaml:"min_samples"`
+	// MaxSamplesPerSlot caps values kept per key per Every. Default 2000.
+	MaxSamplesPerSlot int `yaml:"max_samples_per_slot"`
+}
+
+// DefaultConfig returns the defaults listed on Config.
+func DefaultConfig() Config {
+	return Config{
+		Metric:            processors.MetricConfidence,
+		Mode:              ModeReference,
+		Window:            10 * time.Minute,
+		Every:             time.Minute,
+		ReferenceWindow:   time.Hour,
+		CanaryVariant:     "canary",
+		BaselineVariant:   "baseline",
+		Alpha:             0.01,
+		Consecutive:       3,
+		MinEffect:         0.1,
+		MinSamples:        50,
+		MaxSamplesPerSlot: 2000,
+	}
+}
+
+// Validate reports every field that is wrong.
+func (c *Config) Validate() error {
+	var k processors.Check
+	k.Fail(!c.Metric.Valid(), "metric", "unknown metric "+string(c.Metric))
+	k.Fail(c.Mode != ModeReference && c.Mode != ModeCanary, "mode", "must be reference or canary, got "+string(c.Mode))
+	k.Window("window", c.Window, "every", c.Every)
+	if c.Mode == ModeReference {
+		k.Window("reference_window", c.ReferenceWindow, "every", c.Every)
+	}
+	if c.Mode == ModeCanary {
+		k.Fail(c.CanaryVariant == "", "canary_variant", "must not be empty")
+		k.Fail(c.BaselineVariant == "", "baseline_variant", "must not be empty")
+		k.Fail(c.CanaryVariant == c.BaselineVariant, "canary_variant", "must differ from baseline_variant")
+	}
+	k.Probability("alpha", c.Alpha)
+	k.Fail(c.Consecutive < 1, "consecutive", "must be at least 1")
+	k.Fail(c.MinEffect < 0 || c.MinEffect >= 1, "min_effect", "must be in [0, 1)")
+	k.Fail(c.MinSamples < 5, "min_samples", "must be at least 5")
+	k.Fail(c.MaxSamplesPerSlot < 10, "max_samples_per_slot", "must be at least 10")
+	return k.Err()
+}

@@ -1,0 +1,94 @@
+package rollup
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/fusebox-dev/fusebox/schemas"
+)
+
+type sink struct{ rows []schemas.Rollup }
+
+func (s *sink) Verdict(schemas.Verdict) {}
+func (s *sink) Rollup(r schemas.Rollup) { s.rows = append(s.rows, r) }
+
+func spans(r *rand.Rand, n int, key schemas.Key, t0 int64) []schemas.Span {
+	out := make([]schemas.Span, n)
+	for i := range out {
+		end := t0 + r.Int64N(3*Minute)
+		s := schemas.Span{Key: key, StartUnixNano: end - 1e6, EndUnixNano: end, InputTokens: 10, OutputTokens: 20,
+			Has: schemas.HasInputTokens | schemas.HasOutputTokens | schemas.HasTTFT, TTFTMs: 0.5, Error: i%10 == 0}
+		binary.LittleEndian.PutUint64(s.TraceID[:], r.Uint64())
+		binary.LittleEndian.PutUint64(s.SpanID[:], r.Uint64())
+		s.Derive()
+		out[i] = s
+	}
+	return out
+}
+
+func TestRowsPerClosedMinuteAndLate(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 1))
+	k := schemas.Key{Tenant: "t", Service: "s", Model: "m", Variant: "v"}
+	t0 := int64(1_000) * Minute
+	xs := spans(r, 3000, k, t0)
+	p, _ := New(Config{MaxSamplesPerMinute: 100})
+	for i := range xs {
+		p.ObserveSpan(k, &xs[i])
+	}
+	var out sink
+	p.Evaluate(t0+2*Minute, &out)
+	if len(out.rows) != 2 {
+		t.Fatalf("%d rows, want 2 closed minutes", len(out.rows))
+	}
+	p.ObserveLate(k, t0)
+	p.Evaluate(t0+3*Minute, &out)
+	if len(out.rows) != 3 || out.rows[2].LateSpans != 1 {
+		t.Fatalf("rows %d, last late %d; want the late span on the next row", len(out.rows), out.rows[len(out.rows)-1].LateSpans)
+	}
+	var n, errs, in int64
+	for _, row := range out.rows {
+		n += row.N
+		errs += row.Errors
+		in += row.InputTokens
+		if len(row.DurationsMs) != 100 || len(row.TTFTsMs) != 100 {
+			t.Fatalf("row keeps %d durations, want the cap 100", len(row.DurationsMs))
+		}
+	}
+	if n != 3000 || errs != 300 || in != 30000 {
+		t.Fatalf("totals n=%d errors=%d input=%d", n, errs, in)
+	}
+	if p.Keys() != 0 {
+		t.Fatalf("%d keys left after every minute closed", p.Keys())
+	}
+}
+
+func TestOrderAndSnapshotDoNotChangeRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 2))
+	k := schemas.Key{Tenant: "t"}
+	t0 := int64(50) * Minute
+	xs := spans(r, 2000, k, t0)
+	run := func(xs []schemas.Span, snapAt int) []schemas.Rollup {
+		p, _ := New(Config{MaxSamplesPerMinute: 50})
+		var out sink
+		for i := range xs {
+			if i == snapAt {
+				b, _ := p.MarshalBinary()
+				p, _ = New(Config{MaxSamplesPerMinute: 50})
+				if err := p.UnmarshalBinary(b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p.ObserveSpan(k, &xs[i])
+		}
+		p.Evaluate(t0+4*Minute, &out)
+		return out.rows
+	}
+	want := run(xs, -1)
+	ys := append([]schemas.Span(nil), xs...)
+	r.Shuffle(len(ys), func(i, j int) { ys[i], ys[j] = ys[j], ys[i] })
+	if got := run(ys, 1000); !reflect.DeepEqual(got, want) {
+		t.Fatal("shuffled input with a snapshot in the middle gave other rows")
+	}
+}

@@ -1,0 +1,67 @@
+package tail
+
+import (
+	"time"
+
+	"github.com/fusebox-dev/fusebox/processors"
+)
+
+// Config is the `tail:` section of an SLO: the P-quantile of one latency
+// metric, estimated by peaks over threshold, judged against a budget.
+type Config struct {
+	// Metric is duration_ms, ttft_ms or tpot_ms. Default duration_ms.
+	Metric processors.Metric `yaml:"metric"`
+	// P is the quantile to estimate. Default 0.999.
+	P float64 `yaml:"p"`
+	// Budget is the largest acceptable P-quantile, in the metric's unit
+	// (ms, or ms/token for tpot_ms). Required.
+	Budget float64 `yaml:"budget"`
+	// Window is the span of event time each evaluation looks at. Default 10m.
+	Window time.Duration `yaml:"window"`
+	// Every is the evaluation interval. Default 1m.
+	Every time.Duration `yaml:"every"`
+	// ThresholdQuantile is the empirical quantile of the window used as the
+	// POT threshold u. Default 0.95.
+	ThresholdQuantile float64 `yaml:"threshold_quantile"`
+	// MinExceedances is the fewest values above u for a GPD fit; with fewer
+	// the verdict carries the empirical quantile, labelled as such.
+	// Default 50.
+	MinExceedances int `yaml:"min_exceedances"`
+	// MinSamples is the fewest values in the window for any verdict other
+	// than insufficient_data. Default 200.
+	MinSamples int `yaml:"min_samples"`
+	// MaxSamplesPerSlot caps the values kept per key per Every of event
+	// time (a uniform sample by span-id hash beyond it). Default 20000.
+	MaxSamplesPerSlot int `yaml:"max_samples_per_slot"`
+}
+
+// DefaultConfig returns the defaults listed on Config (Budget is left 0:
+// it has no sensible default and must be set).
+func DefaultConfig() Config {
+	return Config{
+		Metric:            processors.MetricDuration,
+		P:                 0.999,
+		Window:            10 * time.Minute,
+		Every:             time.Minute,
+		ThresholdQuantile: 0.95,
+		MinExceedances:    50,
+		MinSamples:        200,
+		MaxSamplesPerSlot: 20000,
+	}
+}
+
+// Validate reports every field that is wrong.
+func (c *Config) Validate() error {
+	var k processors.Check
+	k.Fail(c.Metric != processors.MetricDuration && c.Metric != processors.MetricTTFT && c.Metric != processors.MetricTPOT,
+		"metric", "must be duration_ms, ttft_ms or tpot_ms, got "+string(c.Metric))
+	k.Probability("p", c.P)
+	k.Fail(!(c.Budget > 0), "budget", "must be set to a positive number (ms, or ms/token for tpot_ms)")
+	k.Window("window", c.Window, "every", c.Every)
+	k.Probability("threshold_quantile", c.ThresholdQuantile)
+	k.Fail(c.ThresholdQuantile >= c.P, "threshold_quantile", "must be below p")
+	k.Fail(c.MinExceedances < 10, "min_exceedances", "must be at least 10")
+	k.Fail(c.MinSamples < 1, "min_samples", "must be positive")
+	k.Fail(c.MaxSamplesPerSlot < 100, "max_samples_per_slot", "must be at least 100")
+	return k.Err()
+}

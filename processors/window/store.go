@@ -1,0 +1,206 @@
+// Package window keeps the event-time windows of the streaming processors:
+// samples grouped in fixed-width slots of event time, each slot capped by a
+// hash-ordered sample so that memory is bounded and the contents do not
+// depend on arrival order.
+package window
+
+import (
+	"errors"
+	"slices"
+)
+
+// Sample is one observation.
+type Sample struct {
+	T int64   // event time, Unix ns
+	V float64 // the value (ms, tokens, score: the processor decides)
+	H uint64  // identity hash of the record (processors.SpanHash)
+}
+
+// Slot holds the samples whose event time falls in [Start, Start+width).
+type Slot struct {
+	Start int64
+	// N counts every sample added, kept or not.
+	N int64
+	// Samples holds at most the store's Cap samples: once full, a max-heap
+	// on H, so a new sample replaces the largest hash when its own is
+	// smaller. The kept set is the Cap smallest hashes whatever the order of
+	// arrival.
+	Samples []Sample
+}
+
+// Store is the window state of one key and one metric: slots of SlotWidth
+// nanoseconds of event time, sorted by start, at most Cap samples each.
+//
+// Memory is bounded by Cap × (window / SlotWidth + slots ahead of the
+// watermark) samples of 24 bytes. Add does not allocate once a slot's
+// backing array has grown to Cap.
+type Store struct {
+	SlotWidth int64
+	Cap       int
+	Slots     []Slot
+}
+
+// ErrBadStore is returned by New for a non-positive width or cap.
+var ErrBadStore = errors.New("window: slot width and cap must be positive")
+
+// New returns an empty store.
+func New(slotWidth int64, capPerSlot int) (*Store, error) {
+	if slotWidth <= 0 || capPerSlot <= 0 {
+		return nil, ErrBadStore
+	}
+	return &Store{SlotWidth: slotWidth, Cap: capPerSlot}, nil
+}
+
+// SlotStart is the start of the slot holding event time t (floor division,
+// correct for negative t too).
+func (s *Store) SlotStart(t int64) int64 {
+	r := t % s.SlotWidth
+	if r < 0 {
+		r += s.SlotWidth
+	}
+	return t - r
+}
+
+// Add puts x into its slot.
+func (s *Store) Add(x Sample) {
+	sl := s.slotFor(s.SlotStart(x.T))
+	sl.N++
+	if len(sl.Samples) < s.Cap {
+		sl.Samples = append(sl.Samples, x)
+		if len(sl.Samples) == s.Cap {
+			heapify(sl.Samples)
+		}
+		return
+	}
+	if x.H < sl.Samples[0].H {
+		sl.Samples[0] = x
+		siftDown(sl.Samples, 0)
+	}
+}
+
+// slotFor finds or inserts the slot starting at start. Records arrive mostly
+// in time order, so the search starts from the newest slot.
+func (s *Store) slotFor(start int64) *Slot {
+	i := len(s.Slots)
+	for i > 0 && s.Slots[i-1].Start > start {
+		i--
+	}
+	if i > 0 && s.Slots[i-1].Start == start {
+		return &s.Slots[i-1]
+	}
+	s.Slots = slices.Insert(s.Slots, i, Slot{Start: start})
+	return &s.Slots[i]
+}
+
+// Collect appends to dst the kept samples with event time in [from, to),
+// sorted by (T, H, V) — an order that depends only on the set of samples —
+// and returns it with the count of all samples in those slots, kept or
+// not. from and to should be slot boundaries; a slot straddling them is
+// filtered sample by sample, and its N is then counted only when its whole
+// range lies inside.
+func (s *Store) Collect(from, to int64, dst []Sample) ([]Sample, int64) {
+	var n int64
+	base := len(dst)
+	for i := range s.Slots {
+		sl := &s.Slots[i]
+		if sl.Start+s.SlotWidth <= from || sl.Start >= to {
+			continue
+		}
+		if sl.Start >= from && sl.Start+s.SlotWidth <= to {
+			n += sl.N
+			dst = append(dst, sl.Samples...)
+			continue
+		}
+		for _, x := range sl.Samples {
+			if x.T >= from && x.T < to {
+				dst = append(dst, x)
+				n++
+			}
+		}
+	}
+	out := dst[base:]
+	slices.SortFunc(out, compareSamples)
+	return dst, n
+}
+
+// Count returns the number of samples added with event time in whole slots
+// inside [from, to).
+func (s *Store) Count(from, to int64) int64 {
+	var n int64
+	for i := range s.Slots {
+		sl := &s.Slots[i]
+		if sl.Start >= from && sl.Start+s.SlotWidth <= to {
+			n += sl.N
+		}
+	}
+	return n
+}
+
+// EvictBefore drops every slot that ends at or before t.
+func (s *Store) EvictBefore(t int64) {
+	k := 0
+	for k < len(s.Slots) && s.Slots[k].Start+s.SlotWidth <= t {
+		k++
+	}
+	if k > 0 {
+		s.Slots = slices.Delete(s.Slots, 0, k)
+	}
+}
+
+// Empty reports whether the store holds no slot.
+func (s *Store) Empty() bool { return len(s.Slots) == 0 }
+
+// Len is the number of samples kept across all slots.
+func (s *Store) Len() int {
+	n := 0
+	for i := range s.Slots {
+		n += len(s.Slots[i].Samples)
+	}
+	return n
+}
+
+func compareSamples(a, b Sample) int {
+	switch {
+	case a.T != b.T:
+		if a.T < b.T {
+			return -1
+		}
+		return 1
+	case a.H != b.H:
+		if a.H < b.H {
+			return -1
+		}
+		return 1
+	case a.V < b.V:
+		return -1
+	case a.V > b.V:
+		return 1
+	}
+	return 0
+}
+
+// heapify arranges xs as a max-heap on H.
+func heapify(xs []Sample) {
+	for i := len(xs)/2 - 1; i >= 0; i-- {
+		siftDown(xs, i)
+	}
+}
+
+func siftDown(xs []Sample, i int) {
+	n := len(xs)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		big := l
+		if r := l + 1; r < n && xs[r].H > xs[l].H {
+			big = r
+		}
+		if xs[i].H >= xs[big].H {
+			return
+		}
+		xs[i], xs[big] = xs[big], xs[i]
+		i = big
+	}
+}
