@@ -1,8 +1,23 @@
 // Package testharness starts the real services integration tests talk to:
-// a franz-go kfake Kafka-protocol broker in-process, and a ClickHouse server
-// (FUSEBOX_CLICKHOUSE_ADDR, else clickhouse-server from PATH on free loopback
-// ports, else testcontainers where a Docker engine answers).
+// a franz-go kfake Kafka-protocol broker in-process (StartKafka), and a
+// ClickHouse server (StartClickHouse): FUSEBOX_CLICKHOUSE_ADDR, else
+// clickhouse-server from PATH or /usr/sbin started on a free loopback port,
+// else testcontainers where a Docker engine answers, else a skip that
+// FUSEBOX_REQUIRE_CLICKHOUSE=1 turns into a failure.
+//
+// One ClickHouse server serves all tests of a test binary; each test takes
+// its own database with NewDatabase. A package that uses it runs its tests
+// through Main, which stops the server after the last test:
+//
+//	func TestMain(m *testing.M) { testharness.Main(m) }
+//
+//	func TestSink(t *testing.T) {
+//		ch := testharness.StartClickHouse(t)
+//		db := ch.NewDatabase(t)          // dropped when the test ends
+//		conn := ch.ConnDatabase(t, db)   // clickhouse-go v2, native protocol
+//		...
+//	}
 //
 // Every integration test in the module uses it, so there is one place that
-// knows how to bring the services up and down.
+// knows how to bring the services up and down. It is for tests only.
 package testharness

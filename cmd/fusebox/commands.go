@@ -1,0 +1,30 @@
+package main
+
+import (
+	"context"
+	"io"
+)
+
+// Exit codes of every command.
+const (
+	exitOK      = 0 // success
+	exitFailure = 1 // the command ran and failed
+	exitUsage   = 2 // bad command line: unknown command, flag or value
+)
+
+// command is one `fusebox` subcommand. Its run function parses args with its
+// own flag.FlagSet, writes results to stdout and diagnostics to stderr,
+// returns an exit code, and stops when ctx is cancelled (SIGINT, SIGTERM).
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+// commands is every subcommand, in the order `fusebox help` lists them. To
+// add one, write its <name>.go in this directory and add its line here.
+var commands = []command{
+	{"run", "run the pipeline daemon (placeholder: the engine is not wired yet)", cmdRun},
+	{"broker", "run an embedded Kafka-protocol broker (franz-go kfake) for demos and development", cmdBroker},
+	{"version", "print the module version and the Go version fusebox was built with", cmdVersion},
+}
