@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/sql/reports"
+)
+
+const reportDescription = `Runs fusebox's reporting SQL (sql/reports/*.sql) on ClickHouse for the
+event-time range [--from, --to) and prints each report as a table or CSV.
+Without report names it prints all of them, in this order:
+  %s
+Times are RFC 3339 (2025-03-04T10:00:00Z), a UTC date (2025-03-04), or
+"now" with an optional offset ("now-24h"). With several reports and
+--format csv, each CSV block is preceded by a line "# report NAME" and
+followed by an empty line.
+
+Examples:
+  fusebox report --clickhouse 127.0.0.1:9000 --database fusebox --from now-24h
+  fusebox report --database fusebox --from 2025-03-01 --to 2025-03-08 \
+      --format csv error_budget --objective 0.995`
+
+func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var ch clickhouseFlags
+	rargs := reports.DefaultArgs()
+	var fromS, toS, format string
+	fs := newFlagSet("report", "--clickhouse HOST:PORT --database DB [--from T] [--to T] [--format table|csv] [REPORT...]",
+		fmt.Sprintf(reportDescription, strings.Join(reports.Names(), "\n  ")), stderr)
+	ch.register(fs)
+	fs.StringVar(&fromS, "from", "now-24h", "range start `time` (inclusive)")
+	fs.StringVar(&toS, "to", "now", "range end `time` (exclusive)")
+	fs.StringVar(&format, "format", "table", "output `format`: table or csv")
+	fs.Float64Var(&rargs.Objective, "objective", rargs.Objective, "availability objective for error_budget, in (0, 1)")
+	fs.IntVar(&rargs.Limit, "limit", rargs.Limit, "rows of drift_top")
+	fs.StringVar(&rargs.Target, "target", "", "only this fuse target (tenant/service/model/variant) in fuse_timeline")
+
+	names, code, done := parseInterleaved(fs, args)
+	if done {
+		return code
+	}
+	now := time.Now().UTC()
+	var err error
+	if rargs.From, err = parseReportTime(fromS, now); err != nil {
+		return reportUsage(stderr, fmt.Errorf("--from: %w", err))
+	}
+	if rargs.To, err = parseReportTime(toS, now); err != nil {
+		return reportUsage(stderr, fmt.Errorf("--to: %w", err))
+	}
+	if format != "table" && format != "csv" {
+		return reportUsage(stderr, fmt.Errorf("--format %q: want table or csv", format))
+	}
+	selected := reports.All()
+	if len(names) > 0 {
+		selected = nil
+		for _, n := range names {
+			r, ok := reports.Lookup(n)
+			if !ok {
+				return reportUsage(stderr, fmt.Errorf("unknown report %q; reports: %s", n, strings.Join(reports.Names(), ", ")))
+			}
+			selected = append(selected, r)
+		}
+	}
+	for _, r := range selected {
+		if err := rargs.Validate(r); err != nil {
+			return reportUsage(stderr, err)
+		}
+	}
+	cfg, err := ch.config()
+	if err != nil {
+		return reportUsage(stderr, err)
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, ch.timeout)
+	defer cancel()
+	conn, err := ch.open(ctx, cfg, cfg.Database)
+	if err != nil {
+		fmt.Fprintf(stderr, "fusebox report: %v\n", err)
+		return exitFailure
+	}
+	defer conn.Close()
+	failed := false
+	for i, r := range selected {
+		tab, err := r.Run(ctx, conn, rargs)
+		if err != nil {
+			fmt.Fprintf(stderr, "fusebox report: %v\n", err)
+			failed = true
+			continue
+		}
+		switch {
+		case format == "csv" && len(selected) > 1:
+			fmt.Fprintf(stdout, "# report %s\n", r.Name)
+			err = tab.WriteCSV(stdout)
+			fmt.Fprintln(stdout)
+		case format == "csv":
+			err = tab.WriteCSV(stdout)
+		default:
+			if i > 0 {
+				fmt.Fprintln(stdout)
+			}
+			fmt.Fprintf(stdout, "== %s: %s [%s, %s)\n", r.Name, r.Title,
+				rargs.From.Format(time.RFC3339), rargs.To.Format(time.RFC3339))
+			err = tab.WriteText(stdout)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "fusebox report: write %s: %v\n", r.Name, err)
+			return exitFailure
+		}
+	}
+	if failed {
+		return exitFailure
+	}
+	return exitOK
+}
+
+func reportUsage(stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "fusebox report: %v\n", err)
+	return exitUsage
+}
+
+// parseInterleaved parses flags that may come before, between or after the
+// positional report names and returns the names.
+func parseInterleaved(fs *flag.FlagSet, args []string) (names []string, code int, done bool) {
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, exitOK, true
+			}
+			return nil, exitUsage, true
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return names, exitOK, false
+		}
+		names = append(names, args[0])
+		args = args[1:]
+	}
+}
+
+// parseReportTime reads RFC 3339, a UTC date, or now[+-duration].
+func parseReportTime(s string, now time.Time) (time.Time, error) {
+	if rest, ok := strings.CutPrefix(s, "now"); ok {
+		if rest == "" {
+			return now, nil
+		}
+		d, err := time.ParseDuration(strings.TrimPrefix(rest, "+"))
+		if err != nil || (rest[0] != '-' && rest[0] != '+') {
+			return time.Time{}, fmt.Errorf("%q: want now, now-DURATION or now+DURATION (e.g. now-24h)", s)
+		}
+		return now.Add(d), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t.UTC(), nil
+	}
+	if t, err := time.Parse("2006-01-02", s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("%q: want RFC 3339 (2025-03-04T10:00:00Z), a date (2025-03-04) or now-24h", s)
+}

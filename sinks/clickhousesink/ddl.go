@@ -1,0 +1,183 @@
+package clickhousesink
+
+import (
+	"strconv"
+	"strings"
+)
+
+// The schema, as versioned migrations. Every statement is valid on
+// ClickHouse 18.16 (Debian's) and on current servers: no DateTime64, Map,
+// Bool, JSON or LowCardinality types, no TTL or CODEC except in steps gated
+// on a detected server version, and CREATE ... IF NOT EXISTS so that a step
+// interrupted half-way can simply run again.
+//
+// Times are DateTime('UTC') (second resolution, hour and day buckets in UTC
+// whatever the server's timezone) beside the exact Int64 unix nanoseconds.
+// Verdict details are parallel arrays detail_names / detail_values in the
+// processor's order.
+//
+// Idempotence (a replay must not count twice):
+//   - verdicts: ReplacingMergeTree ORDER BY (processor, window_end, id). The
+//     id is a hash of processor, SLO, metric, key, window end and config
+//     version, so processor and window_end are functions of the id and this
+//     key collapses exactly the rows with the same id — while reports, which
+//     all filter on a processor and a time range, read a contiguous range.
+//     The partition (month of window_end) is also a function of the id, so
+//     duplicates always meet in one partition.
+//   - fuse_commands: ReplacingMergeTree ORDER BY (target, version).
+//   - span_rollups: the engine writes one row per (key, minute) when the
+//     minute closes; a replay writes the same row again. The rows go into
+//     the Null-engine table span_rollups_input; the materialized view turns
+//     each input row into exactly one row of span_rollups — no GROUP BY, the
+//     latency digests are built per row with arrayReduce('…State', array) —
+//     and span_rollups is a ReplacingMergeTree ORDER BY (tenant, service,
+//     model, variant, minute), so a replayed (key, minute) replaces instead of
+//     adding. An AggregatingMergeTree would sum the replay in; a GROUP BY in
+//     the view would sum duplicates that arrive in the same insert block.
+//     Readers use FINAL, then sum() / quantilesTDigestMerge across minutes.
+//
+// Reads must use FINAL on these three tables until background merges have
+// collapsed the duplicates.
+
+// QuantileLevels are the levels the span_rollups latency digests are
+// declared with. Read them with quantilesTDigestMerge(QuantileLevelsSQL)
+// and index the resulting array (1-based in SQL).
+var QuantileLevels = []float64{0.5, 0.9, 0.99, 0.999}
+
+// QuantileLevelsSQL is QuantileLevels as written in the DDL.
+const QuantileLevelsSQL = "0.5, 0.9, 0.99, 0.999"
+
+// Table names inside the fusebox database.
+const (
+	TableMigrations   = "fusebox_schema_migrations"
+	TableVerdicts     = "verdicts"
+	TableFuseCommands = "fuse_commands"
+	TableRollups      = "span_rollups"
+	TableRollupsInput = "span_rollups_input"
+	ViewRollups       = "span_rollups_mv"
+)
+
+const ddlMigrations = `CREATE TABLE IF NOT EXISTS {db}.fusebox_schema_migrations (
+    version        UInt32,
+    name           String,
+    status         String,
+    applied_at     DateTime('UTC'),
+    server_version String
+) ENGINE = MergeTree
+ORDER BY (version, applied_at)`
+
+const ddlVerdicts = `CREATE TABLE IF NOT EXISTS {db}.verdicts (
+    id                     String,
+    processor              String,
+    slo                    String,
+    metric                 String,
+    tenant                 String,
+    service                String,
+    model                  String,
+    variant                String,
+    window_start           DateTime('UTC'),
+    window_end             DateTime('UTC'),
+    window_start_unix_nano Int64,
+    window_end_unix_nano   Int64,
+    value                  Float64,
+    threshold              Float64,
+    lower                  Float64,
+    upper                  Float64,
+    interval_level         Float64,
+    status                 String,
+    method                 String,
+    n                      Int64,
+    detail_names           Array(String),
+    detail_values          Array(Float64),
+    config_version         String,
+    inserted_at            DateTime('UTC') DEFAULT now()
+) ENGINE = ReplacingMergeTree
+PARTITION BY toYYYYMM(window_end)
+ORDER BY (processor, window_end, id)`
+
+const ddlFuseCommands = `CREATE TABLE IF NOT EXISTS {db}.fuse_commands (
+    target               String,
+    target_tenant        String,
+    target_service       String,
+    target_model         String,
+    target_variant       String,
+    version              UInt64,
+    action               String,
+    level                Int32,
+    state                String,
+    issued_at            DateTime('UTC'),
+    issued_at_unix_nano  Int64,
+    expires_at           DateTime('UTC'),
+    expires_at_unix_nano Int64,
+    fallback             String,
+    throttle_fraction    Float64,
+    reason_verdict_ids   Array(String),
+    reason_texts         Array(String),
+    correlation_ids      Array(String),
+    key_id               String,
+    signature            String,
+    inserted_at          DateTime('UTC') DEFAULT now()
+) ENGINE = ReplacingMergeTree
+ORDER BY (target, version)`
+
+const ddlRollups = `CREATE TABLE IF NOT EXISTS {db}.span_rollups (
+    tenant           String,
+    service          String,
+    model            String,
+    variant          String,
+    minute           DateTime('UTC'),
+    minute_unix_nano Int64,
+    spans            UInt64,
+    errors           UInt64,
+    input_tokens     UInt64,
+    output_tokens    UInt64,
+    corrections      UInt64,
+    late_spans       UInt64,
+    duration_samples UInt64,
+    ttft_samples     UInt64,
+    duration_ms_q    AggregateFunction(quantilesTDigest({levels}), Float64),
+    ttft_ms_q        AggregateFunction(quantilesTDigest({levels}), Float64)
+) ENGINE = ReplacingMergeTree
+PARTITION BY toYYYYMM(minute)
+ORDER BY (tenant, service, model, variant, minute)`
+
+const ddlRollupsInput = `CREATE TABLE IF NOT EXISTS {db}.span_rollups_input (
+    tenant           String,
+    service          String,
+    model            String,
+    variant          String,
+    minute           DateTime('UTC'),
+    minute_unix_nano Int64,
+    spans            UInt64,
+    errors           UInt64,
+    input_tokens     UInt64,
+    output_tokens    UInt64,
+    corrections      UInt64,
+    late_spans       UInt64,
+    durations_ms     Array(Float64),
+    ttfts_ms         Array(Float64)
+) ENGINE = Null`
+
+const ddlRollupsView = `CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.span_rollups_mv TO {db}.span_rollups AS
+SELECT
+    tenant, service, model, variant, minute, minute_unix_nano,
+    spans, errors, input_tokens, output_tokens, corrections, late_spans,
+    toUInt64(length(durations_ms)) AS duration_samples,
+    toUInt64(length(ttfts_ms)) AS ttft_samples,
+    arrayReduce('quantilesTDigestState({levels})', durations_ms) AS duration_ms_q,
+    arrayReduce('quantilesTDigestState({levels})', ttfts_ms) AS ttft_ms_q
+FROM {db}.span_rollups_input`
+
+// ddlRollupsTTL drops per-minute rollups after the retention; TTL exists
+// from ClickHouse 19.6 on.
+const ddlRollupsTTL = `ALTER TABLE {db}.span_rollups MODIFY TTL minute + INTERVAL {days} DAY`
+
+// expand fills in the database name (already checked by ValidIdentifier),
+// the quantile levels and the retention.
+func expand(stmt, db string, cfg MigrateConfig) string {
+	return strings.NewReplacer(
+		"{db}", db,
+		"{levels}", QuantileLevelsSQL,
+		"{days}", strconv.Itoa(cfg.RollupRetentionDays),
+	).Replace(stmt)
+}

@@ -1,0 +1,178 @@
+package clickhousesink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"syscall"
+	"time"
+
+	chgo "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/fusebox-dev/fusebox/schemas"
+)
+
+// The INSERT statements name every column (18.16 needs the list; it also
+// keeps inserts working when a later migration adds columns with defaults).
+// Row data never goes into SQL text.
+const (
+	insertVerdicts = `INSERT INTO %s.verdicts (id, processor, slo, metric, tenant, service, model, variant,
+ window_start, window_end, window_start_unix_nano, window_end_unix_nano,
+ value, threshold, lower, upper, interval_level, status, method, n,
+ detail_names, detail_values, config_version)`
+	insertCommands = `INSERT INTO %s.fuse_commands (target, target_tenant, target_service, target_model, target_variant,
+ version, action, level, state, issued_at, issued_at_unix_nano, expires_at, expires_at_unix_nano,
+ fallback, throttle_fraction, reason_verdict_ids, reason_texts, correlation_ids, key_id, signature)`
+	insertRollups = `INSERT INTO %s.span_rollups_input (tenant, service, model, variant, minute, minute_unix_nano,
+ spans, errors, input_tokens, output_tokens, corrections, late_spans, durations_ms, ttfts_ms)`
+)
+
+func unixTime(ns int64) time.Time { return time.Unix(0, ns).UTC() }
+
+// InsertVerdicts inserts verdicts into db.verdicts in one batch.
+func InsertVerdicts(ctx context.Context, conn driver.Conn, db string, vs []schemas.Verdict) error {
+	b, err := conn.PrepareBatch(ctx, fmt.Sprintf(insertVerdicts, db))
+	if err != nil {
+		return err
+	}
+	for i := range vs {
+		v := &vs[i]
+		names := make([]string, len(v.Details))
+		values := make([]float64, len(v.Details))
+		for j, d := range v.Details {
+			names[j], values[j] = d.Name, d.Value
+		}
+		if err := b.Append(v.ID, v.Processor, v.SLO, v.Metric, v.Key.Tenant, v.Key.Service, v.Key.Model, v.Key.Variant,
+			unixTime(v.WindowStartUnixNano), unixTime(v.WindowEndUnixNano), v.WindowStartUnixNano, v.WindowEndUnixNano,
+			v.Value, v.Threshold, v.Lower, v.Upper, v.IntervalLevel, string(v.Status), v.Method, v.N,
+			names, values, v.ConfigVersion); err != nil {
+			b.Abort()
+			return err
+		}
+	}
+	return b.Send()
+}
+
+// InsertCommands inserts fuse commands into db.fuse_commands in one batch.
+func InsertCommands(ctx context.Context, conn driver.Conn, db string, cs []schemas.FuseCommand) error {
+	b, err := conn.PrepareBatch(ctx, fmt.Sprintf(insertCommands, db))
+	if err != nil {
+		return err
+	}
+	for i := range cs {
+		c := &cs[i]
+		ids := make([]string, len(c.Reasons))
+		texts := make([]string, len(c.Reasons))
+		for j, r := range c.Reasons {
+			ids[j], texts[j] = r.VerdictID, r.Text
+		}
+		corr := c.CorrelationIDs
+		if corr == nil {
+			corr = []string{}
+		}
+		if err := b.Append(c.Target.String(), c.Target.Tenant, c.Target.Service, c.Target.Model, c.Target.Variant,
+			c.Version, string(c.Action), int32(c.Level), string(c.State),
+			unixTime(c.IssuedAtUnixNano), c.IssuedAtUnixNano, unixTime(c.ExpiresAtUnixNano), c.ExpiresAtUnixNano,
+			c.Fallback, c.ThrottleFraction, ids, texts, corr, c.KeyID, c.Signature); err != nil {
+			b.Abort()
+			return err
+		}
+	}
+	return b.Send()
+}
+
+// InsertRollups inserts rollups into db.span_rollups_input, from where the
+// materialized view writes db.span_rollups.
+func InsertRollups(ctx context.Context, conn driver.Conn, db string, rs []schemas.Rollup) error {
+	b, err := conn.PrepareBatch(ctx, fmt.Sprintf(insertRollups, db))
+	if err != nil {
+		return err
+	}
+	for i := range rs {
+		r := &rs[i]
+		d, t := r.DurationsMs, r.TTFTsMs
+		if d == nil {
+			d = []float64{}
+		}
+		if t == nil {
+			t = []float64{}
+		}
+		if err := b.Append(r.Key.Tenant, r.Key.Service, r.Key.Model, r.Key.Variant,
+			unixTime(r.MinuteUnixNano), r.MinuteUnixNano,
+			uint64(r.N), uint64(r.Errors), uint64(r.InputTokens), uint64(r.OutputTokens), uint64(r.Corrections), uint64(r.LateSpans),
+			d, t); err != nil {
+			b.Abort()
+			return err
+		}
+	}
+	return b.Send()
+}
+
+// validateRollup checks what the unsigned, minute-aligned columns need.
+func validateRollup(r *schemas.Rollup) error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"n", r.N}, {"errors", r.Errors}, {"input_tokens", r.InputTokens}, {"output_tokens", r.OutputTokens},
+		{"corrections", r.Corrections}, {"late_spans", r.LateSpans}} {
+		if f.v < 0 {
+			return &schemas.FieldError{Field: f.name, Reason: fmt.Sprintf("%d: negative", f.v)}
+		}
+	}
+	if r.MinuteUnixNano%int64(time.Minute) != 0 {
+		return &schemas.FieldError{Field: "minute_unix_nano", Reason: fmt.Sprintf("%d: not the start of a minute", r.MinuteUnixNano)}
+	}
+	for name, xs := range map[string][]float64{"durations_ms": r.DurationsMs, "ttfts_ms": r.TTFTsMs} {
+		for i, x := range xs {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return &schemas.FieldError{Field: fmt.Sprintf("%s[%d]", name, i), Reason: "not finite"}
+			}
+		}
+	}
+	return nil
+}
+
+// Exception codes that retrying cannot fix until an operator acts (schema
+// missing or different, credentials, permissions). The sink keeps retrying
+// them — the operator may run `fusebox migrate` — but reports them at once.
+var permanentCodes = map[int32]string{
+	10:  "NOT_FOUND_COLUMN_IN_BLOCK",
+	16:  "NO_SUCH_COLUMN_IN_TABLE",
+	47:  "UNKNOWN_IDENTIFIER",
+	53:  "TYPE_MISMATCH",
+	60:  "UNKNOWN_TABLE",
+	81:  "UNKNOWN_DATABASE",
+	164: "READONLY",
+	192: "UNKNOWN_USER",
+	193: "WRONG_PASSWORD",
+	497: "ACCESS_DENIED",
+	516: "AUTHENTICATION_FAILED",
+}
+
+// isPermanent reports whether err is a server exception that retrying
+// cannot fix by itself.
+func isPermanent(err error) bool {
+	var ex *chgo.Exception
+	if errors.As(err, &ex) {
+		_, ok := permanentCodes[ex.Code]
+		return ok
+	}
+	return false
+}
+
+// isConnectionError reports whether err looks like a broken or refused
+// connection, after which the pool is reopened.
+func isConnectionError(err error) bool {
+	var ex *chgo.Exception
+	if errors.As(err, &ex) {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, chgo.ErrAcquireConnTimeout)
+}

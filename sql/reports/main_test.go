@@ -1,0 +1,9 @@
+package reports_test
+
+import (
+	"testing"
+
+	"github.com/fusebox-dev/fusebox/internal/testharness"
+)
+
+func TestMain(m *testing.M) { testharness.Main(m) }
