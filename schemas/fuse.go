@@ -31,8 +31,9 @@ type Reason struct {
 // FuseCommand is what the breaker tells gateways about one target. Gateways
 // keep the newest version per target and verify the signature before acting.
 //
-// The canonical byte form that is signed is defined in package fuse and
-// documented with schemas/fuse_command.v1.schema.json.
+// The canonical byte form (MarshalJSON, CanonicalBytes: the bytes that are
+// signed) is defined in fuse_codec.go and documented with
+// schemas/fuse_command.v1.schema.json; package fuse signs and verifies.
 type FuseCommand struct {
 	// Target is the key or coarser target the command applies to; a
 	// dimension equal to Wildcard covers every value.
@@ -49,8 +50,10 @@ type FuseCommand struct {
 	// ExpiresAtUnixNano is when a gateway stops honouring it if no newer
 	// command came.
 	ExpiresAtUnixNano int64
-	// Fallback names the model to degrade to (ActionDegrade) and
-	// ThrottleFraction the share of requests still admitted (ActionThrottle).
+	// Fallback names the model to degrade to (ActionDegrade; for
+	// ActionRollback, optionally the baseline variant) and ThrottleFraction
+	// the share of requests still admitted as requested (ActionThrottle,
+	// and the probe share of any command in StateHalfOpen).
 	Fallback         string
 	ThrottleFraction float64
 	Reasons          []Reason

@@ -1,0 +1,152 @@
+// Command gateway is an example gateway: it follows fusebox's fuse topic
+// with package fuse, prints every command it applies, and prints its
+// decision for a few request keys at an interval.
+//
+//	go run ./examples/gateway -brokers 127.0.0.1:9092 -keys /etc/fusebox/fuse.keys \
+//	    -key acme/chat/big/stable -key acme/chat/big/canary
+//
+// Without -keys it reads FUSEBOX_FUSE_KEYS; with neither it refuses to
+// start unless -insecure-unsigned is given (for a fusebox run that way).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/fuse"
+	"github.com/fusebox-dev/fusebox/fuse/kafkago"
+	"github.com/fusebox-dev/fusebox/schemas"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "gateway:", err)
+		os.Exit(1)
+	}
+}
+
+type keyList []schemas.Key
+
+func (l *keyList) String() string { return fmt.Sprint(*l) }
+func (l *keyList) Set(s string) error {
+	k, err := schemas.ParseKey(s)
+	if err != nil {
+		return err
+	}
+	*l = append(*l, k)
+	return nil
+}
+
+// run is main without the process: it returns when ctx ends.
+func run(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.SetOutput(out)
+	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated Kafka seed brokers")
+	topic := fs.String("topic", fuse.DefaultTopic, "fuse topic")
+	keysFile := fs.String("keys", "", "key file (id:secret per line); default: $"+fuse.EnvKeys)
+	insecure := fs.Bool("insecure-unsigned", false, "accept unsigned commands (fusebox run with --insecure-unsigned)")
+	client := fs.String("client", "franz-go", "Kafka client: franz-go or kafka-go")
+	every := fs.Duration("every", 5*time.Second, "how often to print decisions")
+	var keys keyList
+	fs.Var(&keys, "key", "request key tenant/service/model/variant to decide for (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if len(keys) == 0 {
+		keys = keyList{
+			{Tenant: "acme", Service: "chat", Model: "big", Variant: "stable"},
+			{Tenant: "acme", Service: "chat", Model: "big", Variant: "canary"},
+		}
+	}
+
+	var ring *fuse.Keyring
+	var err error
+	if *keysFile != "" {
+		ring, err = fuse.LoadKeyringFile(*keysFile)
+	} else {
+		ring, err = fuse.KeyringFromEnv()
+	}
+	if err != nil && !(errors.Is(err, fuse.ErrNoKeys) && *insecure) {
+		return fmt.Errorf("%w (give -keys or $%s, or -insecure-unsigned)", err, fuse.EnvKeys)
+	}
+
+	opts := []fuse.Opt{fuse.WithLogger(slog.New(slog.NewTextHandler(out, nil)))}
+	if ring != nil {
+		opts = append(opts, fuse.WithKeyring(ring))
+	}
+	if *insecure {
+		opts = append(opts, fuse.WithInsecureUnsigned())
+	}
+	addrs := strings.Split(*brokers, ",")
+	switch *client {
+	case "franz-go":
+		opts = append(opts, fuse.WithBrokers(addrs...), fuse.WithTopic(*topic))
+	case "kafka-go":
+		opts = append(opts, fuse.WithSource(kafkago.NewSource(addrs, *topic, nil)))
+	default:
+		return fmt.Errorf("-client %q: want franz-go or kafka-go", *client)
+	}
+	c, err := fuse.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	c.OnChange(func(old, new schemas.FuseCommand) {
+		fmt.Fprintf(out, "command %s v%d: %s level %d state %s (was %s) expires %s\n",
+			show(new.Target), new.Version, new.Action, new.Level, new.State, orNone(old.Action),
+			time.Unix(0, new.ExpiresAtUnixNano).UTC().Format(time.RFC3339))
+	})
+
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	if err := c.WaitReady(ctx); err != nil {
+		return <-done
+	}
+	fmt.Fprintf(out, "ready: %d targets\n", len(c.Snapshot()))
+	t := time.NewTicker(*every)
+	defer t.Stop()
+	for {
+		for _, k := range keys {
+			d := c.Decide(k)
+			line := "decide " + show(k) + ": " + d.Outcome.String()
+			if d.Fallback != "" {
+				line += " to " + d.Fallback
+			}
+			if d.Probe || d.Outcome == fuse.Throttle {
+				line += fmt.Sprintf(" (admit %.0f%%)", 100*d.Fraction)
+			}
+			if d.Matched {
+				line += fmt.Sprintf(" [target %s v%d]", show(d.Command.Target), d.Command.Version)
+			}
+			fmt.Fprintln(out, line)
+		}
+		select {
+		case <-ctx.Done():
+			return <-done
+		case <-t.C:
+		}
+	}
+}
+
+// show prints a key for people; Key.String (the record key) path-escapes
+// each dimension, "*" included.
+func show(k schemas.Key) string {
+	return k.Tenant + "/" + k.Service + "/" + k.Model + "/" + k.Variant
+}
+
+func orNone(a schemas.Action) string {
+	if a == "" {
+		return "none"
+	}
+	return string(a)
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fusebox-dev/fusebox/fuse"
+	"github.com/fusebox-dev/fusebox/internal/testharness"
+	"github.com/fusebox-dev/fusebox/schemas"
+)
+
+const keys = "k1:000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+
+// publish signs cmd with keys and writes it as fusebox does.
+func publish(t *testing.T, k *testharness.Kafka, cmd schemas.FuseCommand) {
+	ring, err := fuse.ParseKeyring(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := fuse.NewSigner(ring)
+	cmd, err = s.Sign(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := cmd.MarshalJSON()
+	k.Produce(t, &kgo.Record{Topic: fuse.DefaultTopic, Key: []byte(cmd.Target.String()), Value: v})
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func TestGatewayExample(t *testing.T) {
+	for _, client := range []string{"franz-go", "kafka-go"} {
+		t.Run(client, func(t *testing.T) {
+			k := testharness.StartKafka(t)
+			compact := "compact"
+			k.CreateTopic(t, fuse.DefaultTopic, 3, map[string]*string{"cleanup.policy": &compact})
+			now := time.Now()
+			publish(t, k, schemas.FuseCommand{
+				Target: schemas.Key{Tenant: "*", Service: "chat", Model: "big", Variant: "*"},
+				Action: schemas.ActionDegrade, Level: 1, State: schemas.StateOpen, Version: 1, Fallback: "small",
+				IssuedAtUnixNano: now.UnixNano(), ExpiresAtUnixNano: now.Add(time.Hour).UnixNano(),
+				Reasons: []schemas.Reason{{VerdictID: "v1", Text: "tail breach"}},
+			})
+			t.Setenv(fuse.EnvKeys, keys)
+
+			var out syncBuf
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				done <- run(ctx, []string{"-brokers", strings.Join(k.Brokers, ","), "-client", client, "-every", "50ms",
+					"-key", "acme/chat/big/stable", "-key", "acme/chat/small/stable"}, &out)
+			}()
+			eventually(t, "decisions", func() bool {
+				s := out.String()
+				return strings.Contains(s, "decide acme/chat/big/stable: degrade to small") &&
+					strings.Contains(s, "decide acme/chat/small/stable: allow")
+			})
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			if s := out.String(); !strings.Contains(s, "command */chat/big/* v1: degrade level 1 state open (was none)") || !strings.Contains(s, "ready: 1 targets") {
+				t.Fatalf("output:\n%s", s)
+			}
+		})
+	}
+}
+
+func TestGatewayRefusesWithoutKeys(t *testing.T) {
+	t.Setenv("FUSEBOX_FUSE_KEYS", "")
+	var out syncBuf
+	err := run(context.Background(), []string{"-brokers", "127.0.0.1:1"}, &out)
+	if err == nil || !strings.Contains(err.Error(), "insecure-unsigned") {
+		t.Fatalf("run without keys: %v", err)
+	}
+}

@@ -1,0 +1,69 @@
+// Package fuse is what a gateway embeds to act on fusebox's fuse commands,
+// and what fusebox uses to sign them.
+//
+// fusebox's breaker publishes one command per change of a target's state
+// to the compacted topic fusebox.fuse, keyed by target
+// (schemas.Key.String), valued by the canonical JSON of
+// schemas.FuseCommand (schemas/fuse_command.v1.schema.json), signed with
+// HMAC-SHA256.
+//
+// # Gateways
+//
+//	ring, err := fuse.LoadKeyringFile("/etc/fusebox/fuse.keys") // or fuse.KeyringFromEnv()
+//	c, err := fuse.NewClient(fuse.WithBrokers("kafka:9092"), fuse.WithKeyring(ring))
+//	go c.Run(ctx)          // reads the topic from the start, then follows it
+//	c.WaitReady(ctx)       // the state is rebuilt up to the end offsets seen at start
+//	d := c.Decide(key)     // per request: Allow, Degrade(Fallback), Reject, Throttle, Rollback
+//	switch d.Admit(rand.Float64()) { ... }
+//
+// The Client reads every partition from the earliest offset without a
+// consumer group, so a gateway that starts late rebuilds the current state
+// from the compacted topic, then follows it. Every record is checked and
+// either applied or rejected and counted by reason (Stats):
+//
+//   - malformed: not a valid command (strict decoding, see
+//     schemas.DecodeFuseCommand), or a tombstone;
+//   - unsigned, unknown_key, key_retired, bad_signature: the signature does
+//     not verify with the keyring at the client's clock;
+//   - duplicate, stale: the version is not above the last one applied for
+//     the target (a replay, a redelivery, a reordered older command);
+//   - expired: expires-at is not after the client's clock.
+//
+// A rejected command is never applied. The clock (WithClock, default
+// time.Now) is the gateway's wall clock: commands carry event times, and
+// fusebox refreshes a command of an open target well before it expires, so
+// a gateway whose fusebox stopped goes back to normal within one TTL.
+//
+// Decide picks, among the commands in effect whose target matches the
+// request's key, the most specific target (most non-wildcard dimensions),
+// then the highest level. Half-open targets and throttles come with a
+// Fraction to admit; Decision.Admit resolves them with a sample the gateway
+// draws, so the library itself holds no randomness. OnChange reports every
+// applied command (old and new), e.g. to log or to export metrics.
+//
+// The default source is franz-go (KgoSource); package fuse/kafkago has one
+// on segmentio/kafka-go; any Source will do.
+//
+// # Keys and rotation
+//
+// Keys are HMAC secrets with ids, in a file or the environment variable
+// FUSEBOX_FUSE_KEYS, one entry per line or comma-separated:
+//
+//	# id:secret [not-after=RFC3339] [active]
+//	k2025-12:3f9a...64 hex digits... not-after=2026-01-15T00:00:00Z
+//	k2026-01:base64:q83v...                       # newest: signs
+//
+// The signer (fusebox) uses the key marked active, else the last one;
+// verifiers (gateways) accept any key of their ring until its not-after. To
+// rotate: add the new key to every gateway's ring, then make it fusebox's
+// active key, then give the old key a not-after (the overlap lets commands
+// signed with either verify), then remove it. Secrets are never printed:
+// Key and Keyring format as their ids.
+//
+// # Signing
+//
+// A Signer signs with the active key. NewSigner refuses to work without a
+// key (ErrNoSigningKey) unless AllowUnsigned is given (fusebox's
+// --insecure-unsigned); gateways accept unsigned commands only with
+// WithInsecureUnsigned.
+package fuse

@@ -1,0 +1,377 @@
+package breaker
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/schemas"
+)
+
+// VersionShift: a target incarnation's versions are base+1, base+2, ...
+// with base = (Unix seconds of its first evaluation) << VersionShift. A
+// target that is evicted and comes back, or a breaker that lost its state,
+// therefore starts above every version it issued before (as long as an
+// incarnation issues fewer than 2^20 commands per second of its life), and
+// gateways that never forget a target's last version keep accepting its
+// commands. Versions stay below 2^53 until the year 2242, so JavaScript
+// readers see them exactly.
+const VersionShift = 20
+
+// active is the action an open or half-open target applies.
+type active struct {
+	RuleID   string         `json:"rule_id"`
+	Action   schemas.Action `json:"action"`
+	Level    int            `json:"level"`
+	Fallback string         `json:"fallback"`
+	Fraction float64        `json:"throttle_fraction"`
+}
+
+// entry is one evaluation in a series' k-of-n history.
+type entry struct {
+	VerdictID string  `json:"verdict_id"`
+	Breach    bool    `json:"breach"`
+	Value     float64 `json:"value"`
+	Threshold float64 `json:"threshold"`
+}
+
+type seriesKey struct {
+	rule                   int
+	processor, slo, metric string
+	key                    schemas.Key
+}
+
+// series is the last n evaluations of one (rule, processor, SLO, metric,
+// key), oldest first.
+type series struct {
+	entries []entry
+	lastEnd int64
+}
+
+func (s *series) push(e entry, n int) {
+	if len(s.entries) >= n {
+		copy(s.entries, s.entries[len(s.entries)-n+1:])
+		s.entries = s.entries[:n-1]
+	}
+	s.entries = append(s.entries, e)
+}
+
+func (s *series) breaches() int {
+	c := 0
+	for _, e := range s.entries {
+		if e.Breach {
+			c++
+		}
+	}
+	return c
+}
+
+// target is one state machine.
+type target struct {
+	key    schemas.Key
+	state  schemas.BreakerState
+	active active
+	base   uint64 // version base of this incarnation
+	seq    uint64 // commands issued in this incarnation
+	// trips is the backoff step: transitions into open since the incident
+	// began (reset when a trip comes FlapWindow or more after a close).
+	trips      int
+	openUntil  int64
+	closedAt   int64
+	incident   string
+	reasons    []schemas.Reason // behind the current state
+	slos       []string         // SLO names behind the current incident
+	healthy    []schemas.Reason // the ok streak of a half-open target
+	lastIssued int64            // issued-at of the last command; 0 before the first
+	issued     bool
+	lastActive int64 // last breach or state change
+	clock      int64 // latest evaluation time applied
+	series     map[seriesKey]*series
+}
+
+func (b *Breaker) newTarget(k schemas.Key, t int64) *target {
+	sec := max(t, b.clock) / int64(time.Second)
+	if sec < 0 {
+		sec = 0
+	}
+	return &target{
+		key: k, state: schemas.StateClosed, base: uint64(sec) << VersionShift,
+		lastActive: t, clock: t, series: map[seriesKey]*series{},
+	}
+}
+
+// observeTarget applies v to target tk for the given rules. It returns the
+// command to issue, if any, and whether v was new for at least one series.
+func (b *Breaker) observeTarget(tk schemas.Key, ruleIdx []int, v *schemas.Verdict) (schemas.FuseCommand, bool, bool) {
+	breach := v.Status == schemas.StatusBreach
+	tg := b.targets[tk]
+	if tg == nil {
+		if !breach {
+			// A healthy evaluation of an unknown target: an empty history
+			// already says "no breach", so there is nothing to keep.
+			return schemas.FuseCommand{}, false, true
+		}
+		if len(b.targets) >= b.pol.MaxTargets {
+			b.stats.TargetOverflow++
+			return schemas.FuseCommand{}, false, true
+		}
+		tg = b.newTarget(tk, v.WindowEndUnixNano)
+		b.targets[tk] = tg
+	}
+	t := max(tg.clock, v.WindowEndUnixNano)
+	tg.clock = t
+	changed := b.expireCoolDown(tg, t)
+
+	fresh := false
+	for _, ri := range ruleIdx {
+		sk := seriesKey{rule: ri, processor: v.Processor, slo: v.SLO, metric: v.Metric, key: v.Key}
+		s := tg.series[sk]
+		if s == nil {
+			s = &series{lastEnd: v.WindowEndUnixNano - 1}
+			tg.series[sk] = s
+		}
+		if v.WindowEndUnixNano <= s.lastEnd {
+			continue
+		}
+		s.lastEnd = v.WindowEndUnixNano
+		s.push(entry{VerdictID: v.ID, Breach: breach, Value: v.Value, Threshold: v.Threshold}, b.rules[ri].n)
+		fresh = true
+	}
+	if !fresh {
+		c, ok := b.emit(tg, t, changed)
+		return c, ok, false
+	}
+	if breach {
+		tg.lastActive = t
+	}
+
+	switch tg.state {
+	case schemas.StateClosed, schemas.StateOpen:
+		// Closed: the highest-level rule whose series reached k trips.
+		// Open: only a rule above the active level can (escalation).
+		if !breach {
+			break
+		}
+		best, bestSeries := -1, (*series)(nil)
+		for _, ri := range ruleIdx {
+			r := &b.rules[ri]
+			if tg.state == schemas.StateOpen && r.level <= tg.active.Level {
+				continue
+			}
+			s := tg.series[seriesKey{rule: ri, processor: v.Processor, slo: v.SLO, metric: v.Metric, key: v.Key}]
+			if s.breaches() < r.k {
+				continue
+			}
+			if best < 0 || r.level > b.rules[best].level {
+				best, bestSeries = ri, s
+			}
+		}
+		if best >= 0 {
+			r := &b.rules[best]
+			var rs []schemas.Reason
+			for _, e := range bestSeries.entries {
+				if e.Breach {
+					rs = append(rs, schemas.Reason{VerdictID: e.VerdictID, Text: breachText(r, v, e, bestSeries.breaches())})
+				}
+			}
+			b.trip(tg, r, t, rs, v.SLO)
+			changed = true
+		}
+	case schemas.StateHalfOpen:
+		switch v.Status {
+		case schemas.StatusBreach:
+			// The probe failed: open again, with the more severe of the
+			// active rule and the highest-level rule that matched.
+			best := ruleIdx[0]
+			for _, ri := range ruleIdx[1:] {
+				if b.rules[ri].level > b.rules[best].level {
+					best = ri
+				}
+			}
+			r := &b.rules[best]
+			if r.level <= tg.active.Level {
+				if i := b.ruleIndex(tg.active.RuleID); i >= 0 {
+					r = &b.rules[i]
+				} else {
+					r = nil // the active rule left the policy: keep its action
+				}
+			}
+			e := entry{VerdictID: v.ID, Breach: true, Value: v.Value, Threshold: v.Threshold}
+			text := "probe failed: " + v.Processor + "/" + v.SLO + "/" + v.Metric + " breach value=" + fmtFloat(e.Value) + " threshold=" + fmtFloat(e.Threshold)
+			b.trip(tg, r, t, []schemas.Reason{{VerdictID: v.ID, Text: text}}, v.SLO)
+			changed = true
+		case schemas.StatusWarn:
+			// Not yet healthy: the streak starts again.
+			tg.healthy = tg.healthy[:0]
+		case schemas.StatusOK:
+			tg.healthy = append(tg.healthy, schemas.Reason{VerdictID: v.ID,
+				Text: "healthy " + strconv.Itoa(len(tg.healthy)+1) + " of " + strconv.Itoa(b.pol.CloseAfter) + ": " + v.Processor + "/" + v.SLO + "/" + v.Metric + " ok value=" + fmtFloat(v.Value) + " threshold=" + fmtFloat(v.Threshold)})
+			if len(tg.healthy) >= b.pol.CloseAfter {
+				b.close(tg, t)
+				changed = true
+			}
+		}
+	}
+	c, ok := b.emit(tg, t, changed)
+	return c, ok, true
+}
+
+func (b *Breaker) ruleIndex(id string) int {
+	for i := range b.rules {
+		if b.rules[i].id == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func breachText(r *rule, v *schemas.Verdict, e entry, count int) string {
+	return string(r.Action) + " (" + strconv.Itoa(count) + " of last " + strconv.Itoa(r.n) + ", k=" + strconv.Itoa(r.k) + "): " +
+		v.Processor + "/" + v.SLO + "/" + v.Metric + " breach value=" + fmtFloat(e.Value) + " threshold=" + fmtFloat(e.Threshold)
+}
+
+// trip opens the target with rule r (nil: keep the active action).
+func (b *Breaker) trip(tg *target, r *rule, t int64, reasons []schemas.Reason, slo string) {
+	if tg.state == schemas.StateClosed {
+		if tg.trips > 0 && t-tg.closedAt >= int64(b.pol.FlapWindow) {
+			tg.trips = 0 // not flapping: a new incident starts from the base cool-down
+		}
+		tg.incident = incidentID(tg.key, t)
+		tg.slos = tg.slos[:0]
+	}
+	tg.trips++
+	b.stats.Trips++
+	tg.state = schemas.StateOpen
+	tg.openUntil = t + b.coolDown(tg.trips)
+	if r != nil {
+		tg.active = active{RuleID: r.id, Action: r.Action, Level: r.level, Fallback: r.Fallback, Fraction: r.ThrottleFraction}
+	}
+	tg.reasons = reasons
+	if slo != "" && !slices.Contains(tg.slos, slo) {
+		tg.slos = append(tg.slos, slo)
+	}
+	tg.healthy = tg.healthy[:0]
+	tg.lastActive = t
+	// Histories of rules at or below the active level start afresh (they
+	// cannot act while the target is open, and old breaches must not
+	// re-trip it after a close); those above keep counting, so a ladder
+	// such as degrade at 3 of 10, trip at 6 of 10 escalates on the 6th.
+	for k := range tg.series {
+		if b.rules[k.rule].level <= tg.active.Level {
+			delete(tg.series, k)
+		}
+	}
+}
+
+// coolDown is CoolDown × BackoffFactor^(trips-1), capped at MaxCoolDown, ns.
+func (b *Breaker) coolDown(trips int) int64 {
+	d, limit := float64(b.pol.CoolDown), float64(b.pol.MaxCoolDown)
+	for i := 1; i < trips && d < limit; i++ {
+		d *= b.pol.BackoffFactor
+	}
+	return int64(min(d, limit))
+}
+
+// expireCoolDown moves an open target whose cool-down has ended to
+// half-open and reports whether it did.
+func (b *Breaker) expireCoolDown(tg *target, t int64) bool {
+	if tg.state != schemas.StateOpen || t < tg.openUntil {
+		return false
+	}
+	tg.state = schemas.StateHalfOpen
+	tg.healthy = tg.healthy[:0]
+	tg.lastActive = t
+	cd := time.Duration(b.coolDown(tg.trips)).String()
+	rs := make([]schemas.Reason, len(tg.reasons))
+	for i, r := range tg.reasons {
+		rs[i] = schemas.Reason{VerdictID: r.VerdictID, Text: "half-open after " + cd + " cool-down (trip " + strconv.Itoa(tg.trips) + "); " + trimPrefix(r.Text)}
+	}
+	tg.reasons = rs
+	return true
+}
+
+// trimPrefix drops an earlier "half-open after ...; " so texts do not grow
+// on repeated half-opens.
+func trimPrefix(s string) string {
+	const p = "half-open after "
+	for len(s) >= len(p) && s[:len(p)] == p {
+		i := 0
+		for i < len(s) && s[i] != ';' {
+			i++
+		}
+		if i+2 > len(s) {
+			return s
+		}
+		s = s[i+2:]
+	}
+	return s
+}
+
+func (b *Breaker) close(tg *target, t int64) {
+	tg.state = schemas.StateClosed
+	tg.closedAt = t
+	tg.lastActive = t
+	tg.reasons = slices.Clone(tg.healthy)
+	tg.healthy = tg.healthy[:0]
+	tg.active = active{}
+	b.stats.Closes++
+	clear(tg.series)
+}
+
+// emit issues a command when the state changed, or a refresh when the
+// last command of an open or half-open target is TTL/2 old.
+func (b *Breaker) emit(tg *target, t int64, changed bool) (schemas.FuseCommand, bool) {
+	if !changed {
+		if tg.state == schemas.StateClosed || !tg.issued || t-tg.lastIssued < int64(b.pol.CommandTTL/2) {
+			return schemas.FuseCommand{}, false
+		}
+		b.stats.Refreshes++
+	}
+	tg.seq++
+	tg.issued = true
+	tg.lastIssued = t
+	b.stats.Commands++
+	c := schemas.FuseCommand{
+		Target:            tg.key,
+		State:             tg.state,
+		Version:           tg.base + tg.seq,
+		IssuedAtUnixNano:  t,
+		ExpiresAtUnixNano: t + int64(b.pol.CommandTTL),
+		Reasons:           slices.Clone(tg.reasons),
+	}
+	switch tg.state {
+	case schemas.StateClosed:
+		c.Action = schemas.ActionClose
+	case schemas.StateOpen:
+		c.Action, c.Level, c.Fallback = tg.active.Action, tg.active.Level, tg.active.Fallback
+		c.ThrottleFraction = tg.active.Fraction
+	case schemas.StateHalfOpen:
+		c.Action, c.Level, c.Fallback = tg.active.Action, tg.active.Level, tg.active.Fallback
+		if c.Action == schemas.ActionTrip {
+			c.Action = schemas.ActionHalfOpen
+		}
+		c.ThrottleFraction = max(b.pol.HalfOpenFraction, tg.active.Fraction)
+	}
+	c.CorrelationIDs = make([]string, 0, 1+len(tg.slos))
+	c.CorrelationIDs = append(c.CorrelationIDs, tg.incident)
+	for _, s := range tg.slos {
+		c.CorrelationIDs = append(c.CorrelationIDs, "slo:"+s)
+	}
+	return c, true
+}
+
+// incidentID is the hex SHA-256 (first 16 bytes) of the target and the
+// time of the trip that opened the incident: deterministic, and shared by
+// every command from that trip to the close.
+func incidentID(k schemas.Key, t int64) string {
+	h := sha256.New()
+	h.Write([]byte("fusebox.incident\x00"))
+	h.Write([]byte(k.String()))
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(t))
+	h.Write(b[:])
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
