@@ -21,20 +21,35 @@ type Key struct {
 // Wildcard is the value of a Target dimension that matches every value.
 const Wildcard = "*"
 
-// String renders the key as "tenant/service/model/variant", each dimension
-// path-escaped so that a "/" inside a value cannot be confused with the
-// separator. ParseKey reverses it.
+// String renders the key as "tenant/service/model/variant". Only "%", "/"
+// and bytes below 0x21 are percent-escaped inside a dimension, so that a
+// "/" in a value cannot be confused with the separator while the usual
+// names (and the Wildcard "*") stay readable. ParseKey reverses it.
 func (k Key) String() string {
 	var b strings.Builder
 	b.Grow(len(k.Tenant) + len(k.Service) + len(k.Model) + len(k.Variant) + 3)
-	b.WriteString(url.PathEscape(k.Tenant))
+	escapeDim(&b, k.Tenant)
 	b.WriteByte('/')
-	b.WriteString(url.PathEscape(k.Service))
+	escapeDim(&b, k.Service)
 	b.WriteByte('/')
-	b.WriteString(url.PathEscape(k.Model))
+	escapeDim(&b, k.Model)
 	b.WriteByte('/')
-	b.WriteString(url.PathEscape(k.Variant))
+	escapeDim(&b, k.Variant)
 	return b.String()
+}
+
+func escapeDim(b *strings.Builder, s string) {
+	const hexDigits = "0123456789ABCDEF"
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '%' || c == '/' || c < 0x21 || c == 0x7f {
+			b.WriteByte('%')
+			b.WriteByte(hexDigits[c>>4])
+			b.WriteByte(hexDigits[c&15])
+			continue
+		}
+		b.WriteByte(c)
+	}
 }
 
 // ParseKey parses the form written by Key.String.

@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,9 +33,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/ingest"
-	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -181,15 +178,10 @@ func (r *Router) Run(ctx context.Context) error {
 // Handler is the ingest.HandlerFactory of the router.
 func (r *Router) Handler(topic string, partition int32) ingest.PartitionHandler {
 	h := &handler{
-		r: r, topic: topic, partition: partition,
-		maxEventTime: math.MinInt64,
-		lastBeat:     make([]int64, r.partitions),
-		lastSeen:     time.Now(),
-		spans:        make([][]schemas.Span, r.partitions),
-		corrections:  make([][]schemas.Correction, r.partitions),
-	}
-	for i := range h.lastBeat {
-		h.lastBeat[i] = math.MinInt64
+		r: r, topic: topic, partition: partition, lastSeen: time.Now(),
+		split: NewSplitter(topic, partition, r.partitions, SplitterConfig{
+			ByTenant: r.cfg.ByTenant, HeartbeatEvery: r.cfg.HeartbeatEvery, MaxRecordBytes: r.cfg.MaxRecordBytes,
+		}),
 	}
 	r.mu.Lock()
 	r.handlers[topic+"/"+strconv.Itoa(int(partition))] = h
@@ -209,16 +201,10 @@ type handler struct {
 	partition int32
 
 	// mu orders the handler's produces with the idle ticker's.
-	mu           sync.Mutex
-	maxEventTime int64
-	lastBeat     []int64 // per keyed partition: maxEventTime last announced
-	lastSeen     time.Time
-	lastOffset   int64
-	idle         bool
-
-	spans       [][]schemas.Span
-	corrections [][]schemas.Correction
-	buf         []byte
+	mu       sync.Mutex
+	split    *Splitter
+	lastSeen time.Time
+	buf      []byte
 }
 
 func (h *handler) Handle(ctx context.Context, b *ingest.Batch) error {
@@ -229,111 +215,21 @@ func (h *handler) Handle(ctx context.Context, b *ingest.Batch) error {
 	pending.n.Add(1) // held until every record is handed to the producer
 	h.mu.Lock()
 	h.lastSeen = time.Now()
+	h.split.SetPartitions(h.r.partitions)
 	for i := range b.Records {
-		h.route(ctx, &b.Records[i], pending)
+		rec := &b.Records[i]
+		for _, out := range h.split.Split(rec.Offset, rec.Spans, rec.Corrections) {
+			h.produce(ctx, out, pending)
+		}
 	}
 	h.mu.Unlock()
 	pending.done(h.r)
 	return nil
 }
 
-// route sends one source record's spans and corrections to their keyed
-// partitions, and heartbeats to the partitions it sends nothing to.
-func (h *handler) route(ctx context.Context, rec *ingest.Record, pending *pendingBatch) {
-	n := h.r.partitions
-	for p := range h.spans {
-		h.spans[p] = h.spans[p][:0]
-		h.corrections[p] = h.corrections[p][:0]
-	}
-	for i := range rec.Spans {
-		s := &rec.Spans[i]
-		d := h.dest(s.Key.Tenant, n)
-		h.spans[d] = append(h.spans[d], *s)
-		h.maxEventTime = max(h.maxEventTime, s.EndUnixNano)
-	}
-	for i := range rec.Corrections {
-		c := &rec.Corrections[i]
-		d := h.dest(c.Tenant, n)
-		h.corrections[d] = append(h.corrections[d], *c)
-		h.maxEventTime = max(h.maxEventTime, c.TimeUnixNano)
-	}
-	h.lastOffset = rec.Offset
-	if h.maxEventTime == math.MinInt64 {
-		// No event time yet (records without LLM spans): for the
-		// watermark this source is idle, or it would hold every keyed
-		// partition back until its first LLM span.
-		if !h.idle {
-			h.markIdle()
-		}
-		return
-	}
-	if h.idle {
-		// Back from idle: every keyed partition must hear of this source
-		// again at once, or its watermark would keep ignoring it.
-		h.idle = false
-		for p := range h.lastBeat {
-			h.lastBeat[p] = math.MinInt64
-		}
-	}
-	beat := int64(h.r.cfg.HeartbeatEvery)
-	for p := int32(0); p < n; p++ {
-		if len(h.spans[p]) == 0 && len(h.corrections[p]) == 0 {
-			if h.lastBeat[p] != math.MinInt64 && h.maxEventTime-h.lastBeat[p] < beat {
-				continue
-			}
-			h.produce(ctx, p, rec.Offset, 0, nil, pending, false)
-			continue
-		}
-		h.produceSplit(ctx, p, rec.Offset, pending)
-	}
-}
-
-func (h *handler) dest(tenant string, n int32) int32 {
-	if !h.r.cfg.ByTenant || n <= 1 {
-		return 0
-	}
-	return int32(schemas.TenantHash(tenant) % uint32(n))
-}
-
-// produceSplit writes partition p's spans and corrections, in parts no
-// larger than MaxRecordBytes.
-func (h *handler) produceSplit(ctx context.Context, p int32, offset int64, pending *pendingBatch) {
-	spans, corr := h.spans[p], h.corrections[p]
-	part := int32(0)
-	for len(spans) > 0 || len(corr) > 0 || part == 0 {
-		ns, nc := len(spans), len(corr)
-		for {
-			h.buf = schemas.AppendKeyedBatch(h.buf[:0], spans[:ns], corr[:nc])
-			if len(h.buf) <= h.r.cfg.MaxRecordBytes || ns+nc <= 1 {
-				break
-			}
-			// Halve what goes in this part; spans first, then corrections.
-			if ns > 0 {
-				ns /= 2
-				nc = 0
-			} else {
-				nc /= 2
-			}
-		}
-		h.produce(ctx, p, offset, part, slices.Clone(h.buf), pending, false)
-		spans, corr = spans[ns:], corr[nc:]
-		part++
-	}
-}
-
-func (h *handler) produce(ctx context.Context, p int32, offset int64, part int32, value []byte, pending *pendingBatch, idle bool) {
-	hdrs := []kgo.RecordHeader{
-		{Key: engine.HeaderSource, Value: []byte(engine.FormatSource(h.topic, h.partition, offset, part))},
-		{Key: engine.HeaderSourceTopics, Value: []byte(*h.r.topics.Load())},
-	}
-	if h.maxEventTime != math.MinInt64 {
-		hdrs = append(hdrs, kgo.RecordHeader{Key: engine.HeaderSourceMax, Value: strconv.AppendInt(nil, h.maxEventTime, 10)})
-		h.lastBeat[p] = h.maxEventTime
-	}
-	if idle {
-		hdrs = append(hdrs, kgo.RecordHeader{Key: engine.HeaderIdle, Value: []byte("1")})
-	}
-	rec := &kgo.Record{Topic: h.r.cfg.KeyedTopic, Partition: p, Value: value, Headers: hdrs}
+func (h *handler) produce(ctx context.Context, out Out, pending *pendingBatch) {
+	rec := &kgo.Record{Topic: h.r.cfg.KeyedTopic, Partition: out.Partition, Value: out.Value,
+		Headers: Headers(out, *h.r.topics.Load())}
 	if pending != nil {
 		pending.n.Add(1)
 	}
@@ -353,19 +249,12 @@ func (h *handler) produce(ctx context.Context, p int32, offset int64, part int32
 func (h *handler) markIdleIfSilent(now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.idle || now.Sub(h.lastSeen) < h.r.cfg.IdleTimeout {
+	if now.Sub(h.lastSeen) < h.r.cfg.IdleTimeout {
 		return
 	}
-	h.markIdle()
-}
-
-// markIdle writes the idle marker to every keyed partition. h.mu is held.
-func (h *handler) markIdle() {
-	h.idle = true
-	for p := int32(0); p < h.r.partitions; p++ {
-		h.produce(context.Background(), p, h.lastOffset, 0, nil, nil, true)
+	for _, out := range h.split.MarkIdle() {
+		h.produce(context.Background(), out, nil)
 	}
-	h.r.cfg.Logger.Debug("router: source partition idle", "topic", h.topic, "partition", h.partition)
 }
 
 // Close waits until every keyed record produced so far is acknowledged, so

@@ -281,8 +281,9 @@ func collect(prefix string, err error) []fieldErr {
 		return []fieldErr{{join(prefix, e.Field), e.Reason}}
 	case *schemas.FieldError:
 		f := e.Field
-		if i := strings.IndexByte(f, '.'); i >= 0 && prefix != "" {
-			f = f[i+1:] // "limits.max_x" reported under prefix "limits"
+		last := prefix[strings.LastIndexByte(prefix, '.')+1:]
+		if last != "" && strings.HasPrefix(f, last+".") {
+			f = f[len(last)+1:] // "limits.max_x" reported under prefix "limits"
 		}
 		return []fieldErr{{join(prefix, f), e.Reason}}
 	case interface{ Unwrap() []error }:

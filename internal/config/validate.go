@@ -120,7 +120,7 @@ func (f *File) validate() []fieldErr {
 			fail(true, p+".scaling.scope", "must include tenant: fusebox shards its state by tenant")
 		}
 	}
-	errs = append(errs, f.Breaker.validate(dims)...)
+	errs = append(errs, validateBreaker(&f.Breaker, dims)...)
 
 	fail(f.Signing.ActiveKey != "" && f.Signing.KeysFile == "" && f.Signing.KeysEnv == "", "signing.active_key", "set keys_file or keys_env too")
 

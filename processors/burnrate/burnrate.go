@@ -25,6 +25,7 @@ import (
 
 	"github.com/fusebox-dev/fusebox/processors"
 	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/stats"
 )
 
 // ProcessorName is the name in verdicts.
@@ -206,12 +207,12 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 	budget := 1 - p.cfg.Target
 	for _, k := range keys {
 		ks := p.keys[k]
-		rate := func(d time.Duration) (float64, float64) {
+		rate := func(d time.Duration) (burn, total, bad float64) {
 			g, b := p.window(ks, now, int64(d))
 			if g+b == 0 {
-				return 0, 0
+				return 0, 0, 0
 			}
-			return b / (g + b) / budget, g + b
+			return b / (g + b) / budget, g + b, b
 		}
 		for _, set := range []struct {
 			metric string
@@ -222,15 +223,25 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 			}
 			res := make([]ruleResult, len(set.rules))
 			for i, r := range set.rules {
-				long, total := rate(r.Long)
-				short, _ := rate(r.Short)
+				long, total, bad := rate(r.Long)
+				short, _, _ := rate(r.Short)
 				res[i] = ruleResult{rule: r, long: long, short: short, total: total,
 					counted: total >= float64(p.cfg.MinEvents) && total > 0}
-				res[i].fired = res[i].counted && long > r.Factor && short > r.Factor
+				res[i].fired = res[i].counted && long > r.Factor && short > r.Factor && p.significant(bad, total, r.Factor*budget)
 			}
 			emit.Verdict(p.verdict(k, now, set.metric, res))
 		}
 	}
+}
+
+// significant reports whether the error rate bad/total exceeds limit with
+// the configured confidence (the Wilson lower bound is above it).
+func (p *Processor) significant(bad, total, limit float64) bool {
+	if p.cfg.Confidence == 0 {
+		return true
+	}
+	lo, _, err := stats.Wilson(int64(math.Round(bad)), int64(math.Round(total)), p.cfg.Confidence)
+	return err == nil && lo > limit
 }
 
 // verdict turns the rule results into a verdict: Value is the burn rate of

@@ -26,6 +26,13 @@ type Config struct {
 	// MinEvents is the fewest calls in a long window for it to count.
 	// Default 100.
 	MinEvents int `yaml:"min_events"`
+	// Confidence guards against low traffic: a rule fires only when the
+	// lower bound of the Wilson interval (at this level) of the long
+	// window's error rate also exceeds Factor × (1 - Target), so that two
+	// errors in a hundred calls do not page anyone. At high traffic the
+	// bound is close to the rate and the rule is the workbook's. 0
+	// disables the guard. Default 0.95.
+	Confidence float64 `yaml:"confidence"`
 }
 
 // Rule is one (long window, short window, burn-rate factor) condition.
@@ -48,7 +55,8 @@ func DefaultConfig() Config {
 			{Long: 24 * time.Hour, Short: 2 * time.Hour, Factor: 3},
 			{Long: 72 * time.Hour, Short: 6 * time.Hour, Factor: 1},
 		},
-		MinEvents: 100,
+		MinEvents:  100,
+		Confidence: 0.95,
 	}
 }
 
@@ -71,5 +79,6 @@ func (c *Config) Validate() error {
 		}
 	}
 	k.Fail(c.MinEvents < 0, "min_events", "must not be negative")
+	k.Fail(c.Confidence < 0 || c.Confidence >= 1, "confidence", "must be in [0, 1) (0 disables the low-traffic guard)")
 	return k.Err()
 }
