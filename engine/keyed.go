@@ -30,9 +30,10 @@ type StateStore interface {
 	Save(ctx context.Context, partition int32, snap []byte) error
 }
 
-// Signer signs fuse commands before they leave the engine (package fuse).
+// Signer signs fuse commands in place before they leave the engine
+// (*fuse.Signer).
 type Signer interface {
-	Sign(cmd *schemas.FuseCommand) error
+	SignAll(cmds []schemas.FuseCommand) error
 }
 
 // KeyedConfig configures the keyed stage.
@@ -48,6 +49,12 @@ type KeyedConfig struct {
 	// replays at most this much input. Default 10s.
 	CheckpointEvery time.Duration
 	Logger          *slog.Logger
+	// CheckpointRecords also checkpoints a partition once this many keyed
+	// records are unacknowledged, so that the consumer's bound on unacked
+	// records (which pauses fetching) is never reached between
+	// checkpoints. Default 100,000; keep it below the keyed consumer's
+	// MaxUnackedRecords.
+	CheckpointRecords int
 	// OnCheckpoint, when set, is called after each checkpoint with the
 	// partition and the keyed offset it covers (tests and metrics).
 	OnCheckpoint func(partition int32, nextOffset int64)
@@ -76,6 +83,9 @@ func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
 	}
 	if cfg.CheckpointEvery <= 0 {
 		cfg.CheckpointEvery = 10 * time.Second
+	}
+	if cfg.CheckpointRecords <= 0 {
+		cfg.CheckpointRecords = 100_000
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -145,6 +155,7 @@ type keyedPartition struct {
 	partition int32
 	w         *Worker
 	pending   []*ingest.Batch
+	unacked   int // records in pending
 	last      time.Time
 	overflow  [4]int64 // guard overflow counts already logged
 }
@@ -198,13 +209,17 @@ func (p *keyedPartition) Handle(ctx context.Context, b *ingest.Batch) error {
 			continue
 		}
 		p.w.Apply(rec)
+		// The batch is kept only to be acknowledged at the checkpoint:
+		// let the spans go now.
+		b.Records[i].Payload = nil
 	}
 	p.pending = append(p.pending, b)
+	p.unacked += len(b.Records)
 	if err := p.write(ctx); err != nil {
 		return p.soft(ctx, err)
 	}
 	p.logOverflow()
-	if time.Since(p.last) >= p.k.cfg.CheckpointEvery {
+	if time.Since(p.last) >= p.k.cfg.CheckpointEvery || p.unacked >= p.k.cfg.CheckpointRecords {
 		if err := p.checkpoint(ctx); err != nil {
 			return p.soft(ctx, err)
 		}
@@ -227,10 +242,8 @@ func (p *keyedPartition) write(ctx context.Context) error {
 		return nil
 	}
 	if p.k.cfg.Signer != nil {
-		for i := range out.Commands {
-			if err := p.k.cfg.Signer.Sign(&out.Commands[i]); err != nil {
-				return fmt.Errorf("engine: sign command: %w", err)
-			}
+		if err := p.k.cfg.Signer.SignAll(out.Commands); err != nil {
+			return fmt.Errorf("engine: %w", err)
 		}
 	}
 	for _, s := range p.k.cfg.Sinks {
@@ -259,7 +272,9 @@ func (p *keyedPartition) checkpoint(ctx context.Context) error {
 	for _, b := range p.pending {
 		b.Ack()
 	}
+	clear(p.pending)
 	p.pending = p.pending[:0]
+	p.unacked = 0
 	p.last = time.Now()
 	if p.k.cfg.OnCheckpoint != nil {
 		p.k.cfg.OnCheckpoint(p.partition, p.w.NextOffset())

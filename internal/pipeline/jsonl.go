@@ -1,0 +1,95 @@
+package pipeline
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/sinks"
+)
+
+// JSONL is a sink that appends verdicts and fuse commands to a file, one
+// JSON object per line: {"verdict": {...}} or {"fuse_command": {...}}, in
+// the encodings of the Kafka sink. Rollups are not written. Flush syncs the
+// file, so a checkpoint is durable on disk.
+type JSONL struct {
+	mu   sync.Mutex
+	f    *os.File
+	w    *bufio.Writer
+	buf  []byte
+	path string
+}
+
+// OpenJSONL opens (appends to) path.
+func OpenJSONL(path string) (*JSONL, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("sinks.jsonl.path: %w", err)
+	}
+	return &JSONL{f: f, w: bufio.NewWriterSize(f, 256<<10), path: path}, nil
+}
+
+// Path is the file written.
+func (j *JSONL) Path() string { return j.path }
+
+// Write appends the verdicts, then the commands.
+func (j *JSONL) Write(_ context.Context, out schemas.Output) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return sinks.ErrClosed
+	}
+	for i := range out.Verdicts {
+		var err error
+		j.buf = append(j.buf[:0], `{"verdict":`...)
+		if j.buf, err = sinks.MarshalVerdictJSON(j.buf, &out.Verdicts[i]); err != nil {
+			return err
+		}
+		j.buf = append(j.buf, "}\n"...)
+		if _, err := j.w.Write(j.buf); err != nil {
+			return err
+		}
+	}
+	for i := range out.Commands {
+		b, err := json.Marshal(out.Commands[i])
+		if err != nil {
+			return err
+		}
+		j.buf = append(append(append(j.buf[:0], `{"fuse_command":`...), b...), "}\n"...)
+		if _, err := j.w.Write(j.buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Flush writes the buffer and syncs the file.
+func (j *JSONL) Flush(context.Context) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return sinks.ErrClosed
+	}
+	if err := j.w.Flush(); err != nil {
+		return err
+	}
+	return j.f.Sync()
+}
+
+// Close flushes and closes the file.
+func (j *JSONL) Close(ctx context.Context) error {
+	err := j.Flush(ctx)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f != nil {
+		if cerr := j.f.Close(); err == nil {
+			err = cerr
+		}
+		j.f = nil
+	}
+	return err
+}

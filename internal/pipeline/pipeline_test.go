@@ -1,0 +1,212 @@
+package pipeline_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/internal/config"
+	"github.com/fusebox-dev/fusebox/internal/pipeline"
+	"github.com/fusebox-dev/fusebox/internal/testharness"
+	"github.com/fusebox-dev/fusebox/internal/traffic"
+	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/sinks"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func TestMain(m *testing.M) { testharness.Main(m) }
+
+const slos = `
+slos:
+  - name: availability
+    burnrate: {min_events: 50}
+  - name: latency
+    tail: {budget: 20000, window: 5m}
+`
+
+func loadConfig(t *testing.T, brokers []string, extra string) *config.File {
+	t.Helper()
+	y := "kafka:\n  brokers: [" + strings.Join(brokers, ", ") + "]\n" +
+		"time: {idle_source_timeout: 1s, checkpoint_every: 500ms, allowed_lateness: 5s}\n" +
+		"topics: {keyed_partitions: 4}\n" +
+		"signing: {insecure_unsigned: true}\n" + extra + slos
+	f, err := config.Parse("test.yaml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// publish writes d of event time of sc's traffic to the span and
+// correction topics as a service (OTLP protobuf, 100 spans a message) and
+// an app would, and returns the event time reached.
+func publish(t *testing.T, k *testharness.Kafka, sc traffic.Scenario, start time.Time, d time.Duration) time.Time {
+	t.Helper()
+	g, err := traffic.New(sc, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := k.Client(t, kgo.AllowAutoTopicCreation(), kgo.ProducerLinger(10*time.Millisecond))
+	var recs []*kgo.Record
+	var pending []schemas.Span
+	names := schemas.DefaultAttributeNames()
+	for g.Offset() < d {
+		b := g.Next(time.Second)
+		pending = append(append(pending, b.Spans...), b.Other...)
+		for len(pending) >= 100 {
+			recs = append(recs, &kgo.Record{Topic: "otlp_spans", Value: schemas.EncodeOTLPProto(nil, pending[:100], names)})
+			pending = pending[100:]
+		}
+		for _, c := range b.Corrections {
+			v, err := schemas.EncodeCorrection(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs = append(recs, &kgo.Record{Topic: "fusebox.corrections", Value: v})
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	return g.Now()
+}
+
+// readJSONL returns the verdicts and commands in a JSONL sink file.
+func readJSONL(t *testing.T, path string) ([]schemas.Verdict, []schemas.FuseCommand) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil
+	}
+	// The last line may still be being written: only whole lines count.
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[:i+1]
+	} else {
+		b = nil
+	}
+	var vs []schemas.Verdict
+	var cs []schemas.FuseCommand
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var line struct {
+			Verdict json.RawMessage `json:"verdict"`
+			Fuse    json.RawMessage `json:"fuse_command"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("bad JSONL line %q: %v", sc.Text(), err)
+		}
+		if line.Verdict != nil {
+			v, err := sinks.UnmarshalVerdictJSON(line.Verdict)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vs = append(vs, v)
+		}
+		if line.Fuse != nil {
+			c, err := schemas.DecodeFuseCommand(line.Fuse)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs = append(cs, c)
+		}
+	}
+	return vs, cs
+}
+
+func TestPipelineEndToEnd(t *testing.T) {
+	k := testharness.StartKafka(t)
+	dir := t.TempDir()
+	jsonl := filepath.Join(dir, "out.jsonl")
+	cfg := loadConfig(t, k.Brokers, "sinks: {jsonl: {path: "+jsonl+"}}\n")
+
+	sc := traffic.Demo()
+	sc.Rate = 60
+	sc.Incidents = []traffic.Incident{{Name: "errors", Kind: traffic.ErrorBurst, Start: 6 * time.Minute, End: 12 * time.Minute,
+		Target: traffic.Target{Tenant: "acme", Service: "chat"}, Magnitude: 0.5}}
+	start := time.Unix(1_800_000_000, 0)
+	end := publish(t, k, sc, start, 15*time.Minute)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	p, err := pipeline.New(ctx, pipeline.Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+
+	// Wait for evaluations up to a few minutes before the end of the
+	// traffic: the watermark lags by the allowed lateness.
+	want := end.Add(-2 * time.Minute).UnixNano()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		vs, _ := readJSONL(t, jsonl)
+		reached := int64(0)
+		for _, v := range vs {
+			reached = max(reached, v.WindowEndUnixNano)
+		}
+		if reached >= want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("verdicts reached %v, want %v", time.Unix(0, reached), time.Unix(0, want))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+
+	vs, cmds := readJSONL(t, jsonl)
+	onKafka := map[string]bool{}
+	for _, r := range k.ReadAll(t, "fusebox.verdicts", len(vs), 30*time.Second) {
+		v, err := sinks.UnmarshalVerdictJSON(r.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		onKafka[v.ID] = true
+	}
+	pages := 0
+	for _, v := range vs {
+		if !onKafka[v.ID] {
+			t.Fatalf("verdict %s in the JSONL sink is not on fusebox.verdicts", v.ID)
+		}
+		if v.Status == schemas.StatusBreach {
+			if v.Key.Tenant != "acme" || v.Key.Service != "chat" {
+				t.Fatalf("breach outside the incident: %+v", v)
+			}
+			if v.Metric == "burn_rate_page" {
+				pages++
+			}
+		}
+	}
+	if pages == 0 {
+		t.Fatal("no page for the error burst")
+	}
+	trips := 0
+	for _, c := range cmds {
+		if c.Action == schemas.ActionTrip && c.State == schemas.StateOpen {
+			trips++
+		}
+	}
+	if trips == 0 {
+		t.Fatalf("no trip command among %d commands", len(cmds))
+	}
+	if dlq := k.ReadAll(t, "fusebox.dlq", 1, 2*time.Second); len(dlq) != 0 {
+		t.Fatalf("%d records in the DLQ from valid traffic", len(dlq))
+	}
+	st := p.Keyed().Stats()
+	t.Logf("keyed stage: %+v", st)
+	if st.LateSpans != 0 {
+		t.Fatalf("%d late spans from in-order traffic", st.LateSpans)
+	}
+}
