@@ -25,7 +25,11 @@ type Config struct {
 	Metric processors.Metric `yaml:"metric"`
 	// Mode is reference or canary. Default reference.
 	Mode Mode `yaml:"mode"`
-	// Window is the current window. Default 10m.
+	// Window is the current window. Default 5m: a shift is seen once it
+	// fills about MinEffect/D_full of the window (D_full its KS distance
+	// when the window is all shifted), so with Every = 1m a 5m window
+	// flags a shift of D_full >= 0.25 within 2 evaluations; a 10m window
+	// needs D_full >= 0.5 for that.
 	Window time.Duration `yaml:"window"`
 	// Every is the evaluation interval. Default 1m.
 	Every time.Duration `yaml:"every"`
@@ -56,7 +60,7 @@ func DefaultConfig() Config {
 	return Config{
 		Metric:            processors.MetricConfidence,
 		Mode:              ModeReference,
-		Window:            10 * time.Minute,
+		Window:            5 * time.Minute,
 		Every:             time.Minute,
 		ReferenceWindow:   time.Hour,
 		CanaryVariant:     "canary",

@@ -1,0 +1,213 @@
+package drift
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/window"
+	"github.com/fusebox-dev/fusebox/schemas"
+)
+
+// ProcessorName is the Processor field of every verdict this package emits.
+const ProcessorName = "drift"
+
+// Processor tests each key's distribution of one metric for drift. It
+// implements processors.Processor; it is not safe for concurrent use (the
+// engine calls it from one partition worker's goroutine).
+type Processor struct {
+	meta   processors.Meta
+	cfg    Config
+	metric string // verdict metric name, MetricName(cfg)
+	every  int64  // ns
+	window int64  // ns, the current window
+	// span is how much event time before now the state must cover: Window
+	// (canary) or Window + ReferenceWindow (reference).
+	span int64
+
+	keys map[schemas.Key]*keyState
+
+	// Scratch reused across evaluations (not state: never snapshotted).
+	bufA, bufB []window.Sample
+	xs, ys     []float64
+	order      []keyOrder
+	free       [][]window.Sample // arrays of evicted slots, at most maxFree
+}
+
+// keyState is one key's window and its k-consecutive counter.
+type keyState struct {
+	store window.Store
+	// consecutive counts the evaluations in a row, up to the last, whose
+	// test was significant with an effect of at least MinEffect (canary
+	// keys in canary mode; every key in reference mode).
+	consecutive int
+}
+
+type keyOrder struct {
+	name string
+	key  schemas.Key
+}
+
+// maxFree bounds the recycled slot arrays kept by a processor.
+const maxFree = 64
+
+// New validates cfg and returns an empty processor. The error is cfg's
+// Validate error (a join of *processors.ConfigError naming each bad field).
+func New(meta processors.Meta, cfg Config) (*Processor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	span := int64(cfg.Window)
+	if cfg.Mode == ModeReference {
+		span += int64(cfg.ReferenceWindow)
+	}
+	return &Processor{
+		meta:   meta,
+		cfg:    cfg,
+		metric: MetricName(cfg),
+		every:  int64(cfg.Every),
+		window: int64(cfg.Window),
+		span:   span,
+		keys:   make(map[schemas.Key]*keyState),
+	}, nil
+}
+
+// MetricName is the verdict metric: "ks_<metric>" in reference mode,
+// "canary_ks_<metric>" in canary mode (e.g. "ks_confidence",
+// "canary_ks_confidence").
+func MetricName(cfg Config) string {
+	if cfg.Mode == ModeCanary {
+		return "canary_ks_" + string(cfg.Metric)
+	}
+	return "ks_" + string(cfg.Metric)
+}
+
+// Interval is Every.
+func (p *Processor) Interval() time.Duration { return p.cfg.Every }
+
+// Keys is the number of keys holding state.
+func (p *Processor) Keys() int { return len(p.keys) }
+
+// ObserveCorrection ignores corrections.
+func (p *Processor) ObserveCorrection(*schemas.Correction) {}
+
+// ObserveSpan adds the span's metric value to key's window. Spans without
+// the metric or with a NaN or infinite value are skipped; in canary mode,
+// so are spans whose variant is neither CanaryVariant nor BaselineVariant.
+func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
+	if p.cfg.Mode == ModeCanary && key.Variant != p.cfg.CanaryVariant && key.Variant != p.cfg.BaselineVariant {
+		return
+	}
+	v, ok := p.cfg.Metric.Value(s)
+	if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+		return
+	}
+	ks := p.keys[key]
+	if ks == nil {
+		ks = &keyState{store: window.Store{SlotWidth: p.every, Cap: p.cfg.MaxSamplesPerSlot}}
+		p.keys[key] = ks
+	}
+	st := &ks.store
+	if n := len(st.Slots); len(p.free) > 0 && (n == 0 || st.Slots[n-1].Start < st.SlotStart(s.EndUnixNano)) {
+		// A new newest slot: give it a recycled array (Add finds it).
+		buf := p.free[len(p.free)-1]
+		p.free = p.free[:len(p.free)-1]
+		st.Slots = append(st.Slots, window.Slot{Start: st.SlotStart(s.EndUnixNano), Samples: buf[:0]})
+	}
+	st.Add(window.Sample{T: s.EndUnixNano, V: v, H: processors.SpanHash(s)})
+}
+
+// Evaluate emits, in key order, one verdict per key (reference mode) or per
+// canary key (canary mode) with data in the windows it compares, updates
+// the k-consecutive counters, then drops the slots no later evaluation
+// needs and the keys left empty.
+func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
+	keys := p.sortedKeys()
+	if p.cfg.Mode == ModeCanary {
+		p.evaluateCanary(now, keys, emit)
+	} else {
+		p.evaluateReference(now, keys, emit)
+	}
+	cut := now + p.every - p.span
+	for _, ko := range keys {
+		ks := p.keys[ko.key]
+		p.evict(&ks.store, cut)
+		if ks.store.Empty() {
+			delete(p.keys, ko.key)
+		}
+	}
+}
+
+// evaluateReference compares each key's [now-Window, now) with its
+// [now-Window-ReferenceWindow, now-Window).
+func (p *Processor) evaluateReference(now int64, keys []keyOrder, emit processors.Emitter) {
+	curFrom := now - p.window
+	refFrom := curFrom - int64(p.cfg.ReferenceWindow)
+	for _, ko := range keys {
+		ks := p.keys[ko.key]
+		var nCur, nRef int64
+		p.bufA, nCur, _ = collectUniform(&ks.store, curFrom, now, p.bufA)
+		p.bufB, nRef, _ = collectUniform(&ks.store, refFrom, curFrom, p.bufB)
+		if nCur+nRef == 0 {
+			ks.consecutive = 0
+			continue
+		}
+		v := p.meta.NewVerdict(ProcessorName, p.metric, ko.key, curFrom, now)
+		p.judge(&v, ks, p.bufA, p.bufB, false)
+		emit.Verdict(v)
+	}
+}
+
+// evaluateCanary compares each canary key's [now-Window, now) with the same
+// window of its baseline key (the key with Variant = BaselineVariant).
+func (p *Processor) evaluateCanary(now int64, keys []keyOrder, emit processors.Emitter) {
+	from := now - p.window
+	for _, ko := range keys {
+		if ko.key.Variant != p.cfg.CanaryVariant {
+			continue
+		}
+		ks := p.keys[ko.key]
+		var nCur int64
+		p.bufA, nCur, _ = collectUniform(&ks.store, from, now, p.bufA)
+		if nCur == 0 {
+			ks.consecutive = 0
+			continue
+		}
+		p.bufB = p.bufB[:0]
+		base := ko.key
+		base.Variant = p.cfg.BaselineVariant
+		if bs := p.keys[base]; bs != nil {
+			p.bufB, _, _ = collectUniform(&bs.store, from, now, p.bufB)
+		}
+		v := p.meta.NewVerdict(ProcessorName, p.metric, ko.key, from, now)
+		p.judge(&v, ks, p.bufA, p.bufB, true)
+		emit.Verdict(v)
+	}
+}
+
+// evict drops the slots of st that end at or before t, keeping their
+// arrays for reuse.
+func (p *Processor) evict(st *window.Store, t int64) {
+	for i := range st.Slots {
+		sl := &st.Slots[i]
+		if sl.Start+st.SlotWidth > t {
+			break
+		}
+		if len(p.free) < maxFree && cap(sl.Samples) > 0 {
+			p.free = append(p.free, sl.Samples[:0])
+		}
+	}
+	st.EvictBefore(t)
+}
+
+// sortedKeys lists the keys by Key.String, the order verdicts go out in.
+func (p *Processor) sortedKeys() []keyOrder {
+	p.order = p.order[:0]
+	for k := range p.keys {
+		p.order = append(p.order, keyOrder{k.String(), k})
+	}
+	slices.SortFunc(p.order, func(a, b keyOrder) int { return strings.Compare(a.name, b.name) })
+	return p.order
+}

@@ -1,0 +1,265 @@
+package drift
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/stats"
+)
+
+// shiftDown is the scripted incident: from minute 60 the confidence of
+// stream i drops (logit mean -0.7: for the first key the median falls from
+// 0.82 to 0.69; KS distance of the full shift about 0.45).
+func shiftDown(tr traffic, i int) traffic {
+	tr.streams = append([]stream(nil), tr.streams...)
+	tr.streams[i].shift, tr.streams[i].shiftAt = 0.7, 60*time.Minute
+	return tr
+}
+
+// detection returns, for the verdicts of key, the evaluation index (1 =
+// the first boundary after start) of the first non-ok verdict and of the
+// first breach (-1 if none), and fails on any warn or breach before start.
+func detection(t *testing.T, vs []schemas.Verdict, key schemas.Key, start, every int64) (firstAlert, firstBreach int64) {
+	t.Helper()
+	firstAlert, firstBreach = -1, -1
+	for _, v := range vs {
+		if v.Key != key {
+			continue
+		}
+		end := v.WindowEndUnixNano
+		alert := v.Status == schemas.StatusWarn || v.Status == schemas.StatusBreach
+		if end <= start {
+			if alert {
+				t.Errorf("%s on %s before the incident, at %d min", v.Status, key.String(), (end-t0)/int64(time.Minute))
+			}
+			continue
+		}
+		idx := (end - start + every - 1) / every
+		if firstAlert < 0 && alert {
+			firstAlert = idx
+		}
+		if firstBreach < 0 && v.Status == schemas.StatusBreach {
+			firstBreach = idx
+		}
+	}
+	return firstAlert, firstBreach
+}
+
+// noAlerts fails on any warn or breach of keys other than except.
+func noAlerts(t *testing.T, vs []schemas.Verdict, except schemas.Key) {
+	t.Helper()
+	for _, v := range vs {
+		if v.Key != except && (v.Status == schemas.StatusWarn || v.Status == schemas.StatusBreach) {
+			t.Errorf("healthy key %s: %s at %d min", v.Key.String(), v.Status, (v.WindowEndUnixNano-t0)/int64(time.Minute))
+		}
+	}
+}
+
+// The first non-ok verdict must come within 2 evaluations of the start;
+// with the k-consecutive rule (k = 3) the breach comes k-1 evaluations
+// after the first significant one, so within k+1.
+func checkDetection(t *testing.T, vs []schemas.Verdict, key schemas.Key, start, every int64, k int) {
+	t.Helper()
+	alert, breach := detection(t, vs, key, start, every)
+	if alert < 1 || alert > 2 {
+		t.Errorf("%s: first warn/breach at evaluation %d after the shift, want within 2", key.String(), alert)
+	}
+	if breach < 1 || breach > int64(k)+1 || breach != alert+int64(k)-1 {
+		t.Errorf("%s: first breach at evaluation %d (first alert %d), want %d consecutive evaluations later, within %d", key.String(), breach, alert, k-1, k+1)
+	}
+}
+
+func TestGoldenCanaryShiftDetected(t *testing.T) {
+	tr := shiftDown(canaryTraffic(1), 1) // acme/chat/m-large/canary
+	cfg := canaryConfig()
+	p := newDrift(t, cfg)
+	var col collect
+	drive(p, tr.spans(), 0, 0, 0, &col)
+	validateAll(t, col.verdicts)
+	checkGolden(t, "drift_canary_shift.txt", formatVerdicts(col.verdicts))
+
+	key := tr.streams[1].key
+	checkDetection(t, col.verdicts, key, t0+int64(tr.streams[1].shiftAt), int64(cfg.Every), cfg.Consecutive)
+	noAlerts(t, col.verdicts, key)
+	for _, v := range col.verdicts {
+		if v.Key.Variant != "canary" {
+			t.Fatalf("verdict for %s: canary mode judges canary keys only", v.Key.String())
+		}
+		if v.Key == key && v.Status == schemas.StatusBreach {
+			// Mann–Whitney agrees and the shift is downward.
+			mp, _ := v.Detail(DetailMWP)
+			hl, _ := v.Detail(DetailHLShift)
+			if mp >= cfg.Alpha || hl >= 0 {
+				t.Errorf("breach at %d min with mw_p %v hl_shift %v", (v.WindowEndUnixNano-t0)/int64(time.Minute), mp, hl)
+			}
+		}
+	}
+}
+
+func TestGoldenReferenceShiftDetected(t *testing.T) {
+	tr := shiftDown(referenceTraffic(1), 0) // acme/chat/m-large
+	cfg := DefaultConfig()
+	p := newDrift(t, cfg)
+	var col collect
+	drive(p, tr.spans(), 0, 0, 0, &col)
+	validateAll(t, col.verdicts)
+	checkGolden(t, "drift_reference_shift.txt", formatVerdicts(col.verdicts))
+	key := tr.streams[0].key
+	checkDetection(t, col.verdicts, key, t0+int64(tr.streams[0].shiftAt), int64(cfg.Every), cfg.Consecutive)
+	noAlerts(t, col.verdicts, key)
+}
+
+func TestNoIncidentNoBreach(t *testing.T) {
+	for _, mode := range []Mode{ModeReference, ModeCanary} {
+		for _, seed := range []uint64{1, 2, 3} {
+			tr, cfg := referenceTraffic(seed), DefaultConfig()
+			if mode == ModeCanary {
+				tr, cfg = canaryTraffic(seed), canaryConfig()
+			}
+			// A low-volume key too: 0.5 spans/s, 150 values per window.
+			low := tr.streams[0]
+			low.key.Tenant, low.rate = "initech", 0.5
+			tr.streams = append(tr.streams, low)
+			if mode == ModeCanary {
+				lowBase := tr.streams[0]
+				lowBase.key.Tenant, lowBase.rate = "initech", 2
+				tr.streams = append(tr.streams, lowBase)
+			}
+			p := newDrift(t, cfg)
+			var col collect
+			drive(p, tr.spans(), 0, 0, 0, &col)
+			validateAll(t, col.verdicts)
+			warns, tested := 0, 0
+			maxD := 0.0
+			for _, v := range col.verdicts {
+				switch v.Status {
+				case schemas.StatusBreach:
+					t.Errorf("%s seed %d: false breach on %s at %d min: d %v", mode, seed, v.Key.String(), (v.WindowEndUnixNano-t0)/int64(time.Minute), v.Value)
+				case schemas.StatusWarn:
+					warns++
+				}
+				if v.Status != schemas.StatusInsufficientData {
+					tested++
+					maxD = max(maxD, v.Value)
+				}
+			}
+			if tested < 100 {
+				t.Errorf("%s seed %d: only %d tested verdicts", mode, seed, tested)
+			}
+			t.Logf("%s seed %d: %d verdicts, %d tested, %d warns, largest d %.3f (min_effect %.2f)", mode, seed, len(col.verdicts), tested, warns, maxD, cfg.MinEffect)
+		}
+	}
+}
+
+func TestDeterministicAndOrderIndependent(t *testing.T) {
+	for _, mode := range []Mode{ModeReference, ModeCanary} {
+		tr, cfg := shiftDown(referenceTraffic(5), 0), DefaultConfig()
+		if mode == ModeCanary {
+			tr, cfg = shiftDown(canaryTraffic(5), 1), canaryConfig()
+		}
+		tr.duration = 75 * time.Minute
+		cfg.MaxSamplesPerSlot = 100 // caps bite: 300 or 480 spans per minute
+		spans := tr.spans()
+		run := func(sp []schemas.Span) []schemas.Verdict {
+			p := newDrift(t, cfg)
+			var col collect
+			drive(p, sp, 0, 0, 0, &col)
+			return col.verdicts
+		}
+		a := run(spans)
+		if b := run(spans); !reflect.DeepEqual(a, b) {
+			t.Fatalf("%s: the same input twice gave different verdicts", mode)
+		}
+		if s := run(shuffleWithin(spans, int64(time.Minute), 42)); !reflect.DeepEqual(a, s) {
+			t.Fatalf("%s: spans shuffled within each minute gave different verdicts", mode)
+		}
+		breached := false
+		for _, v := range a {
+			breached = breached || v.Status == schemas.StatusBreach
+		}
+		if !breached {
+			t.Fatalf("%s: the shift was not detected with capped windows", mode)
+		}
+	}
+}
+
+func TestSnapshotRoundTripContinuesIdentically(t *testing.T) {
+	for _, mode := range []Mode{ModeReference, ModeCanary} {
+		tr, cfg := shiftDown(referenceTraffic(9), 0), DefaultConfig()
+		if mode == ModeCanary {
+			tr, cfg = shiftDown(canaryTraffic(9), 1), canaryConfig()
+		}
+		tr.duration = 70 * time.Minute
+		spans := tr.spans()
+		var whole collect
+		drive(newDrift(t, cfg), spans, 0, 0, 0, &whole)
+		// Cut before any state is full, in the steady state, and in the
+		// middle of a run of consecutive significant evaluations.
+		for _, cutMin := range []int64{2, 40, 62} {
+			stop := t0 + cutMin*int64(time.Minute)
+			a := newDrift(t, cfg)
+			var col collect
+			next := drive(a, spans, 0, 0, stop, &col)
+			snap, _ := a.MarshalBinary()
+			b := newDrift(t, cfg)
+			if err := b.UnmarshalBinary(snap); err != nil {
+				t.Fatal(err)
+			}
+			if again, _ := b.MarshalBinary(); string(again) != string(snap) {
+				t.Fatalf("%s: restored state marshals to different bytes", mode)
+			}
+			drive(b, spans, next, stop+int64(time.Minute), 0, &col)
+			if !reflect.DeepEqual(col.verdicts, whole.verdicts) {
+				t.Fatalf("%s cut at %d min: restored run differs from the uninterrupted one", mode, cutMin)
+			}
+		}
+	}
+}
+
+func TestSnapshotRejectsDamage(t *testing.T) {
+	tr := referenceTraffic(2)
+	tr.duration = 10 * time.Minute
+	p := newDrift(t, DefaultConfig())
+	var col collect
+	drive(p, tr.spans(), 0, 0, t0+int64(9*time.Minute), &col)
+	snap, _ := p.MarshalBinary()
+	for cut := 0; cut < len(snap); cut += 1 + len(snap)/50 {
+		if err := newDrift(t, DefaultConfig()).UnmarshalBinary(snap[:cut]); err == nil {
+			t.Fatalf("truncated snapshot (%d of %d bytes) accepted", cut, len(snap))
+		}
+	}
+	other := DefaultConfig()
+	other.Every = 30 * time.Second
+	if err := newDrift(t, other).UnmarshalBinary(snap); err == nil {
+		t.Fatal("snapshot restored into another slot width")
+	}
+	var tail = []byte("fbtail\x01\x00")
+	if err := newDrift(t, DefaultConfig()).UnmarshalBinary(tail); err == nil {
+		t.Fatal("another processor's snapshot accepted")
+	}
+}
+
+// The exact p-value is used while both sides have at most 10000 values.
+func TestMethodIsReported(t *testing.T) {
+	tr := canaryTraffic(3)
+	tr.duration = 20 * time.Minute
+	p := newDrift(t, canaryConfig())
+	var col collect
+	drive(p, tr.spans(), 0, 0, 0, &col)
+	for _, v := range col.verdicts {
+		if v.Status != schemas.StatusInsufficientData && v.Method != stats.MethodKSExact {
+			t.Fatalf("method %q with %d values", v.Method, v.N)
+		}
+	}
+	rtr := referenceTraffic(3)
+	rtr.duration = 70 * time.Minute
+	q := newDrift(t, DefaultConfig())
+	col = collect{}
+	drive(q, rtr.spans(), 0, 0, 0, &col)
+	last := col.verdicts[len(col.verdicts)-1]
+	if nr, _ := last.Detail(DetailNReference); nr <= 10000 || last.Method != stats.MethodKSAsymp {
+		t.Fatalf("n_reference %v method %q; want ks_asymp above 10000 values", nr, last.Method)
+	}
+}

@@ -1,0 +1,134 @@
+package drift
+
+import (
+	"slices"
+
+	"github.com/fusebox-dev/fusebox/processors/window"
+	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/stats"
+)
+
+// Method labels: the KS p-value's computation, from package stats.
+// stats.MethodKSExact ("ks_exact": the exact null distribution, used when
+// both samples have at most 10000 values) or stats.MethodKSAsymp
+// ("ks_asymp": SciPy's asymptotic p-value). The Mann–Whitney p-value of
+// canary mode is always the normal approximation with tie and continuity
+// corrections.
+const (
+	// MethodNone labels insufficient_data verdicts: no test was run.
+	MethodNone = "none"
+)
+
+// Detail names, in the order verdicts carry them.
+const (
+	DetailD           = "d"           // KS distance sup|F_current - F_reference|, in [0, 1]
+	DetailPValue      = "p_value"     // KS two-sided p-value
+	DetailAlpha       = "alpha"       // the configured significance level
+	DetailNCurrent    = "n_current"   // values tested on the current side (canary mode: the canary)
+	DetailNReference  = "n_reference" // values on the other side (reference window, or the baseline)
+	DetailConsecutive = "consecutive" // evaluations in a row with p < alpha and d >= min_effect, this one included
+	DetailMWU         = "mw_u"        // canary mode: Mann–Whitney U of the canary (pairs canary > baseline, ties 1/2)
+	DetailMWP         = "mw_p"        // canary mode: Mann–Whitney two-sided p-value
+	DetailHLShift     = "hl_shift"    // canary mode: Hodges–Lehmann shift canary − baseline, metric unit
+	DetailMinSamples  = "min_samples" // insufficient_data only: the configured minimum per side
+)
+
+// significant is the per-evaluation test of the k-consecutive rule: the
+// difference is both statistically significant and large enough to matter.
+func significant(d, p, alpha, minEffect float64) bool {
+	return p < alpha && d >= minEffect
+}
+
+// nextCount advances the k-consecutive counter: one more when this
+// evaluation is significant, back to 0 otherwise (an evaluation without
+// enough data resets it too: it is not a significant one).
+func nextCount(count int, sig bool) int {
+	if !sig {
+		return 0
+	}
+	return count + 1
+}
+
+// decide maps the counter to a status: breach from k consecutive
+// significant evaluations on, warn for 1..k-1, ok at 0.
+func decide(count, k int) schemas.Status {
+	switch {
+	case count >= k:
+		return schemas.StatusBreach
+	case count > 0:
+		return schemas.StatusWarn
+	}
+	return schemas.StatusOK
+}
+
+// judge tests cur against ref, advances ks's counter and fills v. canary
+// adds Mann–Whitney and the Hodges–Lehmann shift.
+func (p *Processor) judge(v *schemas.Verdict, ks *keyState, cur, ref []window.Sample, canary bool) {
+	v.Threshold = p.cfg.MinEffect
+	v.N = int64(len(cur) + len(ref))
+	if len(cur) < p.cfg.MinSamples || len(ref) < p.cfg.MinSamples {
+		ks.consecutive = 0
+		v.Status = schemas.StatusInsufficientData
+		v.Method = MethodNone
+		v.Details = []schemas.Detail{
+			{Name: DetailNCurrent, Value: float64(len(cur))},
+			{Name: DetailNReference, Value: float64(len(ref))},
+			{Name: DetailConsecutive, Value: 0},
+			{Name: DetailMinSamples, Value: float64(p.cfg.MinSamples)},
+		}
+		return
+	}
+	p.xs = sortedValues(p.xs, cur)
+	p.ys = sortedValues(p.ys, ref)
+	ks2, err := stats.KS2SampSorted(p.xs, p.ys, stats.KSAuto)
+	if err != nil {
+		// Unreachable: both sides are non-empty and finite.
+		ks.consecutive = 0
+		v.Status, v.Method = schemas.StatusInsufficientData, MethodNone
+		return
+	}
+	ks.consecutive = nextCount(ks.consecutive, significant(ks2.D, ks2.P, p.cfg.Alpha, p.cfg.MinEffect))
+	v.Value = ks2.D
+	v.Method = ks2.Method
+	v.Status = decide(ks.consecutive, p.cfg.Consecutive)
+	v.Details = []schemas.Detail{
+		{Name: DetailD, Value: ks2.D},
+		{Name: DetailPValue, Value: ks2.P},
+		{Name: DetailAlpha, Value: p.cfg.Alpha},
+		{Name: DetailNCurrent, Value: float64(len(cur))},
+		{Name: DetailNReference, Value: float64(len(ref))},
+		{Name: DetailConsecutive, Value: float64(ks.consecutive)},
+	}
+	if canary {
+		u, mp, hl := mannWhitney(p.xs, p.ys)
+		v.Details = append(v.Details,
+			schemas.Detail{Name: DetailMWU, Value: u},
+			schemas.Detail{Name: DetailMWP, Value: mp},
+			schemas.Detail{Name: DetailHLShift, Value: hl})
+	}
+}
+
+// mannWhitney returns U of xs, its p-value and the Hodges–Lehmann shift
+// xs − ys. When every value of both samples is tied (stats reports
+// ErrDegenerate) there is no evidence of a shift: U = n*m/2, p = 1,
+// shift 0.
+func mannWhitney(xs, ys []float64) (u, p, shift float64) {
+	mw, err := stats.MannWhitneyU(xs, ys)
+	if err != nil {
+		return float64(len(xs)) * float64(len(ys)) / 2, 1, 0
+	}
+	hl, err := stats.HodgesLehmann(xs, ys)
+	if err != nil {
+		hl = 0 // unreachable: the samples are non-empty and finite
+	}
+	return mw.U, mw.P, hl
+}
+
+func sortedValues(dst []float64, samples []window.Sample) []float64 {
+	dst = dst[:0]
+	for _, x := range samples {
+		dst = append(dst, x.V)
+	}
+	slices.Sort(dst)
+	return dst
+}

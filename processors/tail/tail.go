@@ -1,0 +1,183 @@
+package tail
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/window"
+	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/stats"
+)
+
+// ProcessorName is the Processor field of every verdict this package emits.
+const ProcessorName = "tail"
+
+// Processor estimates the tail quantile of one latency metric per key. It
+// implements processors.Processor; it is not safe for concurrent use (the
+// engine calls it from one partition worker's goroutine).
+type Processor struct {
+	meta   processors.Meta
+	cfg    Config
+	tcfg   stats.TailConfig
+	metric string // verdict metric name, e.g. "p999_duration_ms"
+	every  int64  // ns
+	window int64  // ns
+
+	keys map[schemas.Key]*keyState
+
+	// Scratch reused across evaluations (not state: never snapshotted).
+	est     stats.TailEstimator
+	samples []window.Sample
+	values  []float64
+	order   []keyOrder
+	// free holds the sample arrays of evicted slots for new slots to reuse,
+	// so that steady-state ObserveSpan does not allocate. At most maxFree.
+	free [][]window.Sample
+}
+
+// maxFree bounds the recycled slot arrays kept by a processor.
+const maxFree = 64
+
+// keyState is one key's window: slots of Every, capped at
+// MaxSamplesPerSlot samples each.
+type keyState struct {
+	store window.Store
+}
+
+type keyOrder struct {
+	name string
+	key  schemas.Key
+}
+
+// New validates cfg and returns an empty processor. The error is cfg's
+// Validate error (a join of *processors.ConfigError naming each bad field).
+func New(meta processors.Meta, cfg Config) (*Processor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	tcfg := stats.TailConfig{
+		P:                 cfg.P,
+		ThresholdQuantile: cfg.ThresholdQuantile,
+		MinExceedances:    cfg.MinExceedances,
+		Level:             IntervalLevel,
+		Interval:          stats.IntervalProfile,
+	}
+	if err := tcfg.Validate(); err != nil {
+		return nil, &processors.ConfigError{Field: "p", Reason: err.Error()}
+	}
+	return &Processor{
+		meta:   meta,
+		cfg:    cfg,
+		tcfg:   tcfg,
+		metric: MetricName(cfg.P, cfg.Metric),
+		every:  int64(cfg.Every),
+		window: int64(cfg.Window),
+		keys:   make(map[schemas.Key]*keyState),
+	}, nil
+}
+
+// IntervalLevel is the confidence level of every verdict's [Lower, Upper].
+const IntervalLevel = 0.95
+
+// MetricName is the verdict metric for the p-quantile of m: "p" followed by
+// p in percent with the decimal point dropped, "_", then the metric:
+// 0.999 → "p999_duration_ms", 0.99 → "p99_ttft_ms", 0.5 → "p50_tpot_ms",
+// 0.9995 → "p9995_duration_ms". Digits come from the shortest decimal form
+// of p, so no rounding can change the name.
+func MetricName(p float64, m processors.Metric) string {
+	s := strconv.FormatFloat(p, 'f', -1, 64) // "0.999"
+	frac, ok := strings.CutPrefix(s, "0.")
+	if !ok || frac == "" {
+		return "p_" + string(m) // p outside (0,1): Validate rejects it
+	}
+	for len(frac) < 2 {
+		frac += "0"
+	}
+	digits := strings.TrimLeft(frac, "0") // 0.05 → "5"
+	if digits == "" {
+		digits = "0"
+	}
+	return "p" + digits + "_" + string(m)
+}
+
+// Interval is Every.
+func (p *Processor) Interval() time.Duration { return p.cfg.Every }
+
+// Keys is the number of keys holding samples.
+func (p *Processor) Keys() int { return len(p.keys) }
+
+// ObserveCorrection ignores corrections.
+func (p *Processor) ObserveCorrection(*schemas.Correction) {}
+
+// ObserveSpan adds the span's metric value to key's window. Spans without
+// the metric, or with a NaN or infinite value, are skipped.
+func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
+	v, ok := p.cfg.Metric.Value(s)
+	if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+		return
+	}
+	ks := p.keys[key]
+	if ks == nil {
+		ks = &keyState{store: window.Store{SlotWidth: p.every, Cap: p.cfg.MaxSamplesPerSlot}}
+		p.keys[key] = ks
+	}
+	st := &ks.store
+	if n := len(st.Slots); len(p.free) > 0 && (n == 0 || st.Slots[n-1].Start < st.SlotStart(s.EndUnixNano)) {
+		// A new newest slot: give it a recycled array (Add finds it).
+		buf := p.free[len(p.free)-1]
+		p.free = p.free[:len(p.free)-1]
+		st.Slots = append(st.Slots, window.Slot{Start: st.SlotStart(s.EndUnixNano), Samples: buf[:0]})
+	}
+	st.Add(window.Sample{T: s.EndUnixNano, V: v, H: processors.SpanHash(s)})
+}
+
+// evict drops the slots of st that end at or before t, keeping their
+// arrays for reuse.
+func (p *Processor) evict(st *window.Store, t int64) {
+	for i := range st.Slots {
+		sl := &st.Slots[i]
+		if sl.Start+st.SlotWidth > t {
+			break
+		}
+		if len(p.free) < maxFree && cap(sl.Samples) > 0 {
+			p.free = append(p.free, sl.Samples[:0])
+		}
+	}
+	st.EvictBefore(t)
+}
+
+// Evaluate emits, in key order, one verdict per key with spans in
+// [now-Window, now), then drops the slots no later window needs (those
+// ending at or before now+Every-Window) and the keys left empty.
+func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
+	from := now - p.window
+	for _, ko := range p.sortedKeys() {
+		ks := p.keys[ko.key]
+		var n int64
+		var rate float64
+		p.samples, n, rate = collectUniform(&ks.store, from, now, p.samples)
+		if n > 0 {
+			v := p.meta.NewVerdict(ProcessorName, p.metric, ko.key, from, now)
+			p.judge(&v, p.samples, n, rate)
+			emit.Verdict(v)
+		}
+		p.evict(&ks.store, now+p.every-p.window)
+		if ks.store.Empty() {
+			delete(p.keys, ko.key)
+		}
+	}
+}
+
+// sortedKeys lists the keys by Key.String, the order verdicts go out in.
+func (p *Processor) sortedKeys() []keyOrder {
+	p.order = p.order[:0]
+	for k := range p.keys {
+		p.order = append(p.order, keyOrder{k.String(), k})
+	}
+	slices.SortFunc(p.order, func(a, b keyOrder) int { return strings.Compare(a.name, b.name) })
+	return p.order
+}

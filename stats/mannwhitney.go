@@ -1,0 +1,175 @@
+package stats
+
+import (
+	"math"
+	"slices"
+)
+
+// MannWhitneyResult is a two-sided Mann–Whitney U test.
+type MannWhitneyResult struct {
+	// U is the statistic of x: the number of pairs (x_i, y_j) with
+	// x_i > y_j, ties counting 1/2 (= R_x - n(n+1)/2 with mid-ranks R_x).
+	// In [0, n*m]; n*m/2 under no shift.
+	U float64
+	// Z is the standardised statistic with tie and continuity corrections;
+	// P its two-sided normal p-value, in [0, 1].
+	Z, P float64
+	N, M int
+}
+
+// MannWhitneyU is the two-sided Mann–Whitney U test of x against y with the
+// normal approximation, matching scipy.stats.mannwhitneyu(x, y,
+// alternative='two-sided', method='asymptotic', use_continuity=True):
+//
+//	z = (U - n*m/2 - 0.5*sign(U - n*m/2)) / s,
+//	s^2 = n*m/12 * ((N+1) - sum(t^3 - t)/(N(N-1))),  N = n+m,
+//
+// t the sizes of the groups of tied values, p = 2*(1 - Phi(|z|)).
+// Errors: an empty sample (ErrTooFewSamples), NaN (ErrInvalidInput), all
+// N values tied (ErrDegenerate: s = 0).
+func MannWhitneyU(x, y []float64) (MannWhitneyResult, error) {
+	n, m := len(x), len(y)
+	if n == 0 || m == 0 {
+		return MannWhitneyResult{}, errf(ErrTooFewSamples, "Mann–Whitney test needs two non-empty samples, got sizes %d and %d", n, m)
+	}
+	type obs struct {
+		v   float64
+		inX bool
+	}
+	all := make([]obs, 0, n+m)
+	for i, v := range x {
+		if math.IsNaN(v) {
+			return MannWhitneyResult{}, errf(ErrInvalidInput, "Mann–Whitney x[%d] is NaN", i)
+		}
+		all = append(all, obs{v, true})
+	}
+	for i, v := range y {
+		if math.IsNaN(v) {
+			return MannWhitneyResult{}, errf(ErrInvalidInput, "Mann–Whitney y[%d] is NaN", i)
+		}
+		all = append(all, obs{v, false})
+	}
+	slices.SortFunc(all, func(a, b obs) int {
+		switch {
+		case a.v < b.v:
+			return -1
+		case a.v > b.v:
+			return 1
+		}
+		return 0
+	})
+	N := n + m
+	var rx, tie float64
+	for i := 0; i < N; {
+		j := i + 1
+		for j < N && all[j].v == all[i].v {
+			j++
+		}
+		// Mid-rank of positions i..j-1 (1-based ranks i+1..j).
+		mid := float64(i+1+j) / 2
+		for k := i; k < j; k++ {
+			if all[k].inX {
+				rx += mid
+			}
+		}
+		t := float64(j - i)
+		tie += t*t*t - t
+		i = j
+	}
+	fn, fm, fN := float64(n), float64(m), float64(N)
+	u := rx - fn*(fn+1)/2
+	s := math.Sqrt(fn * fm / 12 * ((fN + 1) - tie/(fN*(fN-1))))
+	if !(s > 0) {
+		return MannWhitneyResult{}, errf(ErrDegenerate, "Mann–Whitney test: all %d values are tied", N)
+	}
+	num := u - fn*fm/2
+	switch {
+	case num > 0:
+		num -= 0.5
+	case num < 0:
+		num += 0.5
+	}
+	z := num / s
+	p := clamp01(math.Erfc(math.Abs(z) / math.Sqrt2))
+	return MannWhitneyResult{U: u, Z: z, P: p, N: n, M: m}, nil
+}
+
+// HodgesLehmann returns the Hodges–Lehmann estimate of the shift of x
+// relative to y: the median of the n*m differences x_i - y_j (the mean of
+// the two middle ones when n*m is even), in the unit of the data. It is
+// exact, in O((n+m) log(n+m)) memory-light time: the two middle order
+// statistics are found by bisection over the ordered float64 values, each
+// step counting the differences <= t in O(n+m). Errors: an empty sample
+// (ErrTooFewSamples), NaN or infinite values (ErrInvalidInput).
+func HodgesLehmann(x, y []float64) (float64, error) {
+	n, m := len(x), len(y)
+	if n == 0 || m == 0 {
+		return 0, errf(ErrTooFewSamples, "Hodges–Lehmann shift needs two non-empty samples, got sizes %d and %d", n, m)
+	}
+	for _, s := range [][]float64{x, y} {
+		for i, v := range s {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return 0, errf(ErrInvalidInput, "Hodges–Lehmann value[%d]=%v: must be finite", i, v)
+			}
+		}
+	}
+	xs := slices.Clone(x)
+	ys := slices.Clone(y)
+	slices.Sort(xs)
+	slices.Sort(ys)
+	total := int64(n) * int64(m)
+	k := (total + 1) / 2 // 1-based rank of the lower median
+	lo := kthDifference(xs, ys, k)
+	if total%2 == 1 {
+		return lo, nil
+	}
+	hi := kthDifference(xs, ys, k+1)
+	return lo + (hi-lo)/2, nil
+}
+
+// kthDifference returns the k-th smallest (1-based) of the differences
+// fl(x_i - y_j) of two sorted samples.
+func kthDifference(xs, ys []float64, k int64) float64 {
+	// countLE counts pairs with fl(x_i - y_j) <= t. fl(x - y) is monotone in
+	// x and antitone in y, so a two-pointer walk is exact.
+	countLE := func(t float64) int64 {
+		var c int64
+		jj := 0
+		for _, xv := range xs {
+			// ys[jj:] are those with xv - y <= t; jj is non-decreasing in x.
+			for jj < len(ys) && xv-ys[jj] > t {
+				jj++
+			}
+			c += int64(len(ys) - jj)
+		}
+		return c
+	}
+	lo := xs[0] - ys[len(ys)-1]              // smallest difference
+	hi := xs[len(xs)-1] - ys[0]              // largest difference
+	a, b := orderedBits(lo), orderedBits(hi) // answer in [a, b]
+	for a < b {
+		mid := a + (b-a)/2
+		if countLE(fromOrderedBits(mid)) >= k {
+			b = mid
+		} else {
+			a = mid + 1
+		}
+	}
+	return fromOrderedBits(a)
+}
+
+// orderedBits maps float64 to uint64 preserving order (-0 and +0 adjacent).
+func orderedBits(f float64) uint64 {
+	b := math.Float64bits(f)
+	if b>>63 == 1 {
+		return ^b
+	}
+	return b | 1<<63
+}
+
+func fromOrderedBits(u uint64) float64 {
+	if u>>63 == 1 {
+		return math.Float64frombits(u &^ (1 << 63))
+	}
+	return math.Float64frombits(^u)
+}
