@@ -1,0 +1,160 @@
+package schemas
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"strconv"
+	"testing"
+)
+
+// oddSpans returns spans with values no decoder would produce but the keyed
+// format must carry exactly: NaN payloads, -0, infinities, invalid UTF-8,
+// every Has bit, negative counts.
+func oddSpans(rng *rand.Rand, n int) []Span {
+	spans := randSpans(rng, n)
+	odd := []float64{math.Float64frombits(0x7ff8000000000abc), math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.SmallestNonzeroFloat64}
+	for i := range spans {
+		s := &spans[i]
+		switch i % 4 {
+		case 1:
+			s.TTFTMs, s.Confidence, s.DurationMs = pick(rng, odd), pick(rng, odd), pick(rng, odd)
+			s.Has = keyedHasMask
+		case 2:
+			s.Key.Tenant, s.SessionID = "bad\xff\xfeutf8", string([]byte{0, 1, 2})
+			s.InputTokens, s.StartUnixNano = -5, math.MinInt64
+		case 3:
+			s.Error, s.ErrorType = false, "inconsistent on purpose"
+		}
+	}
+	return spans
+}
+
+func oddCorrections(rng *rand.Rand, n int) []Correction {
+	out := make([]Correction, n)
+	for i := range out {
+		out[i] = randCorrection(rng)
+		if i%3 == 1 {
+			out[i].SchemaVersion = -7
+			out[i].Kind = "not-a-kind\xff"
+			out[i].TimeUnixNano = math.MinInt64
+		}
+	}
+	return out
+}
+
+// assertCorrectionsEqual compares corrections exactly.
+func assertCorrectionsEqual(t *testing.T, got, want []Correction) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("corrections differ:\n got  %+v\n want %+v", got, want)
+	}
+}
+
+func TestKeyedBatchRoundTrip(t *testing.T) {
+	for seed := range uint64(30) {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		spans := oddSpans(rng, rng.IntN(40))
+		corrs := oddCorrections(rng, rng.IntN(10))
+		b := AppendKeyedBatch([]byte("prefix"), spans, corrs)
+		if string(b[:6]) != "prefix" {
+			t.Fatal("AppendKeyedBatch clobbered dst")
+		}
+		b = b[6:]
+		// Decode appends after what the slices hold.
+		gotS, gotC, err := DecodeKeyedBatch(b, make([]Span, 1), make([]Correction, 2))
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if len(gotS) != len(spans)+1 || len(gotC) != len(corrs)+2 {
+			t.Fatalf("seed %d: got %d spans, %d corrections", seed, len(gotS), len(gotC))
+		}
+		assertSpansEqual(t, gotS[1:], spans)
+		if len(corrs) > 0 {
+			assertCorrectionsEqual(t, gotC[2:], corrs)
+		}
+	}
+}
+
+func TestKeyedBatchRejectsGarbage(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	good := AppendKeyedBatch(nil, oddSpans(rng, 3), oddCorrections(rng, 3))
+	cases := map[string][]byte{
+		"empty":          {},
+		"other version":  append([]byte{2}, good[1:]...),
+		"trailing byte":  append(append([]byte{}, good...), 0),
+		"huge counts":    {KeyedBatchVersion, 0xff, 0xff, 0xff, 0xff, 0x0f, 0},
+		"bad varint":     {KeyedBatchVersion, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
+		"one span, none": {KeyedBatchVersion, 1, 0},
+	}
+	// Every strict prefix is truncated.
+	for n := 1; n < len(good); n++ {
+		cases["prefix "+strconv.Itoa(n)] = good[:n]
+	}
+	// A bad Error flag and unknown Has bits in the first span.
+	flagAt := 3 + keyedSpanFixed - 1
+	badFlag := append([]byte{}, good...)
+	badFlag[flagAt] = 2
+	cases["error flag 2"] = badFlag
+	badHas := append([]byte{}, good...)
+	badHas[flagAt-1] = 0x80
+	cases["unknown Has bit"] = badHas
+
+	prefixS, prefixC := make([]Span, 2), make([]Correction, 1)
+	for name, b := range cases {
+		s, c, err := DecodeKeyedBatch(b, prefixS, prefixC)
+		if !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: err = %v, want ErrMalformed", name, err)
+		}
+		if len(s) != 2 || len(c) != 1 {
+			t.Errorf("%s: slices changed on error: %d spans, %d corrections", name, len(s), len(c))
+		}
+	}
+}
+
+func BenchmarkKeyedBatch(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	spans := randSpans(rng, benchSpans)
+	buf := AppendKeyedBatch(nil, spans, nil)
+	b.Run("encode", func(b *testing.B) {
+		out := make([]byte, 0, len(buf))
+		b.SetBytes(int64(len(buf)))
+		perSpan(b, benchSpans, func() { out = AppendKeyedBatch(out[:0], spans, nil) })
+	})
+	b.Run("decode", func(b *testing.B) {
+		dst := make([]Span, 0, benchSpans)
+		b.SetBytes(int64(len(buf)))
+		perSpan(b, benchSpans, func() {
+			var err error
+			if dst, _, err = DecodeKeyedBatch(buf, dst[:0], nil); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+}
+
+func FuzzDecodeKeyedBatch(f *testing.F) {
+	for seed := range uint64(4) {
+		rng := rand.New(rand.NewPCG(seed, 13))
+		f.Add(AppendKeyedBatch(nil, oddSpans(rng, rng.IntN(4)), oddCorrections(rng, rng.IntN(3))))
+	}
+	f.Add([]byte{KeyedBatchVersion, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		spans, corrs, err := DecodeKeyedBatch(b, nil, nil)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error is not ErrMalformed: %v", err)
+			}
+			return
+		}
+		again, againC, err := DecodeKeyedBatch(AppendKeyedBatch(nil, spans, corrs), nil, nil)
+		if err != nil {
+			t.Fatalf("re-decoding: %v", err)
+		}
+		assertSpansEqual(t, again, spans)
+		if len(corrs) > 0 || len(againC) > 0 {
+			assertCorrectionsEqual(t, againC, corrs)
+		}
+	})
+}

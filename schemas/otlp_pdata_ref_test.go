@@ -1,0 +1,474 @@
+package schemas
+
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// This file holds the reference side of the pdata comparison: a generator of
+// OTLP traces built with the Collector's pdata, and refDecode, which maps
+// pdata's view of a TracesData to Spans by the rules documented in otlp.go,
+// written against pdata's API rather than the wire.
+
+// pdataTypeName names a pdata value type as the decoders' errors do.
+func pdataTypeName(t pcommon.ValueType) string {
+	switch t {
+	case pcommon.ValueTypeStr:
+		return "string"
+	case pcommon.ValueTypeInt:
+		return "int"
+	case pcommon.ValueTypeDouble:
+		return "double"
+	case pcommon.ValueTypeBool:
+		return "bool"
+	case pcommon.ValueTypeMap:
+		return "kvlist"
+	case pcommon.ValueTypeSlice:
+		return "array"
+	case pcommon.ValueTypeBytes:
+		return "bytes"
+	}
+	return "empty"
+}
+
+// refProblem is why an attribute cannot be used: kind is ErrInvalid or
+// ErrMalformed, nil when fine.
+type refProblem struct {
+	kind   error
+	reason string
+}
+
+func refStr(v pcommon.Value) (string, refProblem) {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		if !utf8.ValidString(v.Str()) {
+			return "", refProblem{ErrMalformed, "string is not valid UTF-8"}
+		}
+		return v.Str(), refProblem{}
+	case pcommon.ValueTypeInt:
+		return strconv.FormatInt(v.Int(), 10), refProblem{}
+	}
+	return "", refProblem{ErrInvalid, "want a string, got " + pdataTypeName(v.Type())}
+}
+
+func refTokens(v pcommon.Value) (int64, refProblem) {
+	switch v.Type() {
+	case pcommon.ValueTypeInt:
+		return v.Int(), refProblem{}
+	case pcommon.ValueTypeDouble:
+		f := v.Double()
+		if f != math.Trunc(f) || math.Abs(f) >= math.Pow(2, 63) && f != -math.Pow(2, 63) {
+			return 0, refProblem{ErrInvalid, "want a whole number of tokens, got " + strconv.FormatFloat(f, 'g', -1, 64)}
+		}
+		return int64(f), refProblem{}
+	}
+	return 0, refProblem{ErrInvalid, "want an int (or a whole double), got " + pdataTypeName(v.Type())}
+}
+
+func refNumber(v pcommon.Value) (float64, refProblem) {
+	switch v.Type() {
+	case pcommon.ValueTypeDouble:
+		return v.Double(), refProblem{}
+	case pcommon.ValueTypeInt:
+		return float64(v.Int()), refProblem{}
+	}
+	return 0, refProblem{ErrInvalid, "want a double or an int, got " + pdataTypeName(v.Type())}
+}
+
+func refFinish(v pcommon.Value) (string, refProblem) {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return refStr(v)
+	case pcommon.ValueTypeSlice:
+		if v.Slice().Len() == 0 {
+			return "", refProblem{}
+		}
+		s, p := refStr(v.Slice().At(0))
+		if p.kind != nil {
+			p.reason = "first element: " + p.reason
+		}
+		return s, p
+	}
+	return "", refProblem{ErrInvalid, "want an array of strings, got " + pdataTypeName(v.Type())}
+}
+
+// refAttrs holds the mapped values of one attribute map, absent ones unset.
+type refAttrs struct {
+	str     map[string]string  // string-valued mapped attributes by name
+	num     map[string]float64 // confidence, alignment, ttfc
+	tok     map[string]int64   // token counts
+	bad     string             // the first unusable mapped attribute
+	badProb refProblem
+}
+
+// refRead maps the attributes named in mapped (name -> kind: "str", "num",
+// "tok", "finish") from m, in map order, keeping the first problem. Maps built
+// with pdata's Put methods hold each key once.
+func refRead(m pcommon.Map, mapped map[string]string) refAttrs {
+	ra := refAttrs{str: map[string]string{}, num: map[string]float64{}, tok: map[string]int64{}}
+	for k, v := range m.All() {
+		kind, ok := mapped[k]
+		if !ok || v.Type() == pcommon.ValueTypeEmpty {
+			continue
+		}
+		var p refProblem
+		switch kind {
+		case "str":
+			ra.str[k], p = refStr(v)
+		case "finish":
+			ra.str[k], p = refFinish(v)
+		case "num":
+			var f float64
+			if f, p = refNumber(v); p.kind == nil {
+				ra.num[k] = f
+			}
+		case "tok":
+			var n int64
+			if n, p = refTokens(v); p.kind == nil {
+				ra.tok[k] = n
+			}
+		}
+		if p.kind != nil && ra.bad == "" {
+			ra.bad, ra.badProb = k, p
+		}
+	}
+	return ra
+}
+
+func refError(path, name string, p refProblem) error {
+	return &wrapped{kind: p.kind, err: &FieldError{Field: path + ".attributes[" + name + "]", Reason: p.reason}}
+}
+
+// refDecode maps pdata's view of td to the spans fusebox must produce.
+func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) {
+	n = n.withDefaults()
+	spanMapped := map[string]string{
+		"gen_ai.operation.name": "str", "gen_ai.provider.name": "str", "gen_ai.system": "str",
+		"gen_ai.request.model": "str", "gen_ai.response.model": "str",
+		"gen_ai.usage.input_tokens": "tok", "gen_ai.usage.output_tokens": "tok",
+		"gen_ai.response.finish_reasons": "finish", "gen_ai.response.time_to_first_chunk": "num",
+		"error.type": "str",
+		n.Tenant:     "str", n.Variant: "str", n.Session: "str", n.Route: "str", n.Confidence: "num", n.Alignment: "num",
+	}
+	resMapped := map[string]string{"service.name": "str",
+		n.Tenant: "str", n.Variant: "str", n.Session: "str", n.Route: "str", n.Confidence: "num", n.Alignment: "num"}
+
+	var out []Span
+	var stats DecodeStats
+	for ri, rs := range td.ResourceSpans().All() {
+		res := refRead(rs.Resource().Attributes(), resMapped)
+		for si, ss := range rs.ScopeSpans().All() {
+			for pi, span := range ss.Spans().All() {
+				stats.SpansSeen++
+				a := refRead(span.Attributes(), spanMapped)
+				model := a.str["gen_ai.request.model"]
+				if model == "" {
+					model = a.str["gen_ai.response.model"]
+				}
+				modelBad := a.bad == "gen_ai.request.model" || a.bad == "gen_ai.response.model"
+				if model == "" && !modelBad {
+					stats.SkippedNoModel++
+					continue
+				}
+				if a.bad != "" {
+					return nil, stats, refError(spanPath(ri, si, pi), a.bad, a.badProb)
+				}
+				if res.bad != "" {
+					return nil, stats, refError(resourcePath(ri), res.bad, res.badProb)
+				}
+				either := func(name string) string {
+					if s := a.str[name]; s != "" {
+						return s
+					}
+					return res.str[name]
+				}
+				sp := Span{
+					TraceID:       TraceID(span.TraceID()),
+					SpanID:        SpanID(span.SpanID()),
+					StartUnixNano: int64(span.StartTimestamp()),
+					EndUnixNano:   int64(span.EndTimestamp()),
+					Key: Key{Tenant: either(n.Tenant), Service: res.str["service.name"], Model: model,
+						Variant: either(n.Variant)},
+					Operation:     a.str["gen_ai.operation.name"],
+					Provider:      a.str["gen_ai.provider.name"],
+					ResponseModel: a.str["gen_ai.response.model"],
+					Route:         either(n.Route),
+					SessionID:     either(n.Session),
+					FinishReason:  a.str["gen_ai.response.finish_reasons"],
+					ErrorType:     a.str["error.type"],
+				}
+				if sp.Provider == "" {
+					sp.Provider = a.str["gen_ai.system"]
+				}
+				if sp.Route == "" {
+					sp.Route = sp.Operation
+				}
+				if v, ok := a.tok["gen_ai.usage.input_tokens"]; ok {
+					sp.InputTokens, sp.Has = v, sp.Has|HasInputTokens
+				}
+				if v, ok := a.tok["gen_ai.usage.output_tokens"]; ok {
+					sp.OutputTokens, sp.Has = v, sp.Has|HasOutputTokens
+				}
+				if v, ok := a.num["gen_ai.response.time_to_first_chunk"]; ok {
+					sp.TTFTMs, sp.Has = v*1000, sp.Has|HasTTFT
+				}
+				for _, c := range []struct {
+					name string
+					dst  *float64
+					bit  Fields
+				}{{n.Confidence, &sp.Confidence, HasConfidence}, {n.Alignment, &sp.Alignment, HasAlignment}} {
+					if v, ok := a.num[c.name]; ok {
+						*c.dst, sp.Has = v, sp.Has|c.bit
+					} else if v, ok := res.num[c.name]; ok {
+						*c.dst, sp.Has = v, sp.Has|c.bit
+					}
+				}
+				sp.Error = span.Status().Code() == ptrace.StatusCodeError || sp.ErrorType != ""
+				if sp.Error && sp.ErrorType == "" {
+					sp.ErrorType = "status_error"
+				}
+				sp.Derive()
+				out = append(out, sp)
+			}
+		}
+	}
+	return out, stats, nil
+}
+
+// pdataCorpusOptions tunes genPdataTraces.
+type pdataCorpusOptions struct {
+	// badTypes is the chance that a span or resource gets one mapped
+	// attribute of an unusable type.
+	badTypes float64
+}
+
+// genPdataTraces builds a random TracesData with pdata: several resources
+// and scopes, LLM and non-LLM spans, each GenAI attribute present at random
+// and in any of the types the decoders accept, ~12 attributes per span with
+// unknown extras (arrays, kvlists, bytes, bools), events and links.
+func genPdataTraces(rng *rand.Rand, n AttributeNames, opt pdataCorpusOptions) ptrace.Traces {
+	n = n.withDefaults()
+	td := ptrace.NewTraces()
+	for range 1 + rng.IntN(3) {
+		rs := td.ResourceSpans().AppendEmpty()
+		if rng.IntN(2) == 0 {
+			rs.SetSchemaUrl("https://opentelemetry.io/schemas/1.26.0")
+		}
+		ra := rs.Resource().Attributes()
+		if rng.IntN(8) > 0 {
+			ra.PutStr("service.name", pick(rng, genServices))
+		}
+		ra.PutStr("host.name", "node-"+strconv.Itoa(rng.IntN(50)))
+		ra.PutStr("telemetry.sdk.language", pick(rng, []string{"python", "go", "java"}))
+		if rng.IntN(3) == 0 {
+			ra.PutStr(n.Tenant, pick(rng, genTenants))
+		}
+		if rng.IntN(4) == 0 {
+			ra.PutStr(n.Variant, pick(rng, genVariants))
+		}
+		if rng.IntN(5) == 0 {
+			ra.PutDouble(n.Alignment, rng.Float64())
+		}
+		if rng.IntN(6) == 0 {
+			ra.PutStr(n.Route, pick(rng, genRoutes))
+		}
+		if rng.IntN(3) == 0 {
+			s := ra.PutEmptySlice("process.command_args")
+			s.AppendEmpty().SetStr("python")
+			s.AppendEmpty().SetStr("app.py")
+		}
+		if rng.Float64() < opt.badTypes {
+			badType(rng, ra, pick(rng, []string{"service.name", n.Tenant, n.Confidence}))
+		}
+		for range 1 + rng.IntN(3) {
+			ss := rs.ScopeSpans().AppendEmpty()
+			ss.Scope().SetName(pick(rng, []string{"opentelemetry.instrumentation.openai", "langchain", "net/http"}))
+			ss.Scope().SetVersion("1.2.3")
+			ss.Scope().Attributes().PutStr("scope.attr", "x")
+			for range rng.IntN(8) {
+				genPdataSpan(rng, ss.Spans().AppendEmpty(), n, opt)
+			}
+		}
+	}
+	return td
+}
+
+// badType sets attribute k of m to a type no mapping accepts.
+func badType(rng *rand.Rand, m pcommon.Map, k string) {
+	switch rng.IntN(3) {
+	case 0:
+		m.PutBool(k, true)
+	case 1:
+		m.PutEmptyMap(k).PutStr("nested", "x")
+	default:
+		m.PutEmptyBytes(k).FromRaw([]byte{1, 2, 3})
+	}
+}
+
+func genPdataSpan(rng *rand.Rand, span ptrace.Span, n AttributeNames, opt pdataCorpusOptions) {
+	var tid [16]byte
+	var sid, pid [8]byte
+	for i := range tid {
+		tid[i] = byte(rng.UintN(256))
+	}
+	for i := range sid {
+		sid[i], pid[i] = byte(rng.UintN(256)), byte(rng.UintN(256))
+	}
+	if rng.IntN(30) > 0 { // now and then an empty trace id
+		span.SetTraceID(pcommon.TraceID(tid))
+	}
+	span.SetSpanID(pcommon.SpanID(sid))
+	if rng.IntN(2) == 0 {
+		span.SetParentSpanID(pcommon.SpanID(pid))
+	}
+	span.TraceState().FromRaw("vendor=x")
+	span.SetFlags(1)
+	span.SetName("chat " + pick(rng, genModels))
+	span.SetKind(ptrace.SpanKind(rng.IntN(6)))
+	start := 1_700_000_000_000_000_000 + rng.Int64N(1e15)
+	dur := rng.Int64N(30e9)
+	if rng.IntN(40) == 0 {
+		dur = -dur // end before start: decodes, fails Validate
+	}
+	span.SetStartTimestamp(pcommon.Timestamp(start))
+	span.SetEndTimestamp(pcommon.Timestamp(start + dur))
+
+	a := span.Attributes()
+	llm := rng.IntN(5) > 0
+	maybe := func(p int) bool { return rng.IntN(100) < p }
+	strOrInt := func(k string, s string) {
+		if maybe(5) {
+			a.PutInt(k, int64(rng.IntN(1000)))
+		} else {
+			a.PutStr(k, s)
+		}
+	}
+	if llm {
+		switch rng.IntN(4) {
+		case 0:
+			a.PutStr("gen_ai.request.model", pick(rng, genModels))
+		case 1:
+			a.PutStr("gen_ai.response.model", pick(rng, genModels))
+		default:
+			a.PutStr("gen_ai.request.model", pick(rng, genModels))
+			a.PutStr("gen_ai.response.model", pick(rng, genModels)+"-0613")
+		}
+	} else if maybe(10) {
+		a.PutStr("gen_ai.request.model", "") // empty model: not an LLM call
+	}
+	if maybe(80) {
+		a.PutStr("gen_ai.operation.name", pick(rng, genOps))
+	}
+	if maybe(50) {
+		a.PutStr("gen_ai.provider.name", pick(rng, genProviders))
+	}
+	if maybe(30) {
+		a.PutStr("gen_ai.system", pick(rng, genProviders))
+	}
+	for _, k := range []string{"gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"} {
+		if maybe(70) {
+			if maybe(10) {
+				a.PutDouble(k, float64(rng.IntN(5000)))
+			} else {
+				a.PutInt(k, int64(rng.IntN(5000)))
+			}
+		}
+	}
+	if maybe(60) {
+		switch {
+		case maybe(10):
+			a.PutStr("gen_ai.response.finish_reasons", pick(rng, genFinish))
+		default:
+			s := a.PutEmptySlice("gen_ai.response.finish_reasons")
+			for range rng.IntN(3) {
+				s.AppendEmpty().SetStr(pick(rng, genFinish))
+			}
+		}
+	}
+	if maybe(60) {
+		if maybe(10) {
+			a.PutInt("gen_ai.response.time_to_first_chunk", int64(rng.IntN(3)))
+		} else {
+			a.PutDouble("gen_ai.response.time_to_first_chunk", rng.Float64()*float64(dur)/1e9)
+		}
+	}
+	if maybe(10) {
+		a.PutStr("error.type", pick(rng, []string{"timeout", "rate_limited", ""}))
+	}
+	if maybe(70) {
+		strOrInt(n.Tenant, pick(rng, genTenants))
+	}
+	if maybe(40) {
+		a.PutStr(n.Variant, pick(rng, genVariants))
+	}
+	if maybe(50) {
+		a.PutStr(n.Session, "sess-"+strconv.Itoa(rng.IntN(1e6)))
+	}
+	if maybe(30) {
+		a.PutStr(n.Route, pick(rng, genRoutes))
+	}
+	if maybe(50) {
+		if maybe(5) {
+			a.PutInt(n.Confidence, int64(rng.IntN(2)))
+		} else {
+			a.PutDouble(n.Confidence, rng.Float64())
+		}
+	}
+	if maybe(40) {
+		a.PutDouble(n.Alignment, rng.Float64())
+	}
+	if maybe(5) {
+		a.PutEmpty(n.Variant + ".unset")
+	}
+	// Unknown extras, up to ~12 attributes in all.
+	a.PutStr("http.method", "POST")
+	a.PutStr("server.address", "api.example.com")
+	a.PutInt("server.port", 443)
+	a.PutBool("gen_ai.request.stream", maybe(50))
+	a.PutDouble("gen_ai.request.temperature", rng.Float64())
+	if maybe(50) {
+		s := a.PutEmptySlice("gen_ai.request.stop_sequences")
+		s.AppendEmpty().SetStr("\n\n")
+		s.AppendEmpty().SetInt(3)
+	}
+	if maybe(30) {
+		kv := a.PutEmptyMap("llm.metadata")
+		kv.PutStr("k", "v")
+		kv.PutEmptySlice("nested").AppendEmpty().SetDouble(1.5)
+	}
+	if maybe(20) {
+		a.PutEmptyBytes("payload.digest").FromRaw([]byte("\x00\xff\xfe"))
+	}
+	if rng.Float64() < opt.badTypes {
+		badType(rng, a, pick(rng, []string{"gen_ai.usage.input_tokens", "gen_ai.response.finish_reasons",
+			"gen_ai.operation.name", n.Alignment, "gen_ai.response.time_to_first_chunk", "gen_ai.request.model"}))
+	}
+	if opt.badTypes > 0 && maybe(2) {
+		a.PutDouble("gen_ai.usage.output_tokens", 12.5) // not a whole number: unusable
+	}
+	for range rng.IntN(3) {
+		ev := span.Events().AppendEmpty()
+		ev.SetName("gen_ai.content.prompt")
+		ev.SetTimestamp(pcommon.Timestamp(start + 1))
+		ev.Attributes().PutStr("gen_ai.prompt", "hello")
+		ev.Attributes().PutStr("gen_ai.request.model", "event-model-is-ignored")
+	}
+	if maybe(30) {
+		l := span.Links().AppendEmpty()
+		l.SetTraceID(pcommon.TraceID(tid))
+		l.SetSpanID(pcommon.SpanID(pid))
+		l.Attributes().PutStr("link.kind", "retry")
+	}
+	switch rng.IntN(4) {
+	case 0:
+		span.Status().SetCode(ptrace.StatusCodeError)
+		span.Status().SetMessage("upstream failed")
+	case 1:
+		span.Status().SetCode(ptrace.StatusCodeOk)
+	}
+}
