@@ -1,9 +1,11 @@
 package decay
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/stats"
 )
 
 // Config is the `decay:` section of an SLO: the trend of a score over the
@@ -22,9 +24,25 @@ type Config struct {
 	Alpha float64 `yaml:"alpha"`
 	// MinSamples is the fewest scores in the window for a fit. Default 30.
 	MinSamples int `yaml:"min_samples"`
-	// MaxSamplesPerSlot caps scores kept per key per Every (Theil–Sen is
-	// quadratic in the sample size). Default 200.
+	// MinCoverage is the smallest share of the window that the scores
+	// must span (newest minus oldest event time, over Window) before the
+	// trend is judged: the decline extrapolates the slope to the whole
+	// window, and a slope fitted on a few minutes of a new key (or of a
+	// key just back) amplifies noise. Below it the verdict is
+	// insufficient_data with method "short_span". Default 0.5.
+	MinCoverage float64 `yaml:"min_coverage"`
+	// MaxSamplesPerSlot caps scores kept per key per Every (a uniform
+	// sample by span-id hash beyond it). The OLS fits use every kept
+	// score. Default 200.
 	MaxSamplesPerSlot int `yaml:"max_samples_per_slot"`
+	// TheilSenMaxPoints caps the points of the Theil–Sen fit, which holds
+	// all n(n-1)/2 pairwise slopes: when the window keeps more scores, the
+	// fit uses the TheilSenMaxPoints with the smallest span-id hashes (a
+	// uniform subsample that does not depend on arrival order). At most
+	// stats.MaxTheilSenPoints. Default 300 (44,850 slopes, ~360 KB of
+	// scratch and a few ms per evaluated key; Theil–Sen is the robustness
+	// check, OLS on every kept score gives the decline).
+	TheilSenMaxPoints int `yaml:"theil_sen_max_points"`
 }
 
 // DefaultConfig returns the defaults listed on Config.
@@ -36,7 +54,9 @@ func DefaultConfig() Config {
 		Limit:             -0.12,
 		Alpha:             0.01,
 		MinSamples:        30,
+		MinCoverage:       0.5,
 		MaxSamplesPerSlot: 200,
+		TheilSenMaxPoints: 300,
 	}
 }
 
@@ -49,6 +69,9 @@ func (c *Config) Validate() error {
 	k.Fail(!(c.Limit < 0), "limit", "must be negative (a decline)")
 	k.Probability("alpha", c.Alpha)
 	k.Fail(c.MinSamples < 3, "min_samples", "must be at least 3")
+	k.Fail(!(c.MinCoverage > 0 && c.MinCoverage <= 1), "min_coverage", "must be in (0, 1]")
 	k.Fail(c.MaxSamplesPerSlot < 3, "max_samples_per_slot", "must be at least 3")
+	k.Fail(c.TheilSenMaxPoints < 3 || c.TheilSenMaxPoints > stats.MaxTheilSenPoints,
+		"theil_sen_max_points", "must be in [3, "+strconv.Itoa(stats.MaxTheilSenPoints)+"]")
 	return k.Err()
 }

@@ -1,0 +1,447 @@
+// Package corrections measures how often users correct the answers of each
+// key: user-correction events joined to the spans they correct, a rate per
+// key with a Wilson interval, and canary vs baseline by a two-proportion
+// test.
+//
+// # Join
+//
+// Every span with a trace id or a session id is indexed (trace id → span,
+// (tenant, session id) → span) for JoinWindow of event time after it
+// ended, at most MaxIndexedSpans spans (the oldest by end time, then span
+// hash, go first). Corrections are buffered and joined when an evaluation
+// passes their time: the watermark is past it then, so every on-time span
+// that ended before the correction has arrived and the join does not depend
+// on arrival order. A correction at time tc of tenant T joins the latest
+// span of tenant T with the same trace id that ended in [tc-JoinWindow,
+// tc]; when there is none, the latest such span with the same session id;
+// ties on end time go to the smallest span hash. Corrections are joined in
+// (time, event-id hash, event id) order.
+//
+// A response (span) corrected several times counts once: the first
+// correction (in that order) is counted in "corrections" and by kind, the
+// others in "repeats". So the rate is the share of responses corrected.
+//
+// A correction that joins nothing (no indexed span of its tenant with its
+// trace or session id in the join window, or the pending buffer was full)
+// is never dropped: it is counted under the key {Tenant: c.Tenant, Service:
+// "", Model: c.Model, Variant: c.Variant} (the service is unknown) and
+// reported as metric "unjoined_corrections". Note that spans reach this
+// processor only if they match the SLO's selection, while corrections are
+// selected by tenant alone: a correction of a span outside the selection
+// counts as unjoined here.
+//
+// # Rate
+//
+// For key k and window [now-Window, now):
+//
+//	responses   = spans of k that ended in the window
+//	corrections = first corrections of responses of k, with tc in the window
+//	rate        = min(corrections, responses) / responses
+//
+// The numerator and the denominator are not the same population at the
+// window edges: a correction early in the window may correct a response
+// that ended before it (counted above, not below), and responses near the
+// end of the window may still be corrected after now (counted below, not
+// yet above). In steady traffic the two edges cancel on average; after a
+// step change the rate lags by about the mean correction delay. The clamp
+// matters only for tiny windows.
+//
+// Wilson interval at 0.95 of min(corrections, responses) in responses.
+// Status: breach when the interval's lower bound > MaxRate, warn when the
+// rate > MaxRate, ok otherwise; insufficient_data (Value 0) below
+// MinResponses responses.
+//
+// # Canary
+//
+// For every key whose variant is CanaryVariant, a second verdict (metric
+// "canary_correction_rate") compares it with the key of the same tenant,
+// service and model whose variant is BaselineVariant: see canaryVerdict
+// and Config.JudgeCanary.
+//
+// # Memory
+//
+// Per span key: (Window/Every + 1) slots of 96 bytes (~1 KB with the
+// defaults). Per unjoined key: as many slots of 24 bytes. The span index:
+// ~170 bytes per span for the last JoinWindow of spans (index entries only
+// need to outlive JoinWindow: a correction joined at an evaluation has a
+// time before it, and the next ones are at or after it), at most
+// MaxIndexedSpans. Pending corrections: ~150 bytes each, at most
+// MaxPendingCorrections, normally one Every's worth.
+package corrections
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/schemas"
+)
+
+// Name is the processor name in verdicts.
+const Name = "corrections"
+
+// Verdict metrics.
+const (
+	MetricRate     = "correction_rate"
+	MetricCanary   = "canary_correction_rate"
+	MetricUnjoined = "unjoined_corrections"
+)
+
+// Verdict methods.
+const (
+	MethodWilson   = "wilson"
+	MethodTwoProp  = "two_proportion_z"
+	MethodUnjoined = "count"
+)
+
+// Level is the confidence level of the intervals.
+const Level = 0.95
+
+// OverflowTenant is the tenant of the unjoined key that collects
+// corrections beyond MaxUnjoinedKeys.
+const OverflowTenant = "__overflow__"
+
+// kinds are the correction kinds counted separately, in detail order; any
+// other kind counts as "other".
+var kinds = schemas.CorrectionKinds
+
+const nKinds = 8 // len(kinds) + other
+
+func kindIndex(k schemas.CorrectionKind) int {
+	for i, x := range kinds {
+		if k == x {
+			return i
+		}
+	}
+	return nKinds - 1
+}
+
+// Processor is the corrections processor of one SLO in one partition
+// worker.
+type Processor struct {
+	meta  processors.Meta
+	cfg   Config
+	every int64
+	win   int64
+	join  int64
+
+	keys     map[schemas.Key]*keyState
+	unjoined map[schemas.Key]*unjoinedState
+	index    *spanIndex
+	pending  []pending
+}
+
+// keyState is one key's responses and corrections per slot of Every.
+type keyState struct {
+	key   schemas.Key
+	slots []slot // sorted by start
+	// refs counts index entries pointing here; the state is kept while
+	// any span of the key can still be corrected.
+	refs int
+}
+
+type slot struct {
+	start       int64
+	responses   int64
+	corrections int64
+	repeats     int64
+	kinds       [nKinds]int64
+}
+
+type unjoinedState struct {
+	slots []uslot
+}
+
+type uslot struct {
+	start    int64
+	n        int64
+	overflow int64 // of n, counted because the pending buffer was full
+}
+
+// pending is a buffered correction, reduced to what the join needs.
+type pending struct {
+	tc      int64
+	h       uint64
+	eventID string
+	tenant  string
+	trace   schemas.TraceID
+	session string
+	model   string
+	variant string
+	kind    schemas.CorrectionKind
+}
+
+// New validates cfg and returns an empty processor.
+func New(meta processors.Meta, cfg Config) (*Processor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Processor{
+		meta:     meta,
+		cfg:      cfg,
+		every:    int64(cfg.Every),
+		win:      int64(cfg.Window),
+		join:     int64(cfg.JoinWindow),
+		keys:     map[schemas.Key]*keyState{},
+		unjoined: map[schemas.Key]*unjoinedState{},
+		index:    newSpanIndex(cfg.MaxIndexedSpans),
+	}, nil
+}
+
+// Interval is Config.Every.
+func (p *Processor) Interval() time.Duration { return p.cfg.Every }
+
+// Keys is the number of span keys and unjoined keys holding state.
+func (p *Processor) Keys() int { return len(p.keys) + len(p.unjoined) }
+
+// IndexStats returns the spans indexed for joining, the spans evicted (or
+// never indexed) because of MaxIndexedSpans since the start, and the
+// corrections waiting for the watermark.
+func (p *Processor) IndexStats() (indexed int, evictedByCap int64, pendingCorrections int) {
+	return p.index.len(), p.index.evicted, len(p.pending)
+}
+
+func (p *Processor) state(key schemas.Key) *keyState {
+	ks := p.keys[key]
+	if ks == nil {
+		ks = &keyState{key: key}
+		p.keys[key] = ks
+	}
+	return ks
+}
+
+// ObserveSpan counts a response of key and indexes the span for joining.
+func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
+	ks := p.state(key)
+	ks.slot(floor(s.EndUnixNano, p.every)).responses++
+	if s.TraceID.IsZero() && s.SessionID == "" {
+		return
+	}
+	p.index.add(entry{
+		end:     s.EndUnixNano,
+		h:       processors.SpanHash(s),
+		trace:   s.TraceID,
+		session: s.SessionID,
+		tenant:  s.Key.Tenant,
+		ks:      ks,
+	})
+}
+
+// ObserveCorrection buffers c until an evaluation passes its time.
+func (p *Processor) ObserveCorrection(c *schemas.Correction) {
+	if len(p.pending) >= p.cfg.MaxPendingCorrections {
+		u := p.unjoinedSlot(schemas.Key{Tenant: c.Tenant, Model: c.Model, Variant: c.Variant}, floor(c.TimeUnixNano, p.every))
+		u.n++
+		u.overflow++
+		return
+	}
+	p.pending = append(p.pending, pending{
+		tc:      c.TimeUnixNano,
+		h:       processors.CorrectionHash(c),
+		eventID: c.EventID,
+		tenant:  c.Tenant,
+		trace:   c.TraceID,
+		session: c.SessionID,
+		model:   c.Model,
+		variant: c.Variant,
+		kind:    c.Kind,
+	})
+}
+
+// joinPending joins every buffered correction with a time before now, in
+// (time, hash, event id) order, and keeps the rest buffered.
+func (p *Processor) joinPending(now int64) {
+	slices.SortFunc(p.pending, func(a, b pending) int {
+		if c := cmp.Compare(a.tc, b.tc); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.h, b.h); c != 0 {
+			return c
+		}
+		return strings.Compare(a.eventID, b.eventID)
+	})
+	done := 0
+	for done < len(p.pending) && p.pending[done].tc < now {
+		c := &p.pending[done]
+		start := floor(c.tc, p.every)
+		if j := p.index.find(c.tenant, c.trace, c.session, c.tc, p.join); j >= 0 {
+			e := &p.index.entries[j]
+			sl := e.ks.slot(start)
+			if e.corrected {
+				sl.repeats++
+			} else {
+				e.corrected = true
+				sl.corrections++
+				sl.kinds[kindIndex(c.kind)]++
+			}
+		} else {
+			p.unjoinedSlot(schemas.Key{Tenant: c.tenant, Model: c.model, Variant: c.variant}, start).n++
+		}
+		done++
+	}
+	p.pending = slices.Delete(p.pending, 0, done)
+}
+
+func (p *Processor) unjoinedSlot(k schemas.Key, start int64) *uslot {
+	u := p.unjoined[k]
+	if u == nil {
+		if len(p.unjoined) >= p.cfg.MaxUnjoinedKeys {
+			k = schemas.Key{Tenant: OverflowTenant}
+			u = p.unjoined[k]
+		}
+		if u == nil {
+			u = &unjoinedState{}
+			p.unjoined[k] = u
+		}
+	}
+	i := len(u.slots)
+	for i > 0 && u.slots[i-1].start > start {
+		i--
+	}
+	if i > 0 && u.slots[i-1].start == start {
+		return &u.slots[i-1]
+	}
+	u.slots = slices.Insert(u.slots, i, uslot{start: start})
+	return &u.slots[i]
+}
+
+// slot finds or inserts the slot starting at start.
+func (ks *keyState) slot(start int64) *slot {
+	i := len(ks.slots)
+	for i > 0 && ks.slots[i-1].start > start {
+		i--
+	}
+	if i > 0 && ks.slots[i-1].start == start {
+		return &ks.slots[i-1]
+	}
+	ks.slots = slices.Insert(ks.slots, i, slot{start: start})
+	return &ks.slots[i]
+}
+
+// Evaluate joins the corrections the watermark has passed, judges every key
+// with responses or corrections in [now-Window, now) and every canary with
+// its baseline, reports unjoined corrections, then drops what no later
+// window or join needs.
+func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
+	p.joinPending(now)
+	from := now - p.win
+	var out []schemas.Verdict
+	tallies := make(map[schemas.Key]tally, len(p.keys))
+	unjoinedByTenant := map[string]int64{}
+	for k, u := range p.unjoined {
+		var n int64
+		for _, s := range u.slots {
+			if s.start >= from && s.start+p.every <= now {
+				n += s.n
+			}
+		}
+		unjoinedByTenant[k.Tenant] += n
+	}
+	for _, k := range sortedKeys(p.keys) {
+		t := p.keys[k].tally(from, now, p.every)
+		if t.responses == 0 && t.corrections == 0 && t.repeats == 0 {
+			continue
+		}
+		tallies[k] = t
+		out = append(out, p.rateVerdict(k, t, unjoinedByTenant[k.Tenant], from, now))
+	}
+	for k, t := range tallies {
+		if k.Variant != p.cfg.CanaryVariant {
+			continue
+		}
+		bk := k
+		bk.Variant = p.cfg.BaselineVariant
+		out = append(out, p.canaryVerdict(k, t, tallies[bk], from, now))
+	}
+	for _, k := range sortedKeys(p.unjoined) {
+		if v, ok := p.unjoinedVerdict(k, p.unjoined[k], from, now); ok {
+			out = append(out, v)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b schemas.Verdict) int {
+		if c := strings.Compare(a.Key.String(), b.Key.String()); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Metric, b.Metric)
+	})
+	for i := range out {
+		emit.Verdict(out[i])
+	}
+	p.evict(now)
+}
+
+// evict drops slots before the next window, spans no later correction can
+// join, and keys left with nothing.
+func (p *Processor) evict(now int64) {
+	keep := now + p.every - p.win
+	p.index.evictBefore(now - p.join)
+	for k, ks := range p.keys {
+		d := 0
+		for d < len(ks.slots) && ks.slots[d].start+p.every <= keep {
+			d++
+		}
+		ks.slots = slices.Delete(ks.slots, 0, d)
+		if len(ks.slots) == 0 && ks.refs == 0 {
+			delete(p.keys, k)
+		}
+	}
+	for k, u := range p.unjoined {
+		d := 0
+		for d < len(u.slots) && u.slots[d].start+p.every <= keep {
+			d++
+		}
+		u.slots = slices.Delete(u.slots, 0, d)
+		if len(u.slots) == 0 {
+			delete(p.unjoined, k)
+		}
+	}
+}
+
+// tally is one key's sums over a window.
+type tally struct {
+	responses, corrections, repeats int64
+	kinds                           [nKinds]int64
+}
+
+func (ks *keyState) tally(from, to, every int64) tally {
+	var t tally
+	for i := range ks.slots {
+		s := &ks.slots[i]
+		if s.start < from || s.start+every > to {
+			continue
+		}
+		t.responses += s.responses
+		t.corrections += s.corrections
+		t.repeats += s.repeats
+		for j := range t.kinds {
+			t.kinds[j] += s.kinds[j]
+		}
+	}
+	return t
+}
+
+func floor(t, w int64) int64 {
+	r := t % w
+	if r < 0 {
+		r += w
+	}
+	return t - r
+}
+
+func sortedKeys[V any](m map[schemas.Key]V) []schemas.Key {
+	keys := make([]schemas.Key, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b schemas.Key) int { return strings.Compare(a.String(), b.String()) })
+	return keys
+}
+
+// ErrCorrupt is returned by UnmarshalBinary for a snapshot it cannot read.
+var ErrCorrupt = errors.New("corrections: corrupt snapshot")
+
+// Processor implements processors.Processor.
+var _ processors.Processor = (*Processor)(nil)

@@ -1,0 +1,168 @@
+package corrections
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/fusebox-dev/fusebox/schemas"
+)
+
+const twoHours = 120 * minute
+
+// incidents: users correct 60% of keySearch's answers from +60m to +75m;
+// the canary's answers get corrected 30% of the time from +90m.
+var incidents = script{spikeFrom: t0 + 60*minute, spikeTo: t0 + 75*minute, canaryFrom: t0 + 90*minute}
+
+func minutesWith(vs []schemas.Verdict, key schemas.Key, metric string, st schemas.Status) []int64 {
+	var at []int64
+	for i := range vs {
+		v := &vs[i]
+		if v.Key == key && v.Metric == metric && v.Status == st {
+			at = append(at, (v.WindowEndUnixNano-t0)/minute)
+		}
+	}
+	return at
+}
+
+func TestGoldenIncidents(t *testing.T) {
+	evs := generate(1, t0, t0+twoHours, incidents)
+	vs := driveEvents(t, mustNew(t, DefaultConfig()), evs, t0, t0+twoHours)
+	golden(t, "incidents.txt", lines(vs))
+	checkIncidents(t, vs)
+}
+
+func checkIncidents(t *testing.T, vs []schemas.Verdict) {
+	t.Helper()
+	// Correction spike: breach within 2 evaluations (1m each) of +60m.
+	b := minutesWith(vs, keySearch, MetricRate, schemas.StatusBreach)
+	if len(b) == 0 || b[0] < 61 || b[0] > 62 {
+		t.Errorf("spike from +60m: correction_rate breaches at %v, want the first at +61 or +62", b)
+	}
+	// Canary: breach within 2 evaluations of +90m.
+	c := minutesWith(vs, keyCanary, MetricCanary, schemas.StatusBreach)
+	if len(c) == 0 || c[0] < 91 || c[0] > 92 {
+		t.Errorf("canary from +90m: canary breaches at %v, want the first at +91 or +92", c)
+	}
+	// Nothing else breaches: the other keys, and before the incidents.
+	for _, k := range []schemas.Key{keyBase, keyOther} {
+		if b := minutesWith(vs, k, MetricRate, schemas.StatusBreach); len(b) != 0 {
+			t.Errorf("%v breaches at %v", k, b)
+		}
+	}
+	for _, m := range minutesWith(vs, keyCanary, MetricRate, schemas.StatusBreach) {
+		if m <= 90 {
+			t.Errorf("canary rate breach at +%dm, before the canary went bad", m)
+		}
+	}
+	// Stray corrections are reported, attributed by their own fields.
+	stray := schemas.Key{Tenant: "acme", Model: "gpt-large", Variant: "baseline"}
+	if n := len(minutesWith(vs, stray, MetricUnjoined, schemas.StatusOK)); n < 100 {
+		t.Errorf("unjoined corrections reported in %d evaluations, want nearly all 120", n)
+	}
+}
+
+// TestDetectionOnEverySeed: the incidents are found within 2 evaluations on
+// other seeds too.
+func TestDetectionOnEverySeed(t *testing.T) {
+	for seed := uint64(2); seed <= 6; seed++ {
+		evs := generate(seed, t0+40*minute, t0+95*minute, incidents)
+		vs := driveEvents(t, mustNew(t, DefaultConfig()), evs, t0+40*minute, t0+95*minute)
+		if b := minutesWith(vs, keySearch, MetricRate, schemas.StatusBreach); len(b) == 0 || b[0] > 62 || b[0] < 61 {
+			t.Errorf("seed %d: spike breaches at %v", seed, b)
+		}
+		if c := minutesWith(vs, keyCanary, MetricCanary, schemas.StatusBreach); len(c) == 0 || c[0] > 92 || c[0] < 91 {
+			t.Errorf("seed %d: canary breaches at %v", seed, c)
+		}
+	}
+}
+
+// TestNoIncidentNoBreach: two hours of normal corrections on several seeds
+// give no breach at all.
+func TestNoIncidentNoBreach(t *testing.T) {
+	for seed := uint64(1); seed <= 8; seed++ {
+		evs := generate(seed, t0, t0+twoHours, script{})
+		vs := driveEvents(t, mustNew(t, DefaultConfig()), evs, t0, t0+twoHours)
+		warns, minP, maxRate := 0, 1.0, 0.0
+		for i := range vs {
+			v := &vs[i]
+			if v.Status == schemas.StatusBreach {
+				t.Errorf("seed %d: %s", seed, line(v))
+			}
+			if v.Status == schemas.StatusWarn {
+				warns++
+			}
+			if v.Metric == MetricCanary && v.Status != schemas.StatusInsufficientData {
+				minP = min(minP, detail(v, "p"))
+			}
+			if v.Metric == MetricRate {
+				maxRate = max(maxRate, v.Value)
+			}
+		}
+		t.Logf("seed %d: %d verdicts, %d warns, highest rate %.4f, smallest canary p %.4f", seed, len(vs), warns, maxRate, minP)
+	}
+}
+
+func TestDeterministicAndOrderIndependent(t *testing.T) {
+	evs := generate(2, t0+50*minute, t0+100*minute, incidents)
+	cfg := DefaultConfig()
+	cfg.MaxIndexedSpans = 5000 // the cap bites
+	run := func(e []event) string {
+		return lines(driveEvents(t, mustNew(t, cfg), e, t0+50*minute, t0+100*minute))
+	}
+	a := run(evs)
+	if b := run(evs); a != b {
+		t.Fatal("the same input twice gave different verdicts")
+	}
+	r := rand.New(rand.NewPCG(5, 5))
+	for i := range 3 {
+		if c := run(shuffleEvents(evs, int64(cfg.Every), r)); c != a {
+			t.Fatalf("shuffle %d within slots changed the verdicts", i)
+		}
+	}
+}
+
+func TestSnapshotRestore(t *testing.T) {
+	evs := generate(3, t0, t0+twoHours, incidents)
+	end := t0 + twoHours
+	whole := lines(driveEvents(t, mustNew(t, DefaultConfig()), evs, t0, end))
+	for _, cut := range []int64{t0 + 30*minute + 20*sec, t0 + 61*minute + 59*sec, t0 + 90*minute + 30*sec} {
+		var before, after []event
+		for _, e := range evs {
+			if e.t < cut {
+				before = append(before, e)
+			} else {
+				after = append(after, e)
+			}
+		}
+		b := floorDiv(cut, minute) * minute
+		p := mustNew(t, DefaultConfig())
+		first := driveEvents(t, p, before, t0, b)
+		snap, err := p.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := mustNew(t, DefaultConfig())
+		if err := q.UnmarshalBinary(snap); err != nil {
+			t.Fatal(err)
+		}
+		if again, _ := q.MarshalBinary(); !bytes.Equal(snap, again) {
+			t.Fatal("restored state marshals to different bytes")
+		}
+		ra := driveEvents(t, p, after, b, end)
+		rb := driveEvents(t, q, after, b, end)
+		if lines(ra) != lines(rb) {
+			t.Fatalf("cut at +%ds: restored processor diverged", (cut-t0)/sec)
+		}
+		if lines(append(first, ra...)) != whole {
+			t.Fatalf("cut at +%ds: split run differs from the uninterrupted one", (cut-t0)/sec)
+		}
+	}
+	q := mustNew(t, DefaultConfig())
+	snap, _ := mustNew(t, DefaultConfig()).MarshalBinary()
+	for _, bad := range [][]byte{nil, {2}, snap[:len(snap)-1], append(snap, 1)} {
+		if err := q.UnmarshalBinary(bad); err == nil {
+			t.Errorf("corrupt snapshot %v accepted", bad)
+		}
+	}
+}

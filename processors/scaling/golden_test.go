@@ -1,0 +1,187 @@
+package scaling
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/fusebox-dev/fusebox/schemas"
+)
+
+const twoHours = 120 * minute
+
+var (
+	acme   = schemas.Key{Tenant: "acme", Service: "chat-api", Model: "*", Variant: "*"}
+	globex = schemas.Key{Tenant: "globex", Service: "chat-api", Model: "*", Variant: "*"}
+)
+
+// incidents: a traffic surge with a wide mix and long latencies on acme
+// from minute 60 to 80, a quiet batch-only period on globex from minute 90.
+var incidents = script{surgeFrom: t0 + 60*minute, surgeTo: t0 + 80*minute, quietFrom: t0 + 90*minute, quietTo: t0 + twoHours}
+
+// firstWith returns the window end of the first verdict of key with the
+// given status and decision at or after from, and false when none.
+func firstWith(vs []schemas.Verdict, key schemas.Key, st schemas.Status, d Decision, from int64) (int64, bool) {
+	for i := range vs {
+		v := &vs[i]
+		dec, _ := v.Detail("decision")
+		if v.Key == key && v.Status == st && Decision(dec) == d && v.WindowEndUnixNano >= from {
+			return v.WindowEndUnixNano, true
+		}
+	}
+	return 0, false
+}
+
+func count(vs []schemas.Verdict, key schemas.Key, st schemas.Status, from, to int64) int {
+	n := 0
+	for i := range vs {
+		if vs[i].Key == key && vs[i].Status == st && vs[i].WindowEndUnixNano >= from && vs[i].WindowEndUnixNano < to {
+			n++
+		}
+	}
+	return n
+}
+
+func TestGoldenIncidentsDefaultConfig(t *testing.T) {
+	spans := generate(1, t0, t0+twoHours, incidents)
+	vs := drive(t, mustNew(t, testConfig()), spans, t0, t0+twoHours)
+	golden(t, "incidents_default.txt", lines(vs))
+
+	// Scale out within 2 evaluations (1m each) of the surge.
+	start := incidents.surgeFrom
+	at, ok := firstWith(vs, acme, schemas.StatusBreach, ScaleOut, start)
+	if !ok || at > start+2*minute {
+		t.Errorf("surge at +60m: first scale-out at +%dm (found %v), want by +62m", (at-t0)/minute, ok)
+	}
+	if n := count(vs, acme, schemas.StatusBreach, t0, start); n != 0 {
+		t.Errorf("%d scale-outs before the surge", n)
+	}
+	// With the defaults (5m window, 3 low windows) the scale-in hint needs
+	// the window to fill with quiet traffic and then 3 low evaluations:
+	// structurally Window/Every + ScaleInAfter - 1 = 7 evaluations.
+	q := incidents.quietFrom
+	at, ok = firstWith(vs, globex, schemas.StatusWarn, ScaleIn, q)
+	if !ok || at != q+7*minute {
+		t.Errorf("quiet from +90m: first scale-in hint at +%dm (found %v), want exactly +97m", (at-t0)/minute, ok)
+	}
+	if n := count(vs, globex, schemas.StatusWarn, t0, q); n != 0 {
+		t.Errorf("%d scale-in hints before the quiet period", n)
+	}
+	if n := count(vs, globex, schemas.StatusBreach, t0, t0+twoHours); n != 0 {
+		t.Errorf("%d scale-outs on globex, which never surges", n)
+	}
+}
+
+func TestGoldenIncidentsFastConfig(t *testing.T) {
+	spans := generate(1, t0, t0+twoHours, incidents)
+	vs := drive(t, mustNew(t, fastConfig()), spans, t0, t0+twoHours)
+	golden(t, "incidents_fast.txt", lines(vs))
+	at, ok := firstWith(vs, acme, schemas.StatusBreach, ScaleOut, incidents.surgeFrom)
+	if !ok || at > incidents.surgeFrom+2*minute {
+		t.Errorf("surge: first scale-out at +%dm (found %v), want by +62m", (at-t0)/minute, ok)
+	}
+	at, ok = firstWith(vs, globex, schemas.StatusWarn, ScaleIn, incidents.quietFrom)
+	if !ok || at > incidents.quietFrom+2*minute {
+		t.Errorf("quiet: first scale-in hint at +%dm (found %v), want by +92m", (at-t0)/minute, ok)
+	}
+	// The surge ends at +80m: scale-outs stop once the window is clear.
+	if n := count(vs, acme, schemas.StatusBreach, incidents.surgeTo+minute, t0+twoHours+1); n != 0 {
+		t.Errorf("%d scale-outs after the surge ended", n)
+	}
+}
+
+// TestNoIncidentNoAlarms: two hours of baseline traffic on several seeds,
+// with both configurations, give only ok verdicts (hold): no scale-out and
+// no scale-in hint.
+func TestNoIncidentNoAlarms(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		spans := generate(seed, t0, t0+twoHours, script{})
+		for _, cfg := range []Config{testConfig(), fastConfig()} {
+			vs := drive(t, mustNew(t, cfg), spans, t0, t0+twoHours)
+			if len(vs) == 0 {
+				t.Fatal("no verdicts")
+			}
+			var maxE, maxSD, minE float64 = 0, 0, 1
+			for i := range vs {
+				v := &vs[i]
+				if v.Status != schemas.StatusOK {
+					t.Errorf("seed %d window %s: %s", seed, cfg.Window, line(v))
+				}
+				sd, _ := v.Detail("stddev_ms")
+				maxE, minE, maxSD = max(maxE, v.Value), min(minE, v.Value), max(maxSD, sd)
+			}
+			t.Logf("seed %d window %s: normalised entropy in [%.3f, %.3f], stddev up to %.0f ms (budget %.0f)", seed, cfg.Window, minE, maxE, maxSD, cfg.StdDevBudgetMs)
+		}
+	}
+}
+
+func TestDeterministicAndOrderIndependent(t *testing.T) {
+	spans := generate(2, t0, t0+40*minute, script{surgeFrom: t0 + 10*minute, surgeTo: t0 + 20*minute, quietFrom: t0 + 25*minute, quietTo: t0 + 40*minute})
+	cfg := testConfig()
+	cfg.MaxSamplesPerSlot = 100 // make the latency sample bite
+	cfg.MaxCategories = 3       // and the category cap
+	a := lines(drive(t, mustNew(t, cfg), spans, t0, t0+40*minute))
+	b := lines(drive(t, mustNew(t, cfg), spans, t0, t0+40*minute))
+	if a != b {
+		t.Fatal("the same input twice gave different verdicts")
+	}
+	r := rand.New(rand.NewPCG(9, 9))
+	for i := range 3 {
+		sh := shuffleWithinSlots(spans, int64(cfg.Every), r)
+		if c := lines(drive(t, mustNew(t, cfg), sh, t0, t0+40*minute)); c != a {
+			t.Fatalf("shuffle %d within slots changed the verdicts", i)
+		}
+	}
+}
+
+func TestSnapshotRestore(t *testing.T) {
+	spans := generate(3, t0, t0+40*minute, script{quietFrom: t0 + 15*minute, quietTo: t0 + 40*minute})
+	end := t0 + 40*minute
+	for _, cut := range []int64{t0 + 7*minute, t0 + 19*minute + 30*1e9} {
+		var before, after []schemas.Span
+		for _, s := range spans {
+			if s.EndUnixNano < cut {
+				before = append(before, s)
+			} else {
+				after = append(after, s)
+			}
+		}
+		whole := drive(t, mustNew(t, testConfig()), spans, t0, end)
+
+		p := mustNew(t, testConfig())
+		first := drive(t, p, before, t0, floorDiv(cut, minute)*minute)
+		snap, err := p.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := mustNew(t, testConfig())
+		if err := q.UnmarshalBinary(snap); err != nil {
+			t.Fatal(err)
+		}
+		again, _ := q.MarshalBinary()
+		if !bytes.Equal(snap, again) {
+			t.Fatal("restored state marshals to different bytes")
+		}
+		from := floorDiv(cut, minute) * minute
+		restA := drive(t, p, after, from, end)
+		restB := drive(t, q, after, from, end)
+		if lines(restA) != lines(restB) {
+			t.Fatalf("cut at +%ds: restored processor diverged", (cut-t0)/1e9)
+		}
+		if lines(append(first, restA...)) != lines(whole) {
+			t.Fatalf("cut at +%ds: split run differs from the uninterrupted one", (cut-t0)/1e9)
+		}
+		// Low streaks survive the snapshot: the quiet period's hints match.
+		if count(restB, globex, schemas.StatusWarn, from, end) == 0 {
+			t.Fatal("no scale-in hint after restore")
+		}
+	}
+	q := mustNew(t, testConfig())
+	snap, _ := mustNew(t, testConfig()).MarshalBinary()
+	if err := q.UnmarshalBinary(snap[:len(snap)-1]); err == nil {
+		t.Fatal("truncated snapshot accepted")
+	}
+	if err := q.UnmarshalBinary([]byte{9}); err == nil {
+		t.Fatal("unknown snapshot version accepted")
+	}
+}
