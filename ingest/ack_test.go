@@ -1,0 +1,265 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/internal/testharness"
+	"github.com/segmentio/kafka-go"
+)
+
+func okMsgs(parts, perPart int, prefix string) []kafka.Message {
+	var out []kafka.Message
+	for p := 0; p < parts; p++ {
+		for i := 0; i < perPart; i++ {
+			out = append(out, msg(p, fmt.Sprintf("%s-%d-%d", prefix, p, i), []byte(fmt.Sprintf("ok:%s-%d-%d", prefix, p, i))))
+		}
+	}
+	return out
+}
+
+func payloads(recs []Record) []string {
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i], _ = r.Payload.(string)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func machineryOpts(s *sink, extra ...Opt) []Opt {
+	return append([]Opt{SpanTopics(), CorrectionTopics(), TopicDecoder("in", testDecoder), DLQTopic("dlq"), Handlers(s.factory)}, extra...)
+}
+
+// TestAckRedelivery is the ack contract end to end: records delivered but
+// not acknowledged come back to the next consumer of the group; once
+// acknowledged and the consumer stopped, they do not.
+func TestAckRedelivery(t *testing.T) {
+	k := testharness.StartKafka(t)
+	k.CreateTopic(t, "in", 2, nil)
+	k.CreateTopic(t, "dlq", 1, nil)
+	pub := newPublisher(t, k, "in")
+	pub.publish(t, okMsgs(2, 5, "r")...)
+
+	// 1: a handler that stops before acking.
+	s1 := &sink{ack: func(*Batch) bool { return false }}
+	r1 := start(t, k, "g-ack", machineryOpts(s1)...)
+	waitFor(t, "first consumer sees 10 records", 30*time.Second, func() bool { return s1.count() == 10 })
+	if err := r1.shutdown(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if c := committed(t, k, "g-ack", "in"); len(c) != 0 {
+		t.Fatalf("offsets committed without any ack: %v", c)
+	}
+
+	// 2: a new client in the same group sees the same records again, and
+	// acknowledges them.
+	s2 := &sink{}
+	r2 := start(t, k, "g-ack", machineryOpts(s2)...)
+	waitFor(t, "second consumer sees the 10 records again", 30*time.Second, func() bool { return s2.count() == 10 })
+	if a, b := payloads(s1.snapshot()), payloads(s2.snapshot()); fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Fatalf("redelivered %v, want %v", b, a)
+	}
+	if err := r2.shutdown(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	ends := endOffsets(t, k, "in")
+	if c := committed(t, k, "g-ack", "in"); c[0] != ends[0] || c[1] != ends[1] {
+		t.Fatalf("after acking everything and stopping, committed %v, want %v", c, ends)
+	}
+
+	// 3: after the ack and a restart, only what is new arrives.
+	s3 := &sink{}
+	start(t, k, "g-ack", machineryOpts(s3)...)
+	pub.publish(t, msg(1, "late", []byte("ok:late")))
+	waitFor(t, "third consumer sees the new record", 30*time.Second, func() bool { return s3.count() >= 1 })
+	time.Sleep(500 * time.Millisecond) // room for any wrongly redelivered record to show up
+	if got := payloads(s3.snapshot()); len(got) != 1 || got[0] != "ok:late" {
+		t.Fatalf("after ack and restart got %v, want only [ok:late]", got)
+	}
+}
+
+// TestOutOfOrderAcks: of three batches of one partition, acking the second
+// and third commits nothing; acking the first then commits all three.
+func TestOutOfOrderAcks(t *testing.T) {
+	k := testharness.StartKafka(t)
+	k.CreateTopic(t, "in", 1, nil)
+	k.CreateTopic(t, "dlq", 1, nil)
+	pub := newPublisher(t, k, "in")
+	s := &sink{ack: func(*Batch) bool { return false }}
+	start(t, k, "g-ooo", machineryOpts(s)...)
+	for i := 0; i < 3; i++ {
+		pub.publish(t, msg(0, fmt.Sprint(i), []byte(fmt.Sprintf("ok:%d", i))))
+		waitFor(t, fmt.Sprintf("batch %d", i), 30*time.Second, func() bool { return len(s.heldBatches()) == i+1 })
+	}
+	bs := s.heldBatches()
+	for i, b := range bs {
+		if b.FirstOffset != int64(i) || b.NextOffset != int64(i+1) {
+			t.Fatalf("batch %d covers [%d, %d), want [%d, %d)", i, b.FirstOffset, b.NextOffset, i, i+1)
+		}
+	}
+	bs[2].Ack()
+	bs[1].Ack()
+	bs[1].Ack()                        // idempotent
+	time.Sleep(500 * time.Millisecond) // five commit intervals
+	if c := committed(t, k, "g-ooo", "in"); len(c) != 0 {
+		t.Fatalf("committed %v with the first batch unacked", c)
+	}
+	bs[0].Ack()
+	waitFor(t, "commit of the whole acked prefix", 30*time.Second, func() bool {
+		return committed(t, k, "g-ooo", "in")[0] == 3
+	})
+}
+
+// startHandler resumes at a fixed offset, as the engine does from a
+// snapshot.
+type startHandler struct {
+	sinkHandler
+	at        int64
+	mu        *sync.Mutex
+	committed *[]int64
+}
+
+func (h *startHandler) Start(_ context.Context, committed int64) (int64, error) {
+	h.mu.Lock()
+	*h.committed = append(*h.committed, committed)
+	h.mu.Unlock()
+	return h.at, nil
+}
+
+func TestStarterSeeks(t *testing.T) {
+	k := testharness.StartKafka(t)
+	k.CreateTopic(t, "in", 1, nil)
+	k.CreateTopic(t, "dlq", 1, nil)
+	pub := newPublisher(t, k, "in")
+	pub.publish(t, okMsgs(1, 10, "s")...)
+
+	var mu sync.Mutex
+	var seen []int64
+	run := func(at int64, want int) *sink {
+		s := &sink{}
+		r := start(t, k, "g-start", SpanTopics(), CorrectionTopics(), TopicDecoder("in", testDecoder), DLQTopic("dlq"),
+			Handlers(func(topic string, p int32) PartitionHandler {
+				return &startHandler{sinkHandler: sinkHandler{s: s, topic: topic, partition: p}, at: at, mu: &mu, committed: &seen}
+			}))
+		waitFor(t, "records from the start offset", 30*time.Second, func() bool { return s.count() == want })
+		if err := r.shutdown(t); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		return s
+	}
+	s := run(4, 6)
+	if got := s.snapshot()[0].Offset; got != 4 {
+		t.Fatalf("first record at offset %d, want 4 (the Starter's)", got)
+	}
+	// -1 keeps the committed offset (10 after the first run acked all).
+	pub.publish(t, msg(0, "x", []byte("ok:x")))
+	s = run(-1, 1)
+	if got := s.snapshot(); len(got) != 1 || got[0].Offset != 10 {
+		t.Fatalf("with Start -1 got %d records from offset %d, want 1 from the committed 10", len(got), got[0].Offset)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[0] != -1 || seen[1] != 10 {
+		t.Fatalf("Start saw committed offsets %v, want [-1 10]", seen)
+	}
+}
+
+type failingHandler struct{ sinkHandler }
+
+func (h *failingHandler) Handle(ctx context.Context, b *Batch) error {
+	for _, r := range b.Records {
+		if r.Payload == "ok:fail" {
+			return errors.New("sink refused")
+		}
+	}
+	return h.sinkHandler.Handle(ctx, b)
+}
+
+// TestHandlerErrorStopsRun: a Handle error ends Run with a *HandlerError;
+// what was acknowledged before it is committed.
+func TestHandlerErrorStopsRun(t *testing.T) {
+	k := testharness.StartKafka(t)
+	k.CreateTopic(t, "in", 1, nil)
+	k.CreateTopic(t, "dlq", 1, nil)
+	pub := newPublisher(t, k, "in")
+	s := &sink{}
+	r := start(t, k, "g-fail", SpanTopics(), CorrectionTopics(), TopicDecoder("in", testDecoder), DLQTopic("dlq"),
+		Handlers(func(topic string, p int32) PartitionHandler {
+			return &failingHandler{sinkHandler{s: s, topic: topic, partition: p}}
+		}))
+	pub.publish(t, msg(0, "a", []byte("ok:a")))
+	waitFor(t, "first record", 30*time.Second, func() bool { return s.count() == 1 })
+	pub.publish(t, msg(0, "b", []byte("ok:fail")))
+	var err error
+	select {
+	case err = <-r.done:
+		close(r.done)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after the handler failed")
+	}
+	var he *HandlerError
+	if !errors.As(err, &he) || he.Topic != "in" || he.Partition != 0 {
+		t.Fatalf("Run returned %v, want a *HandlerError for in[0]", err)
+	}
+	if c := committed(t, k, "g-fail", "in"); c[0] != 1 {
+		t.Fatalf("committed %v, want offset 1 (the acked first record)", c)
+	}
+}
+
+// blockingHandler blocks in Handle until its context ends.
+type blockingHandler struct {
+	entered  chan struct{}
+	canceled chan struct{}
+	closed   chan CloseReason
+}
+
+func (h *blockingHandler) Handle(ctx context.Context, b *Batch) error {
+	close(h.entered)
+	<-ctx.Done()
+	close(h.canceled)
+	return ctx.Err()
+}
+
+func (h *blockingHandler) Close(_ context.Context, r CloseReason) { h.closed <- r }
+
+// TestCloseTimeoutCancelsHandle: at shutdown an in-flight Handle keeps its
+// context until CloseTimeout, then it is canceled; its error is not a
+// failure, Close still runs, and nothing unacked is committed.
+func TestCloseTimeoutCancelsHandle(t *testing.T) {
+	k := testharness.StartKafka(t)
+	k.CreateTopic(t, "in", 1, nil)
+	k.CreateTopic(t, "dlq", 1, nil)
+	newPublisher(t, k, "in").publish(t, msg(0, "a", []byte("ok:a")))
+	h := &blockingHandler{entered: make(chan struct{}), canceled: make(chan struct{}), closed: make(chan CloseReason, 1)}
+	r := start(t, k, "g-timeout", SpanTopics(), CorrectionTopics(), TopicDecoder("in", testDecoder), DLQTopic("dlq"),
+		CloseTimeout(300*time.Millisecond), Handlers(func(string, int32) PartitionHandler { return h }))
+	select {
+	case <-h.entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Handle never called")
+	}
+	t0 := time.Now()
+	if err := r.shutdown(t); err != nil {
+		t.Fatalf("Run returned %v after a shutdown; a Handle canceled by CloseTimeout is not a failure", err)
+	}
+	select {
+	case <-h.canceled:
+	default:
+		t.Fatal("Handle's context was not canceled")
+	}
+	if took := time.Since(t0); took < 300*time.Millisecond {
+		t.Errorf("Handle canceled %v after shutdown began, before CloseTimeout (300ms)", took)
+	}
+	if r := <-h.closed; r != CloseShutdown {
+		t.Errorf("Close reason %v, want shutdown", r)
+	}
+	if c := committed(t, k, "g-timeout", "in"); len(c) != 0 {
+		t.Errorf("committed %v with nothing acked", c)
+	}
+}

@@ -1,0 +1,173 @@
+package ingest
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+
+	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// SpanDecoder is the built-in decoder of span topics: OTLP TracesData in
+// protobuf or JSON, one message holding many spans. Spans without a model
+// are skipped and counted in Record.Stats; the rest are checked with
+// Span.Validate, and invalid ones are reported in a *PartialError (or, when
+// every LLM span of the message is invalid, a plain error: the whole record
+// is invalid).
+type SpanDecoder struct {
+	Encoding Encoding
+	Names    schemas.AttributeNames
+	Limits   schemas.Limits
+}
+
+// Decode implements Decoder.
+func (d *SpanDecoder) Decode(r *kgo.Record, out *Record) error {
+	enc := d.Encoding
+	if enc == EncodingAuto {
+		enc = sniff(r.Value)
+	}
+	var (
+		spans []schemas.Span
+		st    schemas.DecodeStats
+		err   error
+	)
+	if enc == EncodingJSON {
+		spans, st, err = schemas.DecodeOTLPJSON(r.Value, d.Names, d.Limits, nil)
+	} else {
+		spans, st, err = schemas.DecodeOTLPProto(r.Value, d.Names, d.Limits, nil)
+	}
+	out.Stats = st
+	if err != nil {
+		return err
+	}
+	var bad []InvalidSpan
+	kept := spans[:0]
+	for i := range spans {
+		if verr := spans[i].Validate(); verr != nil {
+			bad = append(bad, InvalidSpan{Index: i, Err: verr})
+			continue
+		}
+		kept = append(kept, spans[i])
+	}
+	out.Spans = kept
+	if len(bad) == 0 {
+		return nil
+	}
+	if len(kept) == 0 {
+		// Nothing valid to deliver: the record is invalid as a whole, and
+		// its DLQ headers say so without the partial marker.
+		return &allInvalidError{PartialError{Invalid: bad, Total: len(spans)}}
+	}
+	return &PartialError{Invalid: bad, Total: len(spans)}
+}
+
+// allInvalidError is a PartialError in which no span survived; it is not
+// matched by errors.As(err, **PartialError), so the record is not delivered.
+type allInvalidError struct{ p PartialError }
+
+func (e *allInvalidError) Error() string   { return "all " + e.p.Error() }
+func (e *allInvalidError) Unwrap() []error { return e.p.Unwrap() }
+
+// sniff picks the encoding of a span message from its first non-whitespace
+// byte: '{' is JSON, anything else (including an empty message) protobuf.
+func sniff(b []byte) Encoding {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{':
+			return EncodingJSON
+		}
+		return EncodingProto
+	}
+	return EncodingProto
+}
+
+// CorrectionDecoder is the built-in decoder of correction topics: one JSON
+// correction event per message (schemas/correction.v1.schema.json).
+type CorrectionDecoder struct{}
+
+// Decode implements Decoder.
+func (CorrectionDecoder) Decode(r *kgo.Record, out *Record) error {
+	c, err := schemas.DecodeCorrection(r.Value)
+	if err != nil {
+		return err
+	}
+	out.Corrections = []schemas.Correction{c}
+	return nil
+}
+
+// ErrorKind classifies why a record went to the DLQ; it is the value of the
+// fusebox.error.kind header.
+type ErrorKind string
+
+const (
+	// KindMalformed: the bytes could not be decoded (or the decoder
+	// panicked).
+	KindMalformed ErrorKind = "malformed"
+	// KindInvalid: the record decoded but broke a rule. A partially invalid
+	// span record also has this kind, with fusebox.dlq.partial=true.
+	KindInvalid ErrorKind = "invalid"
+	// KindTooLarge: the record exceeded a Limit.
+	KindTooLarge ErrorKind = "too_large"
+)
+
+// classify maps a decode error to its kind. Malformed wins over invalid: a
+// message that is both broken and wrong is first of all broken.
+func classify(err error) ErrorKind {
+	switch {
+	case errors.Is(err, schemas.ErrTooLarge):
+		return KindTooLarge
+	case errors.Is(err, schemas.ErrMalformed):
+		return KindMalformed
+	case errors.Is(err, schemas.ErrInvalid):
+		return KindInvalid
+	}
+	return KindMalformed
+}
+
+// errorField returns the field named by the first *schemas.FieldError in err.
+func errorField(err error) string {
+	var fe *schemas.FieldError
+	if errors.As(err, &fe) {
+		return fe.Field
+	}
+	return ""
+}
+
+// PanicError is what a decoder panic becomes: a malformed record.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("decoder panic: %v", e.Value) }
+
+// Unwrap makes a panic count as malformed.
+func (e *PanicError) Unwrap() error { return schemas.ErrMalformed }
+
+// tooLargeValue is the error of a record value past Limits.MaxMessageBytes.
+type tooLargeValue struct{ got, limit int }
+
+func (e *tooLargeValue) Error() string {
+	return schemas.ErrTooLarge.Error() + ": value: " + strconv.Itoa(e.got) + " bytes exceeds max_message_bytes " + strconv.Itoa(e.limit)
+}
+
+func (e *tooLargeValue) Unwrap() []error {
+	return []error{schemas.ErrTooLarge, &schemas.FieldError{Field: "value", Reason: "exceeds max_message_bytes"}}
+}
+
+// decodeSafe runs d on r with the size check first and panics recovered.
+func decodeSafe(d Decoder, r *kgo.Record, out *Record, maxBytes int) (err error) {
+	if len(r.Value) > maxBytes {
+		return &tooLargeValue{got: len(r.Value), limit: maxBytes}
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return d.Decode(r, out)
+}
