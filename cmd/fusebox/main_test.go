@@ -19,18 +19,22 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/fusebox-dev/fusebox/internal/broker"
+	"github.com/fusebox-dev/fusebox/internal/testharness"
 )
 
 // envAsMain makes the test binary behave as the fusebox binary, so tests can
 // run it as a process and send it signals without building it separately.
 const envAsMain = "FUSEBOX_TEST_AS_MAIN"
 
+// TestMain runs the test binary as fusebox itself when envAsMain is set (a
+// test starting `fusebox` as a process), else runs the tests through
+// testharness.Main, which stops the ClickHouse server the CLI tests share.
 func TestMain(m *testing.M) {
 	if os.Getenv(envAsMain) == "1" {
 		main()
 		return
 	}
-	os.Exit(m.Run())
+	testharness.Main(m)
 }
 
 func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
