@@ -19,6 +19,7 @@ func (w *Worker) MarshalBinary() ([]byte, error) {
 	e.u32(uint32(w.partition))
 	e.i64(w.nextOffset)
 	e.i64(w.watermark)
+	e.i64(w.earliest)
 	e.str(w.lastTopics)
 	w.wm.appendBinary(e)
 	w.guard.appendBinary(e)
@@ -72,6 +73,7 @@ func RestoreWorker(cfg WorkerConfig, partition int32, snap []byte) (w *Worker, r
 	}
 	w.nextOffset = d.i64()
 	w.watermark = d.i64()
+	w.earliest = d.i64()
 	w.lastTopics = d.str()
 	w.wm.decodeBinary(d)
 	if d.err == nil {

@@ -68,9 +68,12 @@ func (w *watermarks) source(id sourceID) *sourceState {
 }
 
 // current is the watermark: math.MinInt64 while any announced source has
-// not been heard from.
+// not been heard from. When every source is idle, nothing more is coming
+// for now, and the watermark is the newest event time any source reached
+// (minus the lateness), so that the last windows close.
 func (w *watermarks) current() int64 {
 	wm := int64(math.MaxInt64)
+	newest := int64(math.MinInt64)
 	any := false
 	for topic, n := range w.partitions {
 		for p := int32(0); p < n; p++ {
@@ -78,6 +81,7 @@ func (w *watermarks) current() int64 {
 			if s == nil {
 				return math.MinInt64
 			}
+			newest = max(newest, s.maxEventTime)
 			if s.idle {
 				continue
 			}
@@ -87,7 +91,10 @@ func (w *watermarks) current() int64 {
 			}
 		}
 	}
-	if !any || wm == math.MinInt64 {
+	if !any {
+		wm = newest
+	}
+	if wm == math.MinInt64 {
 		return math.MinInt64
 	}
 	return wm - w.lateness

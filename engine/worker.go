@@ -96,6 +96,11 @@ type Worker struct {
 	wm         *watermarks
 	lastTopics string
 	watermark  int64
+	// earliest is the smallest event time of an on-time record while the
+	// watermark was still unknown: evaluations start at the first boundary
+	// after it, so a backlog read before every source was heard from still
+	// gets all its windows evaluated.
+	earliest int64
 	guard      *guard
 	slos       []sloState
 	breaker    Breaker
@@ -126,6 +131,7 @@ func NewWorker(cfg WorkerConfig, partition int32) (*Worker, error) {
 		partition: partition,
 		wm:        newWatermarks(int64(cfg.AllowedLateness)),
 		watermark: math.MinInt64,
+		earliest:  math.MaxInt64,
 		guard:     newGuard(cfg.Guard),
 	}
 	for _, spec := range cfg.SLOs {
@@ -220,6 +226,7 @@ func (w *Worker) span(s *schemas.Span) {
 		return
 	}
 	w.stats.Spans++
+	w.earliest = min(w.earliest, t)
 	for i := range w.slos {
 		if w.slos[i].spec.Match.Matches(s.Key) {
 			w.slos[i].proc.ObserveSpan(key, s)
@@ -233,6 +240,7 @@ func (w *Worker) correction(c *schemas.Correction) {
 		return
 	}
 	w.stats.Corrections++
+	w.earliest = min(w.earliest, c.TimeUnixNano)
 	k := schemas.Key{Tenant: c.Tenant, Model: c.Model, Variant: c.Variant}
 	for i := range w.slos {
 		m := &w.slos[i].spec.Match
@@ -276,9 +284,9 @@ func (w *Worker) advance() {
 	for i := range w.slos {
 		s := &w.slos[i]
 		if s.next == math.MinInt64 {
-			// The first boundary after the watermark is first known:
-			// earlier windows were never seen whole.
-			s.next = floorDiv(wm, s.every)*s.every + s.every
+			// The first boundary after the earliest record (or after the
+			// watermark, when nothing came before it).
+			s.next = floorDiv(min(wm, w.earliest), s.every)*s.every + s.every
 		}
 	}
 	for {

@@ -247,7 +247,11 @@ func (h *handler) produce(ctx context.Context, out Out, pending *pendingBatch) {
 // markIdleIfSilent writes an idle marker to every keyed partition when the
 // source partition has been silent for IdleTimeout.
 func (h *handler) markIdleIfSilent(now time.Time) {
-	h.mu.Lock()
+	// A handler busy routing a batch is not silent; waiting for it here
+	// would hold back the idle markers of every other partition.
+	if !h.mu.TryLock() {
+		return
+	}
 	defer h.mu.Unlock()
 	if now.Sub(h.lastSeen) < h.r.cfg.IdleTimeout {
 		return

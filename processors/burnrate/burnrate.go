@@ -234,9 +234,13 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 	}
 }
 
-// significant reports whether the error rate bad/total exceeds limit with
-// the configured confidence (the Wilson lower bound is above it).
+// significant reports whether there were at least MinBadEvents bad calls
+// and the error rate bad/total exceeds limit with the configured
+// confidence (the Wilson lower bound is above it).
 func (p *Processor) significant(bad, total, limit float64) bool {
+	if bad < float64(p.cfg.MinBadEvents) {
+		return false
+	}
 	if p.cfg.Confidence == 0 {
 		return true
 	}

@@ -26,6 +26,10 @@ type Config struct {
 	// MinEvents is the fewest calls in a long window for it to count.
 	// Default 100.
 	MinEvents int `yaml:"min_events"`
+	// MinBadEvents is the fewest bad calls in a long window for its rule
+	// to fire: one failure among a few hundred calls is a large burn rate
+	// but rarely an incident. Default 5.
+	MinBadEvents int `yaml:"min_bad_events"`
 	// Confidence guards against low traffic: a rule fires only when the
 	// lower bound of the Wilson interval (at this level) of the long
 	// window's error rate also exceeds Factor × (1 - Target), so that two
@@ -55,8 +59,9 @@ func DefaultConfig() Config {
 			{Long: 24 * time.Hour, Short: 2 * time.Hour, Factor: 3},
 			{Long: 72 * time.Hour, Short: 6 * time.Hour, Factor: 1},
 		},
-		MinEvents:  100,
-		Confidence: 0.95,
+		MinEvents:    100,
+		MinBadEvents: 5,
+		Confidence:   0.95,
 	}
 }
 
@@ -79,6 +84,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	k.Fail(c.MinEvents < 0, "min_events", "must not be negative")
+	k.Fail(c.MinBadEvents < 0, "min_bad_events", "must not be negative")
 	k.Fail(c.Confidence < 0 || c.Confidence >= 1, "confidence", "must be in [0, 1) (0 disables the low-traffic guard)")
 	return k.Err()
 }
