@@ -101,9 +101,9 @@ type Worker struct {
 	// after it, so a backlog read before every source was heard from still
 	// gets all its windows evaluated.
 	earliest int64
-	guard      *guard
-	slos       []sloState
-	breaker    Breaker
+	guard    *guard
+	slos     []sloState
+	breaker  Breaker
 
 	nextOffset int64
 	out        schemas.Output
