@@ -27,6 +27,7 @@ var commands = []command{
 	{"run", "run the pipeline daemon (placeholder: the engine is not wired yet)", cmdRun},
 	{"broker", "run an embedded Kafka-protocol broker (franz-go kfake) for demos and development", cmdBroker},
 	{"gen", "publish realistic OTLP spans and correction events to Kafka from a seeded scenario", cmdGen},
+	{"bench", "run a long study (tail-accuracy) and print its table", cmdBench},
 	{"version", "print the module version and the Go version fusebox was built with", cmdVersion},
 	{"migrate", "create or upgrade the ClickHouse schema (versioned migrations; re-running is a no-op)", cmdMigrate},
 	{"report", "print the reporting SQL's results for a time range (table or CSV)", cmdReport},
