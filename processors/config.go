@@ -2,6 +2,7 @@ package processors
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"time"
 
@@ -92,4 +93,11 @@ func (m Metric) Value(s *schemas.Span) (float64, bool) {
 		return s.Alignment, s.Has&schemas.HasAlignment != 0
 	}
 	return 0, false
+}
+
+// FiniteValue is Value, with ok false also for a NaN or infinite value:
+// one that a window of samples cannot use.
+func (m Metric) FiniteValue(s *schemas.Span) (float64, bool) {
+	v, ok := m.Value(s)
+	return v, ok && !math.IsNaN(v) && !math.IsInf(v, 0)
 }

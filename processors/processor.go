@@ -108,6 +108,13 @@ func hashIDs(a, b []byte) uint64 {
 		h ^= uint64(c)
 		h *= prime
 	}
+	return Avalanche(h)
+}
+
+// Avalanche is the SplitMix64 finaliser: a bijection on uint64 under which
+// every input bit affects every output bit, applied to FNV-1a sums so that
+// inputs differing only in their last bytes spread over the whole range.
+func Avalanche(h uint64) uint64 {
 	h ^= h >> 30
 	h *= 0xbf58476d1ce4e5b9
 	h ^= h >> 27

@@ -2,16 +2,16 @@ package breaker
 
 import (
 	"testing"
-	"time"
 
+	"github.com/fusebox-dev/fusebox/processors/internal/proctest"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
 const (
-	sec    = int64(time.Second)
-	minute = 60 * sec
+	sec    = proctest.Second
+	minute = proctest.Minute
 	// t0 is an arbitrary evaluation time (2026-01-01T00:00:00Z).
-	t0 = int64(1767225600) * sec
+	t0 = proctest.T0
 )
 
 var keyA = schemas.Key{Tenant: "acme", Service: "chat", Model: "big", Variant: "canary"}

@@ -54,6 +54,7 @@ type Processor struct {
 	longest    int64
 	emitWithin int64 // a key gets verdicts while it had calls this recently
 	keys       map[schemas.Key]*keyState
+	order      processors.KeyOrder // scratch
 }
 
 // bucket counts calls of one interval.
@@ -114,15 +115,15 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 	t := s.EndUnixNano
 	ks.last = max(ks.last, t)
 	bad := p.Bad(s)
-	count(ks.fine, floorTo(t, p.every), p.every, bad)
+	count(ks.fine, processors.FloorTo(t, p.every), p.every, bad)
 	if ks.coarse != nil {
-		count(ks.coarse, floorTo(t, coarseWidth), coarseWidth, bad)
+		count(ks.coarse, processors.FloorTo(t, coarseWidth), coarseWidth, bad)
 	}
 }
 
 // count adds one call to the ring slot of the bucket starting at start.
 func count(ring []bucket, start, width int64, bad bool) {
-	b := &ring[int(mod(start/width, int64(len(ring))))]
+	b := &ring[processors.FloorMod(start/width, int64(len(ring)))]
 	if b.Start != start {
 		if b.Start > start {
 			return // older than the ring reaches: cannot happen within lateness
@@ -140,7 +141,7 @@ func count(ring []bucket, start, width int64, bad bool) {
 // within fineSpan of to, both multiples of every).
 func (p *Processor) sumFine(ks *keyState, from, to int64) (good, bad float64) {
 	for t := from; t < to; t += p.every {
-		b := &ks.fine[int(mod(t/p.every, int64(len(ks.fine))))]
+		b := &ks.fine[processors.FloorMod(t/p.every, int64(len(ks.fine)))]
 		if b.Start == t {
 			good += float64(b.Good)
 			bad += float64(b.Bad)
@@ -152,8 +153,8 @@ func (p *Processor) sumFine(ks *keyState, from, to int64) (good, bad float64) {
 // sumCoarse returns the calls in [from, to) from the hourly ring, counting
 // a bucket that straddles an edge in proportion to its overlap.
 func (p *Processor) sumCoarse(ks *keyState, from, to int64) (good, bad float64) {
-	for h := floorTo(from, coarseWidth); h < to; h += coarseWidth {
-		b := &ks.coarse[int(mod(h/coarseWidth, int64(len(ks.coarse))))]
+	for h := processors.FloorTo(from, coarseWidth); h < to; h += coarseWidth {
+		b := &ks.coarse[processors.FloorMod(h/coarseWidth, int64(len(ks.coarse)))]
 		if b.Start != h {
 			continue
 		}
@@ -193,20 +194,17 @@ type ruleResult struct {
 // in the last longest-short-window, in key order, then forgets keys idle
 // for longer than the longest window.
 func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
-	keys := make([]schemas.Key, 0, len(p.keys))
 	for k, ks := range p.keys {
 		if ks.last < now-p.longest {
 			delete(p.keys, k)
-			continue
-		}
-		if ks.last >= now-p.emitWithin {
-			keys = append(keys, k)
 		}
 	}
-	slices.SortFunc(keys, func(a, b schemas.Key) int { return cmpString(a.String(), b.String()) })
 	budget := 1 - p.cfg.Target
-	for _, k := range keys {
+	for _, k := range processors.SortedKeys(p.keys, &p.order) {
 		ks := p.keys[k]
+		if ks.last < now-p.emitWithin {
+			continue // idle lately: no verdict, state kept for the long windows
+		}
 		rate := func(d time.Duration) (burn, total, bad float64) {
 			g, b := p.window(ks, now, int64(d))
 			if g+b == 0 {
@@ -318,24 +316,4 @@ func dur(d time.Duration) string {
 		return strconv.Itoa(int(d/time.Minute)) + "m"
 	}
 	return strconv.Itoa(int(d/time.Second)) + "s"
-}
-
-func floorTo(t, w int64) int64 { return t - mod(t, w) }
-
-func mod(a, b int64) int64 {
-	r := a % b
-	if r < 0 {
-		r += b
-	}
-	return r
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

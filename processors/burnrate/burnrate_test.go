@@ -4,20 +4,15 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
-	"sort"
 	"testing"
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/internal/proctest"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
-type sink struct{ vs []schemas.Verdict }
-
-func (s *sink) Verdict(v schemas.Verdict) { s.vs = append(s.vs, v) }
-func (s *sink) Rollup(schemas.Rollup)     {}
-
-const minute = int64(time.Minute)
+const minute = proctest.Minute
 
 var key = schemas.Key{Tenant: "acme", Service: "chat", Model: "m", Variant: "baseline"}
 
@@ -41,7 +36,7 @@ func run(t *testing.T, cfg Config, spans []schemas.Span, t0 int64, minutes int) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out sink
+	var out proctest.Collector
 	i := 0
 	for m := 1; m <= minutes; m++ {
 		now := t0 + int64(m)*minute
@@ -51,16 +46,12 @@ func run(t *testing.T, cfg Config, spans []schemas.Span, t0 int64, minutes int) 
 		}
 		p.Evaluate(now, &out)
 	}
-	for _, v := range out.vs {
-		if err := v.Validate(); err != nil {
-			t.Fatalf("invalid verdict %+v: %v", v, err)
-		}
-	}
-	return out.vs
+	proctest.ValidateAll(t, out.Verdicts)
+	return out.Verdicts
 }
 
 func sorted(xs []schemas.Span) []schemas.Span {
-	slicesSortByEnd(xs)
+	proctest.SortByEnd(xs)
 	return xs
 }
 
@@ -107,9 +98,7 @@ func TestWindowsMatchBruteForce(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.MinEvents = 1
 	p, _ := New(processors.Meta{SLO: "x"}, cfg)
-	for i := range spans {
-		p.ObserveSpan(key, &spans[i])
-	}
+	proctest.ObserveAll(p, spans)
 	now := t0 + 30*60*minute - 17*minute
 	ks := p.keys[key]
 	for _, d := range []time.Duration{5 * time.Minute, time.Hour, 6 * time.Hour, 24 * time.Hour} {
@@ -145,7 +134,7 @@ func TestSnapshotContinuesIdentically(t *testing.T) {
 	want := run(t, cfg, spans, t0, 120)
 
 	p, _ := New(processors.Meta{SLO: "avail", ConfigVersion: "v1"}, cfg)
-	var out sink
+	var out proctest.Collector
 	i := 0
 	for m := 1; m <= 120; m++ {
 		now := t0 + int64(m)*minute
@@ -162,11 +151,19 @@ func TestSnapshotContinuesIdentically(t *testing.T) {
 			}
 		}
 	}
-	if !reflect.DeepEqual(out.vs, want) {
+	if !reflect.DeepEqual(out.Verdicts, want) {
 		t.Fatal("restored processor diverged")
 	}
-	if err := p.UnmarshalBinary([]byte{1, 0, 0, 0, 9}); err == nil {
-		t.Fatal("corrupt snapshot accepted")
+	snap, _ := p.MarshalBinary()
+	newP := func() processors.Processor {
+		q, _ := New(processors.Meta{SLO: "avail", ConfigVersion: "v1"}, cfg)
+		return q
+	}
+	proctest.RejectsDamage(t, newP, snap, ErrCorrupt)
+	other := cfg
+	other.Every = 30 * time.Second
+	if q, _ := New(processors.Meta{SLO: "avail"}, other); q.UnmarshalBinary(snap) == nil {
+		t.Fatal("snapshot restored into another configuration")
 	}
 }
 
@@ -192,8 +189,4 @@ func BenchmarkObserveSpan(b *testing.B) {
 	}
 	buf, _ := p.MarshalBinary()
 	b.ReportMetric(float64(len(buf)), "state-bytes/key")
-}
-
-func slicesSortByEnd(xs []schemas.Span) {
-	sort.Slice(xs, func(i, j int) bool { return xs[i].EndUnixNano < xs[j].EndUnixNano })
 }

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/internal/proctest"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -21,7 +23,7 @@ func BenchmarkObserveSpan(b *testing.B) {
 	}
 	for i := range spans {
 		k := streams[i%len(streams)].key
-		spans[i] = newSpan(r, k, "chat", t0, 100)
+		spans[i] = proctest.NewSpan(r, k, "chat", t0, 100)
 		spans[i].SessionID = sessions[r.IntN(len(sessions))]
 	}
 	end := t0
@@ -46,38 +48,25 @@ func BenchmarkObserveSpan(b *testing.B) {
 // plus the unjoined keys); reports ns per key and snapshot bytes per key.
 func BenchmarkEvaluate(b *testing.B) {
 	const copies = 10
-	var evs []event
+	var evs []proctest.Event
 	for c := range copies {
 		for _, e := range generate(uint64(c+1), t0, t0+10*minute, script{}) {
-			if e.span != nil {
-				s := *e.span
+			if e.Span != nil {
+				s := *e.Span
 				s.Key.Tenant += string(rune('A' + c))
-				e.span = &s
+				e.Span = &s
 			} else {
-				x := *e.corr
+				x := *e.Correction
 				x.Tenant += string(rune('A' + c))
-				e.corr = &x
+				e.Correction = &x
 			}
 			evs = append(evs, e)
 		}
 	}
 	p := mustNew(b, DefaultConfig())
-	driveEvents(b, p, evs, t0, t0+9*minute)
-	keys := p.Keys()
+	proctest.DriveEvents(b, p, evs, t0, t0+9*minute)
 	snap, _ := p.MarshalBinary()
-	b.ReportAllocs()
-	b.ResetTimer()
-	var out sink
-	for b.Loop() {
-		b.StopTimer()
-		q := mustNew(b, DefaultConfig())
-		_ = q.UnmarshalBinary(snap)
-		out.verdicts = out.verdicts[:0]
-		b.StartTimer()
-		q.Evaluate(t0+10*minute, &out)
-	}
+	proctest.BenchEvaluate(b, func() processors.Processor { return mustNew(b, DefaultConfig()) }, snap, t0+10*minute)
 	n, _, _ := p.IndexStats()
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(keys), "ns/key")
-	b.ReportMetric(float64(len(snap))/float64(keys), "state_bytes/key")
 	b.ReportMetric(float64(n), "indexed_spans")
 }

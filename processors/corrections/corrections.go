@@ -70,7 +70,6 @@
 package corrections
 
 import (
-	"cmp"
 	"errors"
 	"slices"
 	"strings"
@@ -216,7 +215,7 @@ func (p *Processor) state(key schemas.Key) *keyState {
 // ObserveSpan counts a response of key and indexes the span for joining.
 func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 	ks := p.state(key)
-	ks.slot(floor(s.EndUnixNano, p.every)).responses++
+	ks.slot(processors.FloorTo(s.EndUnixNano, p.every)).responses++
 	if s.TraceID.IsZero() && s.SessionID == "" {
 		return
 	}
@@ -233,7 +232,7 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 // ObserveCorrection buffers c until an evaluation passes its time.
 func (p *Processor) ObserveCorrection(c *schemas.Correction) {
 	if len(p.pending) >= p.cfg.MaxPendingCorrections {
-		u := p.unjoinedSlot(schemas.Key{Tenant: c.Tenant, Model: c.Model, Variant: c.Variant}, floor(c.TimeUnixNano, p.every))
+		u := p.unjoinedSlot(schemas.Key{Tenant: c.Tenant, Model: c.Model, Variant: c.Variant}, processors.FloorTo(c.TimeUnixNano, p.every))
 		u.n++
 		u.overflow++
 		return
@@ -254,19 +253,11 @@ func (p *Processor) ObserveCorrection(c *schemas.Correction) {
 // joinPending joins every buffered correction with a time before now, in
 // (time, hash, event id) order, and keeps the rest buffered.
 func (p *Processor) joinPending(now int64) {
-	slices.SortFunc(p.pending, func(a, b pending) int {
-		if c := cmp.Compare(a.tc, b.tc); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.h, b.h); c != 0 {
-			return c
-		}
-		return strings.Compare(a.eventID, b.eventID)
-	})
+	slices.SortFunc(p.pending, comparePending)
 	done := 0
 	for done < len(p.pending) && p.pending[done].tc < now {
 		c := &p.pending[done]
-		start := floor(c.tc, p.every)
+		start := processors.FloorTo(c.tc, p.every)
 		if j := p.index.find(c.tenant, c.trace, c.session, c.tc, p.join); j >= 0 {
 			e := &p.index.entries[j]
 			sl := e.ks.slot(start)
@@ -321,6 +312,9 @@ func (ks *keyState) slot(start int64) *slot {
 	return &ks.slots[i]
 }
 
+func slotStart(s *slot) int64   { return s.start }
+func uslotStart(u *uslot) int64 { return u.start }
+
 // Evaluate joins the corrections the watermark has passed, judges every key
 // with responses or corrections in [now-Window, now) and every canary with
 // its baseline, reports unjoined corrections, then drops what no later
@@ -340,7 +334,7 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 		}
 		unjoinedByTenant[k.Tenant] += n
 	}
-	for _, k := range sortedKeys(p.keys) {
+	for _, k := range processors.SortedKeys(p.keys, nil) {
 		t := p.keys[k].tally(from, now, p.every)
 		if t.responses == 0 && t.corrections == 0 && t.repeats == 0 {
 			continue
@@ -356,7 +350,7 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 		bk.Variant = p.cfg.BaselineVariant
 		out = append(out, p.canaryVerdict(k, t, tallies[bk], from, now))
 	}
-	for _, k := range sortedKeys(p.unjoined) {
+	for _, k := range processors.SortedKeys(p.unjoined, nil) {
 		if v, ok := p.unjoinedVerdict(k, p.unjoined[k], from, now); ok {
 			out = append(out, v)
 		}
@@ -379,21 +373,13 @@ func (p *Processor) evict(now int64) {
 	keep := now + p.every - p.win
 	p.index.evictBefore(now - p.join)
 	for k, ks := range p.keys {
-		d := 0
-		for d < len(ks.slots) && ks.slots[d].start+p.every <= keep {
-			d++
-		}
-		ks.slots = slices.Delete(ks.slots, 0, d)
+		ks.slots = processors.DropSlotsBefore(ks.slots, keep, p.every, slotStart)
 		if len(ks.slots) == 0 && ks.refs == 0 {
 			delete(p.keys, k)
 		}
 	}
 	for k, u := range p.unjoined {
-		d := 0
-		for d < len(u.slots) && u.slots[d].start+p.every <= keep {
-			d++
-		}
-		u.slots = slices.Delete(u.slots, 0, d)
+		u.slots = processors.DropSlotsBefore(u.slots, keep, p.every, uslotStart)
 		if len(u.slots) == 0 {
 			delete(p.unjoined, k)
 		}
@@ -423,24 +409,8 @@ func (ks *keyState) tally(from, to, every int64) tally {
 	return t
 }
 
-func floor(t, w int64) int64 {
-	r := t % w
-	if r < 0 {
-		r += w
-	}
-	return t - r
-}
-
-func sortedKeys[V any](m map[schemas.Key]V) []schemas.Key {
-	keys := make([]schemas.Key, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b schemas.Key) int { return strings.Compare(a.String(), b.String()) })
-	return keys
-}
-
-// ErrCorrupt is returned by UnmarshalBinary for a snapshot it cannot read.
+// ErrCorrupt is wrapped by every UnmarshalBinary error (with
+// snapcodec.ErrDamaged and a message saying what is wrong and where).
 var ErrCorrupt = errors.New("corrections: corrupt snapshot")
 
 // Processor implements processors.Processor.

@@ -1,20 +1,17 @@
 package corrections
 
 import (
-	"errors"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/internal/proctest"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
 var meta = processors.Meta{SLO: "satisfaction", ConfigVersion: "v1"}
-
-const sec = int64(time.Second)
 
 func mustNew(t testing.TB, cfg Config) *Processor {
 	t.Helper()
@@ -70,16 +67,7 @@ func TestConfigValidate(t *testing.T) {
 	bad.MaxPendingCorrections = 0
 	bad.MaxUnjoinedKeys = 0
 	bad.CanaryVariant = "baseline"
-	err := bad.Validate()
-	var ce *processors.ConfigError
-	if !errors.As(err, &ce) {
-		t.Fatalf("want ConfigErrors, got %v", err)
-	}
-	for _, f := range []string{"max_pending_corrections:", "max_unjoined_keys:", "canary_variant:"} {
-		if !strings.Contains(err.Error(), f) {
-			t.Errorf("error %q does not name %s", err, f)
-		}
-	}
+	proctest.WantConfigErrors(t, bad.Validate(), "max_pending_corrections", "max_unjoined_keys", "canary_variant")
 }
 
 // joinFixture: one key, spans at known times sharing trace and session
@@ -87,7 +75,7 @@ func TestConfigValidate(t *testing.T) {
 type joinFixture struct {
 	p   *Processor
 	r   *rand.Rand
-	out sink
+	out proctest.Collector
 }
 
 func newFixture(t *testing.T) *joinFixture {
@@ -97,7 +85,7 @@ func newFixture(t *testing.T) *joinFixture {
 }
 
 func (f *joinFixture) span(key schemas.Key, end int64, trace byte, session string) schemas.Span {
-	s := newSpan(f.r, key, "chat", end, 100)
+	s := proctest.NewSpan(f.r, key, "chat", end, 100)
 	s.TraceID = schemas.TraceID{trace}
 	s.SessionID = session
 	f.p.ObserveSpan(s.Key, &s)
@@ -133,16 +121,16 @@ func TestJoinRules(t *testing.T) {
 	f.correct("acme", t0+40*sec, 0, "sess-A", schemas.KindReject)
 
 	f.p.Evaluate(t0+minute, &f.out)
-	vs := f.out.verdicts
+	vs := f.out.Verdicts
 	if v := find(vs, other, MetricRate); v == nil || detail(v, "corrections") != 1 || detail(v, "reject") != 1 {
-		t.Fatalf("trace join to the latest span before the correction failed:\n%s", lines(vs))
+		t.Fatalf("trace join to the latest span before the correction failed:\n%s", proctest.Lines(vs, t0))
 	}
 	v := find(vs, keyBase, MetricRate)
 	if v == nil || detail(v, "corrections") != 1 || detail(v, "rephrase") != 1 || detail(v, "repeats") != 1 || detail(v, "responses") != 2 {
-		t.Fatalf("session fallback or repeat counting failed:\n%s", lines(vs))
+		t.Fatalf("session fallback or repeat counting failed:\n%s", proctest.Lines(vs, t0))
 	}
 	if v := find(vs, keySearch, MetricRate); v == nil || detail(v, "corrections") != 0 {
-		t.Fatalf("a correction joined a span of another tenant:\n%s", lines(vs))
+		t.Fatalf("a correction joined a span of another tenant:\n%s", proctest.Lines(vs, t0))
 	}
 	// The too-old correction is at +11m: pending until then.
 	if _, _, pend := f.p.IndexStats(); pend != 1 {
@@ -152,8 +140,8 @@ func TestJoinRules(t *testing.T) {
 		f.p.Evaluate(t0+m*minute, &f.out)
 	}
 	uk := schemas.Key{Tenant: "initech", Model: "m-from-event"}
-	if v := find(f.out.verdicts, uk, MetricUnjoined); v == nil || v.Value != 1 || v.Status != schemas.StatusOK {
-		t.Fatalf("unjoined correction not attributed to %v:\n%s", uk, lines(f.out.verdicts))
+	if v := find(f.out.Verdicts, uk, MetricUnjoined); v == nil || v.Value != 1 || v.Status != schemas.StatusOK {
+		t.Fatalf("unjoined correction not attributed to %v:\n%s", uk, proctest.Lines(f.out.Verdicts, t0))
 	}
 }
 
@@ -163,8 +151,8 @@ func TestJoinTieBreakAndArrivalOrder(t *testing.T) {
 	var winners []schemas.Key
 	for _, order := range [][]int{{0, 1, 2}, {2, 1, 0}, {1, 2, 0}} {
 		f := newFixture(t)
-		a := newSpan(f.r, keyBase, "chat", t0+10*sec, 100)
-		b := newSpan(f.r, keyCanary, "chat", t0+10*sec, 100)
+		a := proctest.NewSpan(f.r, keyBase, "chat", t0+10*sec, 100)
+		b := proctest.NewSpan(f.r, keyCanary, "chat", t0+10*sec, 100)
 		a.TraceID, b.TraceID = schemas.TraceID{7}, schemas.TraceID{7}
 		a.SpanID, b.SpanID = schemas.SpanID{1}, schemas.SpanID{2}
 		c := schemas.Correction{EventID: "x", TimeUnixNano: t0 + 20*sec, Tenant: "acme", TraceID: schemas.TraceID{7}, Kind: schemas.KindReject}
@@ -179,7 +167,7 @@ func TestJoinTieBreakAndArrivalOrder(t *testing.T) {
 			}
 		}
 		f.p.Evaluate(t0+minute, &f.out)
-		for _, v := range f.out.verdicts {
+		for _, v := range f.out.Verdicts {
 			if v.Metric == MetricRate && detail(&v, "corrections") == 1 {
 				winners = append(winners, v.Key)
 			}
@@ -207,10 +195,10 @@ func TestRateAndWilson(t *testing.T) {
 		f.correct("initech", t0+55*sec, byte(i+1), "", schemas.KindThumbsDown)
 	}
 	f.p.Evaluate(t0+minute, &f.out)
-	v := find(f.out.verdicts, keyOther, MetricRate)
+	v := find(f.out.Verdicts, keyOther, MetricRate)
 	lo, hi := wilson(20, 200)
 	if v.Value != 0.1 || math.Abs(v.Lower-lo) > 1e-12 || math.Abs(v.Upper-hi) > 1e-12 || v.Status != schemas.StatusBreach || v.N != 200 {
-		t.Fatalf("got %s; want rate 0.1 Wilson [%v, %v] breach", line(v), lo, hi)
+		t.Fatalf("got %s; want rate 0.1 Wilson [%v, %v] breach", proctest.Line(v, t0), lo, hi)
 	}
 	if detail(v, "thumbs_down") != 20 {
 		t.Fatal("kind not counted")
@@ -221,9 +209,9 @@ func TestRateAndWilson(t *testing.T) {
 	g.span(keyOther, t0, 1, "")
 	g.correct("initech", t0+sec, 1, "", schemas.KindEdit)
 	g.p.Evaluate(t0+minute, &g.out)
-	v = find(g.out.verdicts, keyOther, MetricRate)
+	v = find(g.out.Verdicts, keyOther, MetricRate)
 	if v.Status != schemas.StatusInsufficientData || v.Value != 0 || v.IntervalLevel != 0 || detail(v, "corrections") != 1 {
-		t.Fatalf("got %s", line(v))
+		t.Fatalf("got %s", proctest.Line(v, t0))
 	}
 }
 
@@ -257,10 +245,10 @@ func TestCanaryVerdict(t *testing.T) {
 				t.Fatal(err)
 			}
 			if v.Status != tc.want || (v.Value > 0) != tc.wantPositive {
-				t.Fatalf("got %s", line(&v))
+				t.Fatalf("got %s", proctest.Line(&v, t0))
 			}
 			if v.Status != schemas.StatusInsufficientData && !(v.Lower <= v.Value && v.Value <= v.Upper) {
-				t.Fatalf("value outside its interval: %s", line(&v))
+				t.Fatalf("value outside its interval: %s", proctest.Line(&v, t0))
 			}
 		})
 	}
@@ -272,14 +260,12 @@ func TestIndexCapKeepsNewestWhateverTheOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 3))
 	var spans []schemas.Span
 	for i := range 3000 {
-		s := newSpan(r, keyBase, "chat", t0+int64(i)*sec/100, 10)
+		s := proctest.NewSpan(r, keyBase, "chat", t0+int64(i)*sec/100, 10)
 		spans = append(spans, s)
 	}
 	snap := func(order []schemas.Span) string {
 		p := mustNew(t, cfg)
-		for i := range order {
-			p.ObserveSpan(order[i].Key, &order[i])
-		}
+		proctest.ObserveAll(p, order)
 		n, ev, _ := p.IndexStats()
 		if n != 1000 || ev != 2000 {
 			t.Fatalf("indexed %d evicted %d, want 1000 and 2000", n, ev)
@@ -308,22 +294,22 @@ func TestPendingOverflowCountedNotDropped(t *testing.T) {
 		c := schemas.Correction{EventID: string(rune(i + 1000)), TimeUnixNano: t0 + int64(i)*sec/10, Tenant: "acme", TraceID: schemas.TraceID{byte(i)}, Kind: schemas.KindReject}
 		p.ObserveCorrection(&c)
 	}
-	var out sink
+	var out proctest.Collector
 	p.Evaluate(t0+minute, &out)
-	v := find(out.verdicts, schemas.Key{Tenant: "acme"}, MetricUnjoined)
+	v := find(out.Verdicts, schemas.Key{Tenant: "acme"}, MetricUnjoined)
 	if v == nil || v.Value != 150 || detail(v, "pending_overflow") != 50 {
-		t.Fatalf("got\n%s", lines(out.verdicts))
+		t.Fatalf("got\n%s", proctest.Lines(out.Verdicts, t0))
 	}
 }
 
 func TestEvictionForgetsEverything(t *testing.T) {
 	evs := generate(4, t0, t0+20*minute, script{})
 	p := mustNew(t, DefaultConfig())
-	driveEvents(t, p, evs, t0, t0+20*minute)
+	proctest.DriveEvents(t, p, evs, t0, t0+20*minute)
 	if p.Keys() == 0 {
 		t.Fatal("no state")
 	}
-	var out sink
+	var out proctest.Collector
 	for m := int64(21); m <= 40; m++ {
 		p.Evaluate(t0+m*minute, &out)
 	}

@@ -3,12 +3,17 @@ package corrections
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
-	"testing"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/internal/proctest"
 	"github.com/fusebox-dev/fusebox/schemas"
+)
+
+// Generated streams start at t0 (a round hour).
+const (
+	t0     = proctest.T0
+	minute = proctest.Minute
+	sec    = proctest.Second
 )
 
 var (
@@ -36,30 +41,23 @@ type script struct {
 	canaryFrom int64
 }
 
-// event is a span or a correction at its event time.
-type event struct {
-	t    int64
-	span *schemas.Span
-	corr *schemas.Correction
-}
-
 // generate makes the spans of the streams over [from, to) and the
 // corrections users send about them (after an exponential delay of mean
 // 40 s; 30% carry only the session id; half name the model and variant),
 // plus about one stray correction a minute that matches no span, all in
 // event-time order.
-func generate(seed uint64, from, to int64, sc script) []event {
+func generate(seed uint64, from, to int64, sc script) []proctest.Event {
 	r := rand.New(rand.NewPCG(seed, 0xc0ffee))
-	var out []event
+	var out []proctest.Event
 	seq := 0
 	for m := from; m < to; m += minute {
 		for _, st := range streams {
 			n := st.perMinute*9/10 + r.IntN(st.perMinute/5+1)
 			for range n {
 				end := m + r.Int64N(minute)
-				s := newSpan(r, st.key, "chat", end, lognormal(r, 800, 0.3))
+				s := proctest.NewSpan(r, st.key, "chat", end, proctest.Lognormal(r, 800, 0.3))
 				s.SessionID = fmt.Sprintf("%s-%s-s%d", st.key.Tenant, st.key.Variant, r.IntN(2000))
-				out = append(out, event{t: end, span: &s})
+				out = append(out, proctest.Event{T: end, Span: &s})
 				p := baseRate
 				if st.key == keySearch && end >= sc.spikeFrom && end < sc.spikeTo {
 					p = 0.6
@@ -87,7 +85,7 @@ func generate(seed uint64, from, to int64, sc script) []event {
 					c.Model, c.Variant = st.key.Model, st.key.Variant
 				}
 				if c.TimeUnixNano < to {
-					out = append(out, event{t: c.TimeUnixNano, corr: c})
+					out = append(out, proctest.Event{T: c.TimeUnixNano, Correction: c})
 				}
 			}
 		}
@@ -95,64 +93,10 @@ func generate(seed uint64, from, to int64, sc script) []event {
 			seq++
 			c := &schemas.Correction{SchemaVersion: 1, EventID: fmt.Sprintf("stray-%d-%d", seed, seq),
 				TimeUnixNano: m + r.Int64N(minute), Tenant: "acme", Model: "gpt-large", Variant: "baseline", Kind: schemas.KindThumbsDown}
-			for i := range c.TraceID {
-				c.TraceID[i] = byte(r.Uint32())
-			}
-			out = append(out, event{t: c.TimeUnixNano, corr: c})
+			proctest.FillRandom(r, c.TraceID[:])
+			out = append(out, proctest.Event{T: c.TimeUnixNano, Correction: c})
 		}
 	}
-	slices.SortStableFunc(out, func(a, b event) int {
-		switch {
-		case a.t < b.t:
-			return -1
-		case a.t > b.t:
-			return 1
-		}
-		return 0
-	})
-	return out
-}
-
-// driveEvents feeds events to p as the engine would: boundary b in
-// (from, to] is evaluated once every event before b has been observed.
-func driveEvents(t testing.TB, p processors.Processor, evs []event, from, to int64) []schemas.Verdict {
-	t.Helper()
-	every := int64(p.Interval())
-	var out sink
-	next := from + every
-	for _, e := range evs {
-		for e.t >= next && next <= to {
-			p.Evaluate(next, &out)
-			next += every
-		}
-		if e.span != nil {
-			p.ObserveSpan(e.span.Key, e.span)
-		} else {
-			p.ObserveCorrection(e.corr)
-		}
-	}
-	for ; next <= to; next += every {
-		p.Evaluate(next, &out)
-	}
-	for i := range out.verdicts {
-		if err := out.verdicts[i].Validate(); err != nil {
-			t.Fatalf("verdict %d invalid: %v\n%s", i, err, line(&out.verdicts[i]))
-		}
-	}
-	return out.verdicts
-}
-
-// shuffleEvents permutes events inside each slot of width every.
-func shuffleEvents(evs []event, every int64, r *rand.Rand) []event {
-	out := slices.Clone(evs)
-	for i := 0; i < len(out); {
-		j := i
-		for j < len(out) && floorDiv(out[j].t, every) == floorDiv(out[i].t, every) {
-			j++
-		}
-		part := out[i:j]
-		r.Shuffle(len(part), func(a, b int) { part[a], part[b] = part[b], part[a] })
-		i = j
-	}
+	proctest.SortEvents(out)
 	return out
 }

@@ -1,10 +1,11 @@
 package corrections
 
 import (
-	"bytes"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/internal/proctest"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -14,21 +15,16 @@ const twoHours = 120 * minute
 // the canary's answers get corrected 30% of the time from +90m.
 var incidents = script{spikeFrom: t0 + 60*minute, spikeTo: t0 + 75*minute, canaryFrom: t0 + 90*minute}
 
+// minutesWith lists the minutes (since t0) of key's verdicts on metric with
+// status st.
 func minutesWith(vs []schemas.Verdict, key schemas.Key, metric string, st schemas.Status) []int64 {
-	var at []int64
-	for i := range vs {
-		v := &vs[i]
-		if v.Key == key && v.Metric == metric && v.Status == st {
-			at = append(at, (v.WindowEndUnixNano-t0)/minute)
-		}
-	}
-	return at
+	return proctest.Minutes(vs, t0, func(v *schemas.Verdict) bool { return v.Key == key && v.Metric == metric && v.Status == st })
 }
 
 func TestGoldenIncidents(t *testing.T) {
 	evs := generate(1, t0, t0+twoHours, incidents)
-	vs := driveEvents(t, mustNew(t, DefaultConfig()), evs, t0, t0+twoHours)
-	golden(t, "incidents.txt", lines(vs))
+	vs := proctest.DriveEvents(t, mustNew(t, DefaultConfig()), evs, t0, t0+twoHours)
+	proctest.Golden(t, "incidents.txt", proctest.Lines(vs, t0))
 	checkIncidents(t, vs)
 }
 
@@ -67,7 +63,7 @@ func checkIncidents(t *testing.T, vs []schemas.Verdict) {
 func TestDetectionOnEverySeed(t *testing.T) {
 	for seed := uint64(2); seed <= 6; seed++ {
 		evs := generate(seed, t0+40*minute, t0+95*minute, incidents)
-		vs := driveEvents(t, mustNew(t, DefaultConfig()), evs, t0+40*minute, t0+95*minute)
+		vs := proctest.DriveEvents(t, mustNew(t, DefaultConfig()), evs, t0+40*minute, t0+95*minute)
 		if b := minutesWith(vs, keySearch, MetricRate, schemas.StatusBreach); len(b) == 0 || b[0] > 62 || b[0] < 61 {
 			t.Errorf("seed %d: spike breaches at %v", seed, b)
 		}
@@ -82,12 +78,12 @@ func TestDetectionOnEverySeed(t *testing.T) {
 func TestNoIncidentNoBreach(t *testing.T) {
 	for seed := uint64(1); seed <= 8; seed++ {
 		evs := generate(seed, t0, t0+twoHours, script{})
-		vs := driveEvents(t, mustNew(t, DefaultConfig()), evs, t0, t0+twoHours)
+		vs := proctest.DriveEvents(t, mustNew(t, DefaultConfig()), evs, t0, t0+twoHours)
 		warns, minP, maxRate := 0, 1.0, 0.0
 		for i := range vs {
 			v := &vs[i]
 			if v.Status == schemas.StatusBreach {
-				t.Errorf("seed %d: %s", seed, line(v))
+				t.Errorf("seed %d: %s", seed, proctest.Line(v, t0))
 			}
 			if v.Status == schemas.StatusWarn {
 				warns++
@@ -107,62 +103,26 @@ func TestDeterministicAndOrderIndependent(t *testing.T) {
 	evs := generate(2, t0+50*minute, t0+100*minute, incidents)
 	cfg := DefaultConfig()
 	cfg.MaxIndexedSpans = 5000 // the cap bites
-	run := func(e []event) string {
-		return lines(driveEvents(t, mustNew(t, cfg), e, t0+50*minute, t0+100*minute))
-	}
-	a := run(evs)
-	if b := run(evs); a != b {
-		t.Fatal("the same input twice gave different verdicts")
-	}
 	r := rand.New(rand.NewPCG(5, 5))
-	for i := range 3 {
-		if c := run(shuffleEvents(evs, int64(cfg.Every), r)); c != a {
-			t.Fatalf("shuffle %d within slots changed the verdicts", i)
-		}
+	shuffle := func(e []proctest.Event) []proctest.Event {
+		return proctest.ShuffleEventsWithinSlots(e, int64(cfg.Every), r)
 	}
+	proctest.OrderIndependent(t, evs, shuffle, 3, func(e []proctest.Event) []schemas.Verdict {
+		return proctest.DriveEvents(t, mustNew(t, cfg), e, t0+50*minute, t0+100*minute)
+	})
 }
 
 func TestSnapshotRestore(t *testing.T) {
 	evs := generate(3, t0, t0+twoHours, incidents)
 	end := t0 + twoHours
-	whole := lines(driveEvents(t, mustNew(t, DefaultConfig()), evs, t0, end))
+	whole := proctest.DriveEvents(t, mustNew(t, DefaultConfig()), evs, t0, end)
+	newP := func() processors.Processor { return mustNew(t, DefaultConfig()) }
 	for _, cut := range []int64{t0 + 30*minute + 20*sec, t0 + 61*minute + 59*sec, t0 + 90*minute + 30*sec} {
-		var before, after []event
-		for _, e := range evs {
-			if e.t < cut {
-				before = append(before, e)
-			} else {
-				after = append(after, e)
-			}
-		}
-		b := floorDiv(cut, minute) * minute
-		p := mustNew(t, DefaultConfig())
-		first := driveEvents(t, p, before, t0, b)
-		snap, err := p.MarshalBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
-		q := mustNew(t, DefaultConfig())
-		if err := q.UnmarshalBinary(snap); err != nil {
-			t.Fatal(err)
-		}
-		if again, _ := q.MarshalBinary(); !bytes.Equal(snap, again) {
-			t.Fatal("restored state marshals to different bytes")
-		}
-		ra := driveEvents(t, p, after, b, end)
-		rb := driveEvents(t, q, after, b, end)
-		if lines(ra) != lines(rb) {
-			t.Fatalf("cut at +%ds: restored processor diverged", (cut-t0)/sec)
-		}
-		if lines(append(first, ra...)) != whole {
-			t.Fatalf("cut at +%ds: split run differs from the uninterrupted one", (cut-t0)/sec)
-		}
+		proctest.Resume(t, newP, evs, t0, end, cut, whole)
 	}
-	q := mustNew(t, DefaultConfig())
-	snap, _ := mustNew(t, DefaultConfig()).MarshalBinary()
-	for _, bad := range [][]byte{nil, {2}, snap[:len(snap)-1], append(snap, 1)} {
-		if err := q.UnmarshalBinary(bad); err == nil {
-			t.Errorf("corrupt snapshot %v accepted", bad)
-		}
+	empty, _ := mustNew(t, DefaultConfig()).MarshalBinary()
+	proctest.RejectsDamage(t, newP, empty, ErrCorrupt)
+	if err := mustNew(t, DefaultConfig()).UnmarshalBinary([]byte{2}); err == nil {
+		t.Error("snapshot of an unknown version accepted")
 	}
 }

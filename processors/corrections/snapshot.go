@@ -2,55 +2,67 @@ package corrections
 
 import (
 	"cmp"
-	"encoding/binary"
 	"slices"
 	"strings"
 
+	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/snapcodec"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
-// snapshotVersion is the first byte of every snapshot.
-const snapshotVersion = 1
+// snapshotFormat is the snapshot's header; version 1 was the layout before
+// the shared codec.
+var snapshotFormat = snapcodec.Format{Name: "fusebox.corrections", Version: 2, Err: ErrCorrupt}
 
-// MarshalBinary snapshots the whole state: span keys (sorted) with their
-// slots, unjoined keys (sorted) with theirs, the span index (entries sorted
-// by end time, hash, then identity; each naming its key by position in the
-// key list) and the pending corrections (sorted as they will be joined).
-// Equal states give equal bytes.
+// Encoded sizes in bytes, for the decoder's count checks.
+const (
+	traceSize    = len(schemas.TraceID{})
+	keySize      = snapcodec.KeySize + 4             // key, slot count
+	slotSize     = 8 * (4 + nKinds)                  // start, responses, corrections, repeats, kinds
+	unjoinedSize = 4                                 // slot count
+	uslotSize    = 3 * 8                             // start, n, overflow
+	entrySize    = 8 + 8 + traceSize + 4 + 4 + 4 + 1 // end, hash, trace, session, tenant, key position, corrected
+	pendingSize  = 8 + 8 + traceSize + 6*4           // time, hash, trace, six strings
+)
+
+// MarshalBinary snapshots the whole state in the snapcodec layout: span
+// keys (sorted) with their slots, unjoined keys (sorted) with theirs, the
+// span index (entries sorted by end time, hash, then identity; each naming
+// its key by position in the key list) and the pending corrections (sorted
+// as they will be joined). Equal states give equal bytes.
 func (p *Processor) MarshalBinary() ([]byte, error) {
-	w := writer{b: []byte{snapshotVersion}}
-	keys := sortedKeys(p.keys)
+	return snapshotFormat.Marshal(func(e *snapcodec.Encoder) { p.encode(e) }), nil
+}
+
+func (p *Processor) encode(e *snapcodec.Encoder) {
+	keys := processors.SortedKeys(p.keys, nil)
 	pos := make(map[*keyState]uint32, len(keys))
-	w.u32(uint32(len(keys)))
+	e.Count(len(keys))
 	for i, k := range keys {
 		ks := p.keys[k]
 		pos[ks] = uint32(i)
-		w.str(k.String())
-		w.u32(uint32(len(ks.slots)))
+		e.Key(k)
+		e.Count(len(ks.slots))
 		for _, s := range ks.slots {
-			w.i64(s.start)
-			w.i64(s.responses)
-			w.i64(s.corrections)
-			w.i64(s.repeats)
+			e.I64(s.start)
+			e.I64(s.responses)
+			e.I64(s.corrections)
+			e.I64(s.repeats)
 			for _, n := range s.kinds {
-				w.i64(n)
+				e.I64(n)
 			}
 		}
 	}
-	ukeys := sortedKeys(p.unjoined)
-	w.u32(uint32(len(ukeys)))
-	for _, k := range ukeys {
-		u := p.unjoined[k]
-		w.str(k.String())
-		w.u32(uint32(len(u.slots)))
+	snapcodec.PutKeyed(e, processors.SortedKeys(p.unjoined, nil), p.unjoined, func(u *unjoinedState, e *snapcodec.Encoder) {
+		e.Count(len(u.slots))
 		for _, s := range u.slots {
-			w.i64(s.start)
-			w.i64(s.n)
-			w.i64(s.overflow)
+			e.I64(s.start)
+			e.I64(s.n)
+			e.I64(s.overflow)
 		}
-	}
+	})
 	x := p.index
-	w.i64(x.evicted)
+	e.I64(x.evicted)
 	live := make([]int32, 0, len(x.heap))
 	for _, it := range x.heap {
 		live = append(live, it.idx)
@@ -62,38 +74,35 @@ func (p *Processor) MarshalBinary() ([]byte, error) {
 		}
 		return cmp.Compare(pos[ea.ks], pos[eb.ks])
 	})
-	w.u32(uint32(len(live)))
+	e.Count(len(live))
 	for _, j := range live {
-		e := &x.entries[j]
-		w.i64(e.end)
-		w.u64(e.h)
-		w.b = append(w.b, e.trace[:]...)
-		w.str(e.session)
-		w.str(e.tenant)
-		w.u32(pos[e.ks])
-		if e.corrected {
-			w.b = append(w.b, 1)
-		} else {
-			w.b = append(w.b, 0)
-		}
+		en := &x.entries[j]
+		e.I64(en.end)
+		e.U64(en.h)
+		e.Raw(en.trace[:])
+		e.String(en.session)
+		e.String(en.tenant)
+		e.U32(pos[en.ks])
+		e.Bool(en.corrected)
 	}
 	pend := slices.Clone(p.pending)
 	slices.SortFunc(pend, comparePending)
-	w.u32(uint32(len(pend)))
+	e.Count(len(pend))
 	for _, c := range pend {
-		w.i64(c.tc)
-		w.u64(c.h)
-		w.str(c.eventID)
-		w.str(c.tenant)
-		w.b = append(w.b, c.trace[:]...)
-		w.str(c.session)
-		w.str(c.model)
-		w.str(c.variant)
-		w.str(string(c.kind))
+		e.I64(c.tc)
+		e.U64(c.h)
+		e.String(c.eventID)
+		e.String(c.tenant)
+		e.Raw(c.trace[:])
+		e.String(c.session)
+		e.String(c.model)
+		e.String(c.variant)
+		e.String(string(c.kind))
 	}
-	return w.b, nil
 }
 
+// compareEntries orders index entries by (end, hash, trace, session,
+// tenant), the snapshot order.
 func compareEntries(a, b *entry) int {
 	if c := cmp.Compare(a.end, b.end); c != 0 {
 		return c
@@ -110,6 +119,8 @@ func compareEntries(a, b *entry) int {
 	return strings.Compare(a.tenant, b.tenant)
 }
 
+// comparePending is the join order of pending corrections: (time, hash,
+// event id).
 func comparePending(a, b pending) int {
 	if c := cmp.Compare(a.tc, b.tc); c != 0 {
 		return c
@@ -121,14 +132,14 @@ func comparePending(a, b pending) int {
 }
 
 // UnmarshalBinary replaces the state with a snapshot from MarshalBinary.
-// On error the processor is left empty.
+// On error, which wraps ErrCorrupt, the processor is left empty.
 func (p *Processor) UnmarshalBinary(data []byte) error {
 	p.reset()
-	if err := p.decode(data); err != nil {
+	err := snapshotFormat.Unmarshal(data, p.decode)
+	if err != nil {
 		p.reset()
-		return err
 	}
-	return nil
+	return err
 }
 
 func (p *Processor) reset() {
@@ -138,131 +149,72 @@ func (p *Processor) reset() {
 	p.pending = nil
 }
 
-func (p *Processor) decode(data []byte) error {
-	r := reader{b: data}
-	if r.u8() != snapshotVersion {
-		return ErrCorrupt
-	}
-	nk := int(r.u32())
-	if r.err || nk > len(r.b)/8 {
-		return ErrCorrupt
-	}
-	list := make([]*keyState, nk)
+// decode reads a snapshot into the freshly reset state, recording any
+// problem in d.
+func (p *Processor) decode(d *snapcodec.Decoder) {
+	list := make([]*keyState, d.Count(keySize))
 	for i := range list {
-		k, err := schemas.ParseKey(r.str())
-		if err != nil || r.err {
-			return ErrCorrupt
-		}
-		ks := &keyState{key: k}
-		ns := int(r.u32())
-		if r.err || ns > len(r.b)/(8*(4+nKinds)) {
-			return ErrCorrupt
-		}
-		ks.slots = make([]slot, ns)
+		k := d.Key()
+		ks := &keyState{key: k, slots: make([]slot, d.Count(slotSize))}
 		for j := range ks.slots {
 			s := &ks.slots[j]
-			s.start, s.responses, s.corrections, s.repeats = r.i64(), r.i64(), r.i64(), r.i64()
+			s.start, s.responses, s.corrections, s.repeats = d.I64(), d.I64(), d.I64(), d.I64()
 			for m := range s.kinds {
-				s.kinds[m] = r.i64()
+				s.kinds[m] = d.I64()
 			}
+		}
+		if _, dup := p.keys[k]; dup {
+			d.Failf("key %q twice", k.String())
+		}
+		if d.Err() != nil {
+			return
 		}
 		list[i] = ks
 		p.keys[k] = ks
 	}
-	nu := int(r.u32())
-	if r.err || nu > len(r.b)/8 {
-		return ErrCorrupt
-	}
-	for range nu {
-		k, err := schemas.ParseKey(r.str())
-		if err != nil || r.err {
-			return ErrCorrupt
-		}
-		u := &unjoinedState{}
-		ns := int(r.u32())
-		if r.err || ns > len(r.b)/24 {
-			return ErrCorrupt
-		}
-		u.slots = make([]uslot, ns)
+	p.unjoined = snapcodec.GetKeyed(d, unjoinedSize, func(d *snapcodec.Decoder, _ schemas.Key) *unjoinedState {
+		u := &unjoinedState{slots: make([]uslot, d.Count(uslotSize))}
 		for j := range u.slots {
-			u.slots[j] = uslot{start: r.i64(), n: r.i64(), overflow: r.i64()}
+			u.slots[j] = uslot{start: d.I64(), n: d.I64(), overflow: d.I64()}
 		}
-		p.unjoined[k] = u
+		return u
+	})
+	evicted := d.I64()
+	ne := d.Count(entrySize)
+	if ne > p.cfg.MaxIndexedSpans {
+		d.Failf("%d indexed spans, max_indexed_spans %d", ne, p.cfg.MaxIndexedSpans)
 	}
-	p.index.evicted = r.i64()
-	ne := int(r.u32())
-	if r.err || ne > len(r.b)/37 || ne > p.cfg.MaxIndexedSpans {
-		return ErrCorrupt
-	}
-	evicted := p.index.evicted
 	for range ne {
-		e := entry{end: r.i64(), h: r.u64()}
-		copy(e.trace[:], r.bytes(len(e.trace)))
-		e.session = r.str()
-		e.tenant = r.str()
-		kp := int(r.u32())
-		corrected := r.u8()
-		if r.err || kp >= len(list) || corrected > 1 {
-			return ErrCorrupt
+		e := entry{end: d.I64(), h: d.U64()}
+		copy(e.trace[:], d.Raw(len(e.trace)))
+		e.session = d.String()
+		e.tenant = d.String()
+		kp := int(d.U32())
+		e.corrected = d.Bool()
+		if d.Err() == nil && kp >= len(list) {
+			d.Failf("index entry names key %d of %d", kp, len(list))
+		}
+		if d.Err() != nil {
+			return
 		}
 		e.ks = list[kp]
-		e.corrected = corrected == 1
 		p.index.add(e)
 	}
 	p.index.evicted = evicted
-	np := int(r.u32())
-	if r.err || np > len(r.b)/36 || np > p.cfg.MaxPendingCorrections {
-		return ErrCorrupt
+	np := d.Count(pendingSize)
+	if np > p.cfg.MaxPendingCorrections {
+		d.Failf("%d pending corrections, max_pending_corrections %d", np, p.cfg.MaxPendingCorrections)
+	}
+	if d.Err() != nil {
+		return
 	}
 	p.pending = make([]pending, np)
 	for i := range p.pending {
 		c := &p.pending[i]
-		c.tc, c.h = r.i64(), r.u64()
-		c.eventID, c.tenant = r.str(), r.str()
-		copy(c.trace[:], r.bytes(len(c.trace)))
-		c.session, c.model, c.variant = r.str(), r.str(), r.str()
-		c.kind = schemas.CorrectionKind(r.str())
+		c.tc, c.h = d.I64(), d.U64()
+		c.eventID, c.tenant = d.String(), d.String()
+		copy(c.trace[:], d.Raw(len(c.trace)))
+		c.session, c.model, c.variant = d.String(), d.String(), d.String()
+		c.kind = schemas.CorrectionKind(d.String())
 	}
-	if r.err || len(r.b) != 0 {
-		return ErrCorrupt
-	}
-	return nil
-}
-
-type writer struct{ b []byte }
-
-func (w *writer) u32(v uint32) { w.b = binary.LittleEndian.AppendUint32(w.b, v) }
-func (w *writer) u64(v uint64) { w.b = binary.LittleEndian.AppendUint64(w.b, v) }
-func (w *writer) i64(v int64)  { w.u64(uint64(v)) }
-func (w *writer) str(s string) {
-	w.u32(uint32(len(s)))
-	w.b = append(w.b, s...)
-}
-
-type reader struct {
-	b   []byte
-	err bool
-}
-
-func (r *reader) bytes(n int) []byte {
-	if len(r.b) < n {
-		r.err = true
-		return make([]byte, n)
-	}
-	v := r.b[:n]
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) u8() byte    { return r.bytes(1)[0] }
-func (r *reader) u32() uint32 { return binary.LittleEndian.Uint32(r.bytes(4)) }
-func (r *reader) u64() uint64 { return binary.LittleEndian.Uint64(r.bytes(8)) }
-func (r *reader) i64() int64  { return int64(r.u64()) }
-func (r *reader) str() string {
-	n := int(r.u32())
-	if r.err || n > len(r.b) {
-		r.err = true
-		return ""
-	}
-	return string(r.bytes(n))
 }

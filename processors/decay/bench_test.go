@@ -2,22 +2,15 @@ package decay
 
 import (
 	"testing"
+
+	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/internal/proctest"
 )
 
 // BenchmarkObserveSpan: steady state, scores landing in existing slots
 // already at their sample cap.
 func BenchmarkObserveSpan(b *testing.B) {
-	spans := generate(1, t0, t0+5*minute, script{})
-	p := mustNew(b, DefaultConfig())
-	for i := range spans {
-		p.ObserveSpan(spans[i].Key, &spans[i])
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		s := &spans[i%len(spans)]
-		p.ObserveSpan(s.Key, s)
-	}
+	proctest.BenchObserveSpans(b, mustNew(b, DefaultConfig()), generate(1, t0, t0+5*minute, script{}))
 }
 
 // BenchmarkEvaluate: one evaluation of 30 keys with full 1-hour windows
@@ -26,27 +19,13 @@ func BenchmarkObserveSpan(b *testing.B) {
 func BenchmarkEvaluate(b *testing.B) {
 	spans := generate(2, t0, t0+hour, script{})
 	p := mustNew(b, DefaultConfig())
-	const copies = 10
-	for c := range copies {
+	for c := range 10 { // 10 copies of the 3 generated keys
 		for i := range spans {
 			s := spans[i]
 			s.Key.Tenant += string(rune('A' + c))
 			p.ObserveSpan(s.Key, &s)
 		}
 	}
-	keys := p.Keys()
 	snap, _ := p.MarshalBinary()
-	b.ReportAllocs()
-	b.ResetTimer()
-	var out sink
-	for b.Loop() {
-		b.StopTimer()
-		q := mustNew(b, DefaultConfig())
-		_ = q.UnmarshalBinary(snap)
-		out.verdicts = out.verdicts[:0]
-		b.StartTimer()
-		q.Evaluate(t0+hour, &out)
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(keys), "ns/key")
-	b.ReportMetric(float64(len(snap))/float64(keys), "state_bytes/key")
+	proctest.BenchEvaluate(b, func() processors.Processor { return mustNew(b, DefaultConfig()) }, snap, t0+hour)
 }

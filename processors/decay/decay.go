@@ -47,9 +47,9 @@
 package decay
 
 import (
+	"cmp"
 	"errors"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors"
@@ -93,6 +93,7 @@ type Processor struct {
 	thin    []window.Sample
 	t, y    []float64
 	lt, ly  []float64
+	order   processors.KeyOrder
 }
 
 // New validates cfg and returns an empty processor.
@@ -139,7 +140,7 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 // order, then drops the slots no later window needs.
 func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 	from := now - p.win
-	for _, k := range sortedKeys(p.keys) {
+	for _, k := range processors.SortedKeys(p.keys, &p.order) {
 		st := p.keys[k]
 		var total int64
 		p.samples, total = st.Collect(from, now, p.samples[:0])
@@ -287,59 +288,21 @@ func hoursAndValues(xs []window.Sample, from int64, t, y []float64) ([]float64, 
 func thinByHash(xs []window.Sample, k int, dst []window.Sample) []window.Sample {
 	dst = append(dst, xs...)
 	slices.SortFunc(dst, func(a, b window.Sample) int {
-		switch {
-		case a.H != b.H:
-			if a.H < b.H {
-				return -1
-			}
-			return 1
-		case a.T != b.T:
-			if a.T < b.T {
-				return -1
-			}
-			return 1
+		if c := cmp.Compare(a.H, b.H); c != 0 {
+			return c
 		}
-		return cmpFloat(a.V, b.V)
+		if c := cmp.Compare(a.T, b.T); c != 0 {
+			return c
+		}
+		return window.CompareSamples(a, b) // equal T and H: by V
 	})
 	dst = dst[:k]
-	slices.SortFunc(dst, func(a, b window.Sample) int {
-		switch {
-		case a.T != b.T:
-			if a.T < b.T {
-				return -1
-			}
-			return 1
-		case a.H != b.H:
-			if a.H < b.H {
-				return -1
-			}
-			return 1
-		}
-		return cmpFloat(a.V, b.V)
-	})
+	slices.SortFunc(dst, window.CompareSamples)
 	return dst
 }
 
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func sortedKeys[V any](m map[schemas.Key]V) []schemas.Key {
-	keys := make([]schemas.Key, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b schemas.Key) int { return strings.Compare(a.String(), b.String()) })
-	return keys
-}
-
-// ErrCorrupt is returned by UnmarshalBinary for a snapshot it cannot read.
+// ErrCorrupt is wrapped by every UnmarshalBinary error (with
+// snapcodec.ErrDamaged and a message saying what is wrong and where).
 var ErrCorrupt = errors.New("decay: corrupt snapshot")
 
 // Processor implements processors.Processor.

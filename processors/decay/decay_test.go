@@ -5,11 +5,11 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/internal/proctest"
 	"github.com/fusebox-dev/fusebox/processors/window"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
@@ -64,16 +64,7 @@ func TestConfigValidate(t *testing.T) {
 	bad.Metric = processors.MetricDuration
 	bad.Limit = 0.1
 	bad.TheilSenMaxPoints = 1_000_000
-	err := bad.Validate()
-	var ce *processors.ConfigError
-	if !errors.As(err, &ce) {
-		t.Fatalf("want ConfigErrors, got %v", err)
-	}
-	for _, f := range []string{"metric", "limit", "theil_sen_max_points"} {
-		if !strings.Contains(err.Error(), f+":") {
-			t.Errorf("error %q does not name %s", err, f)
-		}
-	}
+	proctest.WantConfigErrors(t, bad.Validate(), "metric", "limit", "theil_sen_max_points")
 	if _, err := New(meta, bad); err == nil {
 		t.Fatal("New accepted a bad config")
 	}
@@ -86,19 +77,19 @@ func TestExactLine(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 1))
 	for i := range 120 {
 		end := t0 + int64(i)*30*int64(time.Second) // every 30 s over the hour
-		s := newSpan(r, keyLarge, "chat", end, 100)
+		s := proctest.NewSpan(r, keyLarge, "chat", end, 100)
 		s.Alignment = 0.9 - 0.3*float64(end-t0)/float64(hour)
 		s.Has |= schemas.HasAlignment
 		p.ObserveSpan(s.Key, &s)
 	}
-	var out sink
+	var out proctest.Collector
 	p.Evaluate(t0+hour, &out)
-	if len(out.verdicts) != 1 {
-		t.Fatalf("%d verdicts", len(out.verdicts))
+	if len(out.Verdicts) != 1 {
+		t.Fatalf("%d verdicts", len(out.Verdicts))
 	}
-	v := out.verdicts[0]
+	v := out.Verdicts[0]
 	if v.Metric != "decline_alignment" || v.Status != schemas.StatusBreach || v.N != 120 {
-		t.Fatalf("got %s", line(&v))
+		t.Fatalf("got %s", proctest.Line(&v, t0))
 	}
 	for _, c := range []struct {
 		name string
@@ -122,7 +113,7 @@ func TestDecayRate(t *testing.T) {
 	r := rand.New(rand.NewPCG(2, 2))
 	for i := range 100 {
 		end := t0 + int64(i)*36*int64(time.Second)
-		s := newSpan(r, keySmall, "chat", end, 100)
+		s := proctest.NewSpan(r, keySmall, "chat", end, 100)
 		s.Confidence = 0.9 * math.Exp(-0.5*float64(end-t0)/float64(hour))
 		if i%10 == 3 {
 			s.Confidence = 0
@@ -130,9 +121,9 @@ func TestDecayRate(t *testing.T) {
 		s.Has |= schemas.HasConfidence
 		p.ObserveSpan(s.Key, &s)
 	}
-	var out sink
+	var out proctest.Collector
 	p.Evaluate(t0+hour, &out)
-	v := out.verdicts[0]
+	v := out.Verdicts[0]
 	if v.Metric != "decline_confidence" {
 		t.Fatalf("metric %s", v.Metric)
 	}
@@ -148,43 +139,43 @@ func TestInsufficientAndEviction(t *testing.T) {
 	p := mustNew(t, DefaultConfig())
 	r := rand.New(rand.NewPCG(3, 3))
 	for i := range 10 {
-		s := newSpan(r, keyLarge, "chat", t0+int64(i)*int64(time.Second), 100)
+		s := proctest.NewSpan(r, keyLarge, "chat", t0+int64(i)*int64(time.Second), 100)
 		s.Alignment, s.Has = 0.8, schemas.HasAlignment
 		p.ObserveSpan(s.Key, &s)
-		s2 := newSpan(r, keySmall, "chat", t0+int64(i)*int64(time.Second), 100) // no score: skipped
+		s2 := proctest.NewSpan(r, keySmall, "chat", t0+int64(i)*int64(time.Second), 100) // no score: skipped
 		p.ObserveSpan(s2.Key, &s2)
 	}
-	var out sink
+	var out proctest.Collector
 	p.Evaluate(t0+5*minute, &out)
-	if len(out.verdicts) != 1 {
-		t.Fatalf("want 1 verdict (spans without a score are skipped), got\n%s", lines(out.verdicts))
+	if len(out.Verdicts) != 1 {
+		t.Fatalf("want 1 verdict (spans without a score are skipped), got\n%s", proctest.Lines(out.Verdicts, t0))
 	}
-	if v := out.verdicts[0]; v.Status != schemas.StatusInsufficientData || v.Value != 0 || v.N != 10 {
-		t.Fatalf("got %s", line(&v))
+	if v := out.Verdicts[0]; v.Status != schemas.StatusInsufficientData || v.Value != 0 || v.N != 10 {
+		t.Fatalf("got %s", proctest.Line(&v, t0))
 	}
 	// The scores stay in the window for an hour, then go.
-	out = sink{}
+	out = proctest.Collector{}
 	p.Evaluate(t0+hour, &out)
-	if len(out.verdicts) != 1 || p.Keys() != 0 {
-		t.Fatalf("at +60m: %d verdicts, %d keys; want 1 and 0 (the slot leaves after this evaluation)", len(out.verdicts), p.Keys())
+	if len(out.Verdicts) != 1 || p.Keys() != 0 {
+		t.Fatalf("at +60m: %d verdicts, %d keys; want 1 and 0 (the slot leaves after this evaluation)", len(out.Verdicts), p.Keys())
 	}
 	// All scores at one instant: they span none of the window.
 	for range 40 {
-		s := newSpan(r, keyLarge, "chat", t0+2*hour, 100)
+		s := proctest.NewSpan(r, keyLarge, "chat", t0+2*hour, 100)
 		s.Alignment, s.Has = r.Float64(), schemas.HasAlignment
 		p.ObserveSpan(s.Key, &s)
 	}
-	out = sink{}
+	out = proctest.Collector{}
 	p.Evaluate(t0+2*hour+5*minute, &out)
-	if v := out.verdicts[0]; v.Status != schemas.StatusInsufficientData || v.Method != MethodShortSpan {
-		t.Fatalf("one instant: got %s", line(&v))
+	if v := out.Verdicts[0]; v.Status != schemas.StatusInsufficientData || v.Method != MethodShortSpan {
+		t.Fatalf("one instant: got %s", proctest.Line(&v, t0))
 	}
 }
 
 func TestSnapshotRoundTripAndCorruption(t *testing.T) {
 	spans := generate(4, t0, t0+30*minute, script{})
 	p := mustNew(t, DefaultConfig())
-	drive(t, p, spans, t0, t0+25*minute)
+	proctest.Drive(t, p, spans, t0, t0+25*minute)
 	b, _ := p.MarshalBinary()
 	q := mustNew(t, DefaultConfig())
 	if err := q.UnmarshalBinary(b); err != nil {
@@ -194,7 +185,12 @@ func TestSnapshotRoundTripAndCorruption(t *testing.T) {
 	if !bytes.Equal(b, b2) || q.Keys() != p.Keys() {
 		t.Fatal("restore changed the state")
 	}
+	proctest.RejectsDamage(t, func() processors.Processor { return mustNew(t, DefaultConfig()) }, b, ErrCorrupt)
+	// A failed restore leaves the processor empty.
 	for _, bad := range [][]byte{nil, {2, 0, 0, 0, 0}, b[:len(b)-3], append(bytes.Clone(b), 0)} {
+		if err := q.UnmarshalBinary(b); err != nil {
+			t.Fatal(err)
+		}
 		if err := q.UnmarshalBinary(bad); !errors.Is(err, ErrCorrupt) || q.Keys() != 0 {
 			t.Errorf("corrupt snapshot of %d bytes: err %v, %d keys", len(bad), err, q.Keys())
 		}
@@ -210,9 +206,7 @@ func TestThinByHash(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 5))
 	spans := generate(5, t0, t0+10*minute, script{})
 	p := mustNew(t, DefaultConfig())
-	for i := range spans {
-		p.ObserveSpan(spans[i].Key, &spans[i])
-	}
+	proctest.ObserveAll(p, spans)
 	all, _ := p.keys[keyLarge].Collect(t0, t0+10*minute, nil)
 	a := thinByHash(all, 100, nil)
 	shuffled := append([]window.Sample(nil), all...)

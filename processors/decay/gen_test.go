@@ -5,7 +5,14 @@ import (
 	"math/rand/v2"
 
 	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/internal/proctest"
 	"github.com/fusebox-dev/fusebox/schemas"
+)
+
+// Generated streams start at t0 (a round hour).
+const (
+	t0     = proctest.T0
+	minute = proctest.Minute
 )
 
 var (
@@ -50,7 +57,7 @@ func generate(seed uint64, from, to int64, sc script) []schemas.Span {
 			n := st.perMinute*9/10 + r.IntN(st.perMinute/5+1)
 			for range n {
 				end := m + r.Int64N(minute)
-				s := newSpan(r, st.key, "chat", end, lognormal(r, 900, 0.3))
+				s := proctest.NewSpan(r, st.key, "chat", end, proctest.Lognormal(r, 900, 0.3))
 				a := logitNormal(r, st.mean, 0.6)
 				if sc.declineFrom != 0 && st.key == keyLarge && end >= sc.declineFrom {
 					drop := min(sc.declinePerMin*float64(end-sc.declineFrom)/float64(minute), 0.45)
@@ -69,7 +76,7 @@ func generate(seed uint64, from, to int64, sc script) []schemas.Span {
 			}
 		}
 	}
-	sortByEnd(out)
+	proctest.SortByEnd(out)
 	return out
 }
 

@@ -1,10 +1,11 @@
 package decay
 
 import (
-	"bytes"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/internal/proctest"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -13,21 +14,18 @@ import (
 // scorer outage writes 0 for one score in ten on keySmall.
 var incidents = script{declineFrom: t0 + 60*minute, declinePerMin: 0.03, zeroBurstFrom: t0 + 90*minute, zeroBurstTo: t0 + 100*minute}
 
+// statuses lists the minutes (since t0) of key's verdicts with status st
+// and a window end in [from, to).
 func statuses(vs []schemas.Verdict, key schemas.Key, st schemas.Status, from, to int64) []int64 {
-	var at []int64
-	for i := range vs {
-		v := &vs[i]
-		if v.Key == key && v.Status == st && v.WindowEndUnixNano >= from && v.WindowEndUnixNano < to {
-			at = append(at, (v.WindowEndUnixNano-t0)/minute)
-		}
-	}
-	return at
+	return proctest.Minutes(vs, t0, func(v *schemas.Verdict) bool {
+		return v.Key == key && v.Status == st && v.WindowEndUnixNano >= from && v.WindowEndUnixNano < to
+	})
 }
 
 func TestGoldenIncidents(t *testing.T) {
 	spans := generate(1, t0, t0+twoHours, incidents)
-	vs := drive(t, mustNew(t, DefaultConfig()), spans, t0, t0+twoHours)
-	golden(t, "incidents.txt", lines(vs))
+	vs := proctest.Drive(t, mustNew(t, DefaultConfig()), spans, t0, t0+twoHours)
+	proctest.Golden(t, "incidents.txt", proctest.Lines(vs, t0))
 
 	// The decline is a breach within 2 evaluations (5m each) of its start.
 	start := incidents.declineFrom
@@ -53,7 +51,7 @@ func TestGoldenIncidents(t *testing.T) {
 func TestDeclineDetectedOnEverySeed(t *testing.T) {
 	for seed := uint64(2); seed <= 6; seed++ {
 		spans := generate(seed, t0+30*minute, t0+75*minute, incidents)
-		vs := drive(t, mustNew(t, DefaultConfig()), spans, t0+30*minute, t0+75*minute)
+		vs := proctest.Drive(t, mustNew(t, DefaultConfig()), spans, t0+30*minute, t0+75*minute)
 		b := statuses(vs, keyLarge, schemas.StatusBreach, t0, t0+75*minute)
 		if len(b) == 0 || b[0] > 70 || b[0] < 65 {
 			t.Errorf("seed %d: breaches at minutes %v, want the first at +65 or +70", seed, b)
@@ -67,12 +65,12 @@ func TestNoIncidentNoBreach(t *testing.T) {
 		for _, m := range []string{"alignment", "confidence"} {
 			cfg := DefaultConfig()
 			cfg.Metric = processorsMetric(m)
-			vs := drive(t, mustNew(t, cfg), spans, t0, t0+twoHours)
+			vs := proctest.Drive(t, mustNew(t, cfg), spans, t0, t0+twoHours)
 			worst := 0.0
 			for i := range vs {
 				v := &vs[i]
 				if v.Status == schemas.StatusBreach || v.Status == schemas.StatusWarn {
-					t.Errorf("seed %d %s: %s", seed, m, line(v))
+					t.Errorf("seed %d %s: %s", seed, m, proctest.Line(v, t0))
 				}
 				if v.Status == schemas.StatusOK {
 					worst = min(worst, v.Value)
@@ -87,51 +85,19 @@ func TestDeterministicAndOrderIndependent(t *testing.T) {
 	spans := generate(2, t0, t0+90*minute, incidents)
 	cfg := DefaultConfig()
 	cfg.TheilSenMaxPoints = 100 // the thinning bites harder
-	a := lines(drive(t, mustNew(t, cfg), spans, t0, t0+90*minute))
-	if b := lines(drive(t, mustNew(t, cfg), spans, t0, t0+90*minute)); a != b {
-		t.Fatal("the same input twice gave different verdicts")
-	}
 	r := rand.New(rand.NewPCG(7, 7))
-	for i := range 3 {
-		sh := shuffleWithinSlots(spans, int64(cfg.Every), r)
-		if c := lines(drive(t, mustNew(t, cfg), sh, t0, t0+90*minute)); c != a {
-			t.Fatalf("shuffle %d within slots changed the verdicts", i)
-		}
-	}
+	shuffle := func(s []schemas.Span) []schemas.Span { return proctest.ShuffleWithinSlots(s, int64(cfg.Every), r) }
+	proctest.OrderIndependent(t, spans, shuffle, 3, func(s []schemas.Span) []schemas.Verdict {
+		return proctest.Drive(t, mustNew(t, cfg), s, t0, t0+90*minute)
+	})
 }
 
 func TestSnapshotRestore(t *testing.T) {
 	spans := generate(3, t0, t0+twoHours, incidents)
 	end := t0 + twoHours
-	whole := lines(drive(t, mustNew(t, DefaultConfig()), spans, t0, end))
+	whole := proctest.Drive(t, mustNew(t, DefaultConfig()), spans, t0, end)
+	newP := func() processors.Processor { return mustNew(t, DefaultConfig()) }
 	for _, cut := range []int64{t0 + 17*minute, t0 + 62*minute + 7e9, t0 + 95*minute} {
-		var before, after []schemas.Span
-		for _, s := range spans {
-			if s.EndUnixNano < cut {
-				before = append(before, s)
-			} else {
-				after = append(after, s)
-			}
-		}
-		every := 5 * minute
-		p := mustNew(t, DefaultConfig())
-		first := drive(t, p, before, t0, floorDiv(cut-t0, every)*every+t0)
-		snap, _ := p.MarshalBinary()
-		q := mustNew(t, DefaultConfig())
-		if err := q.UnmarshalBinary(snap); err != nil {
-			t.Fatal(err)
-		}
-		if again, _ := q.MarshalBinary(); !bytes.Equal(snap, again) {
-			t.Fatal("restored state marshals to different bytes")
-		}
-		from := floorDiv(cut-t0, every)*every + t0
-		restA := drive(t, p, after, from, end)
-		restB := drive(t, q, after, from, end)
-		if lines(restA) != lines(restB) {
-			t.Fatalf("cut at +%ds: restored processor diverged", (cut-t0)/1e9)
-		}
-		if lines(append(first, restA...)) != whole {
-			t.Fatalf("cut at +%ds: split run differs from the uninterrupted one", (cut-t0)/1e9)
-		}
+		proctest.Resume(t, newP, proctest.SpanEvents(spans), t0, end, cut, whole)
 	}
 }

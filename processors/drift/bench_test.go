@@ -3,6 +3,9 @@ package drift
 import (
 	"testing"
 	"time"
+
+	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/internal/proctest"
 )
 
 // BenchmarkObserveSpan is the hot path: one span into a key's window, in
@@ -10,32 +13,7 @@ import (
 func BenchmarkObserveSpan(b *testing.B) {
 	tr := referenceTraffic(1)
 	tr.duration = 90 * time.Minute
-	spans := tr.spans()
-	p := newDrift(b, DefaultConfig())
-	var col collect
-	every := int64(time.Minute)
-	next := (spans[0].EndUnixNano/every + 1) * every
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if i%len(spans) == 0 && i > 0 {
-			// Wrap around: the same traffic again, later.
-			b.StopTimer()
-			for j := range spans {
-				spans[j].EndUnixNano += int64(tr.duration)
-			}
-			b.StartTimer()
-		}
-		s := &spans[i%len(spans)]
-		if s.EndUnixNano >= next {
-			b.StopTimer()
-			col.verdicts = col.verdicts[:0]
-			p.Evaluate(next, &col)
-			next += every
-			b.StartTimer()
-		}
-		p.ObserveSpan(s.Key, s)
-	}
+	proctest.BenchStream(b, newDrift(b, DefaultConfig()), tr.spans(), int64(tr.duration))
 }
 
 // benchEvaluate measures one evaluation of one key (canary mode: one canary
@@ -45,27 +23,12 @@ func benchEvaluate(b *testing.B, tr traffic, cfg Config) {
 	tr.duration = 70 * time.Minute
 	spans := tr.spans()
 	p := newDrift(b, cfg)
-	var col collect
 	stop := t0 + int64(69*time.Minute)
-	next := drive(p, spans, 0, 0, stop, &col)
-	for i := next; i < len(spans); i++ {
-		p.ObserveSpan(spans[i].Key, &spans[i])
-	}
+	proctest.ObserveAll(p, spans[proctest.Replay(p, spans, 0, 0, stop, &proctest.Collector{}):])
 	snap, _ := p.MarshalBinary()
-	now := stop + int64(time.Minute)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		_ = p.UnmarshalBinary(snap) // Evaluate evicts; restore the state
-		col.verdicts = col.verdicts[:0]
-		b.StartTimer()
-		p.Evaluate(now, &col)
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(len(snap))/float64(p.Keys()), "state_bytes/key")
-	if len(col.verdicts) != 1 {
-		b.Fatalf("%d verdicts", len(col.verdicts))
+	newP := func() processors.Processor { return newDrift(b, cfg) }
+	if vs := proctest.BenchEvaluate(b, newP, snap, stop+int64(time.Minute)); len(vs) != 1 {
+		b.Fatalf("%d verdicts", len(vs))
 	}
 }
 

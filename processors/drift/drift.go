@@ -1,9 +1,6 @@
 package drift
 
 import (
-	"math"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors"
@@ -32,8 +29,8 @@ type Processor struct {
 	// Scratch reused across evaluations (not state: never snapshotted).
 	bufA, bufB []window.Sample
 	xs, ys     []float64
-	order      []keyOrder
-	free       [][]window.Sample // arrays of evicted slots, at most maxFree
+	order      processors.KeyOrder
+	pool       window.Pool // recycles the arrays of evicted slots
 }
 
 // keyState is one key's window and its k-consecutive counter.
@@ -44,14 +41,6 @@ type keyState struct {
 	// keys in canary mode; every key in reference mode).
 	consecutive int
 }
-
-type keyOrder struct {
-	name string
-	key  schemas.Key
-}
-
-// maxFree bounds the recycled slot arrays kept by a processor.
-const maxFree = 64
 
 // New validates cfg and returns an empty processor. The error is cfg's
 // Validate error (a join of *processors.ConfigError naming each bad field).
@@ -100,8 +89,8 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 	if p.cfg.Mode == ModeCanary && key.Variant != p.cfg.CanaryVariant && key.Variant != p.cfg.BaselineVariant {
 		return
 	}
-	v, ok := p.cfg.Metric.Value(s)
-	if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+	v, ok := p.cfg.Metric.FiniteValue(s)
+	if !ok {
 		return
 	}
 	ks := p.keys[key]
@@ -109,14 +98,7 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 		ks = &keyState{store: window.Store{SlotWidth: p.every, Cap: p.cfg.MaxSamplesPerSlot}}
 		p.keys[key] = ks
 	}
-	st := &ks.store
-	if n := len(st.Slots); len(p.free) > 0 && (n == 0 || st.Slots[n-1].Start < st.SlotStart(s.EndUnixNano)) {
-		// A new newest slot: give it a recycled array (Add finds it).
-		buf := p.free[len(p.free)-1]
-		p.free = p.free[:len(p.free)-1]
-		st.Slots = append(st.Slots, window.Slot{Start: st.SlotStart(s.EndUnixNano), Samples: buf[:0]})
-	}
-	st.Add(window.Sample{T: s.EndUnixNano, V: v, H: processors.SpanHash(s)})
+	p.pool.Add(&ks.store, window.Sample{T: s.EndUnixNano, V: v, H: processors.SpanHash(s)})
 }
 
 // Evaluate emits, in key order, one verdict per key (reference mode) or per
@@ -124,37 +106,37 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 // the k-consecutive counters, then drops the slots no later evaluation
 // needs and the keys left empty.
 func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
-	keys := p.sortedKeys()
+	keys := processors.SortedKeys(p.keys, &p.order)
 	if p.cfg.Mode == ModeCanary {
 		p.evaluateCanary(now, keys, emit)
 	} else {
 		p.evaluateReference(now, keys, emit)
 	}
 	cut := now + p.every - p.span
-	for _, ko := range keys {
-		ks := p.keys[ko.key]
-		p.evict(&ks.store, cut)
+	for _, k := range keys {
+		ks := p.keys[k]
+		p.pool.EvictBefore(&ks.store, cut)
 		if ks.store.Empty() {
-			delete(p.keys, ko.key)
+			delete(p.keys, k)
 		}
 	}
 }
 
 // evaluateReference compares each key's [now-Window, now) with its
 // [now-Window-ReferenceWindow, now-Window).
-func (p *Processor) evaluateReference(now int64, keys []keyOrder, emit processors.Emitter) {
+func (p *Processor) evaluateReference(now int64, keys []schemas.Key, emit processors.Emitter) {
 	curFrom := now - p.window
 	refFrom := curFrom - int64(p.cfg.ReferenceWindow)
-	for _, ko := range keys {
-		ks := p.keys[ko.key]
+	for _, k := range keys {
+		ks := p.keys[k]
 		var nCur, nRef int64
-		p.bufA, nCur, _ = collectUniform(&ks.store, curFrom, now, p.bufA)
-		p.bufB, nRef, _ = collectUniform(&ks.store, refFrom, curFrom, p.bufB)
+		p.bufA, nCur, _ = ks.store.CollectUniform(curFrom, now, p.bufA)
+		p.bufB, nRef, _ = ks.store.CollectUniform(refFrom, curFrom, p.bufB)
 		if nCur+nRef == 0 {
 			ks.consecutive = 0
 			continue
 		}
-		v := p.meta.NewVerdict(ProcessorName, p.metric, ko.key, curFrom, now)
+		v := p.meta.NewVerdict(ProcessorName, p.metric, k, curFrom, now)
 		p.judge(&v, ks, p.bufA, p.bufB, false)
 		emit.Verdict(v)
 	}
@@ -162,52 +144,27 @@ func (p *Processor) evaluateReference(now int64, keys []keyOrder, emit processor
 
 // evaluateCanary compares each canary key's [now-Window, now) with the same
 // window of its baseline key (the key with Variant = BaselineVariant).
-func (p *Processor) evaluateCanary(now int64, keys []keyOrder, emit processors.Emitter) {
+func (p *Processor) evaluateCanary(now int64, keys []schemas.Key, emit processors.Emitter) {
 	from := now - p.window
-	for _, ko := range keys {
-		if ko.key.Variant != p.cfg.CanaryVariant {
+	for _, k := range keys {
+		if k.Variant != p.cfg.CanaryVariant {
 			continue
 		}
-		ks := p.keys[ko.key]
+		ks := p.keys[k]
 		var nCur int64
-		p.bufA, nCur, _ = collectUniform(&ks.store, from, now, p.bufA)
+		p.bufA, nCur, _ = ks.store.CollectUniform(from, now, p.bufA)
 		if nCur == 0 {
 			ks.consecutive = 0
 			continue
 		}
 		p.bufB = p.bufB[:0]
-		base := ko.key
+		base := k
 		base.Variant = p.cfg.BaselineVariant
 		if bs := p.keys[base]; bs != nil {
-			p.bufB, _, _ = collectUniform(&bs.store, from, now, p.bufB)
+			p.bufB, _, _ = bs.store.CollectUniform(from, now, p.bufB)
 		}
-		v := p.meta.NewVerdict(ProcessorName, p.metric, ko.key, from, now)
+		v := p.meta.NewVerdict(ProcessorName, p.metric, k, from, now)
 		p.judge(&v, ks, p.bufA, p.bufB, true)
 		emit.Verdict(v)
 	}
-}
-
-// evict drops the slots of st that end at or before t, keeping their
-// arrays for reuse.
-func (p *Processor) evict(st *window.Store, t int64) {
-	for i := range st.Slots {
-		sl := &st.Slots[i]
-		if sl.Start+st.SlotWidth > t {
-			break
-		}
-		if len(p.free) < maxFree && cap(sl.Samples) > 0 {
-			p.free = append(p.free, sl.Samples[:0])
-		}
-	}
-	st.EvictBefore(t)
-}
-
-// sortedKeys lists the keys by Key.String, the order verdicts go out in.
-func (p *Processor) sortedKeys() []keyOrder {
-	p.order = p.order[:0]
-	for k := range p.keys {
-		p.order = append(p.order, keyOrder{k.String(), k})
-	}
-	slices.SortFunc(p.order, func(a, b keyOrder) int { return strings.Compare(a.name, b.name) })
-	return p.order
 }

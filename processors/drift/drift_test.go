@@ -1,12 +1,12 @@
 package drift
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/internal/proctest"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/fusebox-dev/fusebox/stats"
 )
@@ -33,10 +33,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 			c := DefaultConfig()
 			tc.edit(&c)
 			_, err := New(processors.Meta{SLO: "s"}, c)
-			var ce *processors.ConfigError
-			if !errors.As(err, &ce) || ce.Field != tc.field {
-				t.Fatalf("New: %v; want a ConfigError on %q", err, tc.field)
-			}
+			proctest.WantConfigErrors(t, err, tc.field)
 		})
 	}
 	for _, c := range []Config{DefaultConfig(), canaryConfig()} {
@@ -101,14 +98,6 @@ func mkSpans(key schemas.Key, start, gap int64, n int, id byte, vals func(i int)
 	return out
 }
 
-func feed(p *Processor, spans ...[]schemas.Span) {
-	for _, ss := range spans {
-		for i := range ss {
-			p.ObserveSpan(ss[i].Key, &ss[i])
-		}
-	}
-}
-
 func TestCanaryPairsVariantsAndIgnoresOthers(t *testing.T) {
 	p := newDrift(t, canaryConfig())
 	k := schemas.Key{Tenant: "t", Service: "s", Model: "m"}
@@ -117,7 +106,7 @@ func TestCanaryPairsVariantsAndIgnoresOthers(t *testing.T) {
 	lone.Model, lone.Variant = "other", "canary" // a canary without baseline
 	sec := int64(time.Second)
 	spread := func(i int) float64 { return float64(i%100) / 100 }
-	feed(p,
+	proctest.ObserveAll(p,
 		mkSpans(base, t0, sec, 300, 1, spread),
 		mkSpans(can, t0, sec, 300, 2, func(i int) float64 { return spread(i) / 2 }), // shifted down
 		mkSpans(shadow, t0, sec, 300, 3, spread),
@@ -125,16 +114,16 @@ func TestCanaryPairsVariantsAndIgnoresOthers(t *testing.T) {
 	if p.Keys() != 3 {
 		t.Fatalf("%d keys, want 3 (the shadow variant is ignored)", p.Keys())
 	}
-	var col collect
+	var col proctest.Collector
 	p.Evaluate(t0+int64(5*time.Minute), &col)
-	validateAll(t, col.verdicts)
-	if len(col.verdicts) != 2 || col.verdicts[0].Key != can || col.verdicts[1].Key != lone {
-		t.Fatalf("verdicts %v; want one per canary key, in key order", col.verdicts)
+	proctest.ValidateAll(t, col.Verdicts)
+	if len(col.Verdicts) != 2 || col.Verdicts[0].Key != can || col.Verdicts[1].Key != lone {
+		t.Fatalf("verdicts %v; want one per canary key, in key order", col.Verdicts)
 	}
-	if v := col.verdicts[1]; v.Status != schemas.StatusInsufficientData || v.Value != 0 || v.Method != MethodNone {
+	if v := col.Verdicts[1]; v.Status != schemas.StatusInsufficientData || v.Value != 0 || v.Method != MethodNone {
 		t.Fatalf("canary without baseline: %+v", v)
 	}
-	v := col.verdicts[0]
+	v := col.Verdicts[0]
 	if v.Status != schemas.StatusWarn || v.Metric != "canary_ks_confidence" || v.Method != stats.MethodKSExact || v.Threshold != 0.1 {
 		t.Fatalf("shifted canary: %+v", v)
 	}
@@ -164,20 +153,20 @@ func TestInsufficientDataResetsTheCount(t *testing.T) {
 	high := func(i int) float64 { return 0.5 + float64(i%100)/200 } // [0.5, 1): D = 1
 	// The baseline runs throughout at 1/s; the canary at 30/min in
 	// minutes 0-2, then from minute 8 on.
-	feed(p, mkSpans(base, t0, minute/60, 16*60, 1, low),
+	proctest.ObserveAll(p, mkSpans(base, t0, minute/60, 16*60, 1, low),
 		mkSpans(can, t0, minute/30, 3*30, 2, high),
 		mkSpans(can, t0+8*minute, minute/30, 8*30, 3, high))
 	var got []string
 	for m := int64(1); m <= 12; m++ {
-		var col collect
+		var col proctest.Collector
 		p.Evaluate(t0+m*minute, &col)
-		validateAll(t, col.verdicts)
-		if len(col.verdicts) == 0 {
+		proctest.ValidateAll(t, col.Verdicts)
+		if len(col.Verdicts) == 0 {
 			got = append(got, "none")
 			continue
 		}
-		n, _ := col.verdicts[0].Detail(DetailConsecutive)
-		got = append(got, string(col.verdicts[0].Status)[:2]+string(rune('0'+int(n))))
+		n, _ := col.Verdicts[0].Detail(DetailConsecutive)
+		got = append(got, string(col.Verdicts[0].Status)[:2]+string(rune('0'+int(n))))
 	}
 	// 30 canary values (< 50) at minute 1; 60 and 90 at 2..6; 30 again at
 	// 7 (insufficient: the count of 5 resets), none at 8, 30 at 9, and the

@@ -1,10 +1,15 @@
 package drift
 
 import (
-	"reflect"
+	"errors"
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/internal/proctest"
+	"github.com/fusebox-dev/fusebox/processors/snapcodec"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/fusebox-dev/fusebox/stats"
 )
@@ -16,6 +21,20 @@ func shiftDown(tr traffic, i int) traffic {
 	tr.streams = append([]stream(nil), tr.streams...)
 	tr.streams[i].shift, tr.streams[i].shiftAt = 0.7, 60*time.Minute
 	return tr
+}
+
+// setup returns the traffic and configuration of mode for seed; shifted
+// adds shiftDown on the watched stream (the first key in reference mode,
+// the first canary in canary mode).
+func setup(mode Mode, seed uint64, shifted bool) (traffic, Config) {
+	tr, cfg, watched := referenceTraffic(seed), DefaultConfig(), 0
+	if mode == ModeCanary {
+		tr, cfg, watched = canaryTraffic(seed), canaryConfig(), 1
+	}
+	if shifted {
+		tr = shiftDown(tr, watched)
+	}
+	return tr, cfg
 }
 
 // detection returns, for the verdicts of key, the evaluation index (1 =
@@ -71,19 +90,24 @@ func checkDetection(t *testing.T, vs []schemas.Verdict, key schemas.Key, start, 
 	}
 }
 
+// goldenShift replays tr, whose stream i shifts, through a processor of
+// cfg, compares the verdicts with the golden file, and checks that the
+// shift is detected in time and nothing else alerts.
+func goldenShift(t *testing.T, tr traffic, i int, cfg Config, file string) []schemas.Verdict {
+	t.Helper()
+	vs := proctest.ReplayAll(t, newDrift(t, cfg), tr.spans())
+	proctest.Golden(t, file, proctest.KVLines(vs, t0, false))
+	key := tr.streams[i].key
+	checkDetection(t, vs, key, t0+int64(tr.streams[i].shiftAt), int64(cfg.Every), cfg.Consecutive)
+	noAlerts(t, vs, key)
+	return vs
+}
+
 func TestGoldenCanaryShiftDetected(t *testing.T) {
 	tr := shiftDown(canaryTraffic(1), 1) // acme/chat/m-large/canary
 	cfg := canaryConfig()
-	p := newDrift(t, cfg)
-	var col collect
-	drive(p, tr.spans(), 0, 0, 0, &col)
-	validateAll(t, col.verdicts)
-	checkGolden(t, "drift_canary_shift.txt", formatVerdicts(col.verdicts))
-
 	key := tr.streams[1].key
-	checkDetection(t, col.verdicts, key, t0+int64(tr.streams[1].shiftAt), int64(cfg.Every), cfg.Consecutive)
-	noAlerts(t, col.verdicts, key)
-	for _, v := range col.verdicts {
+	for _, v := range goldenShift(t, tr, 1, cfg, "drift_canary_shift.txt") {
 		if v.Key.Variant != "canary" {
 			t.Fatalf("verdict for %s: canary mode judges canary keys only", v.Key.String())
 		}
@@ -99,25 +123,13 @@ func TestGoldenCanaryShiftDetected(t *testing.T) {
 }
 
 func TestGoldenReferenceShiftDetected(t *testing.T) {
-	tr := shiftDown(referenceTraffic(1), 0) // acme/chat/m-large
-	cfg := DefaultConfig()
-	p := newDrift(t, cfg)
-	var col collect
-	drive(p, tr.spans(), 0, 0, 0, &col)
-	validateAll(t, col.verdicts)
-	checkGolden(t, "drift_reference_shift.txt", formatVerdicts(col.verdicts))
-	key := tr.streams[0].key
-	checkDetection(t, col.verdicts, key, t0+int64(tr.streams[0].shiftAt), int64(cfg.Every), cfg.Consecutive)
-	noAlerts(t, col.verdicts, key)
+	goldenShift(t, shiftDown(referenceTraffic(1), 0), 0, DefaultConfig(), "drift_reference_shift.txt") // acme/chat/m-large
 }
 
 func TestNoIncidentNoBreach(t *testing.T) {
 	for _, mode := range []Mode{ModeReference, ModeCanary} {
 		for _, seed := range []uint64{1, 2, 3} {
-			tr, cfg := referenceTraffic(seed), DefaultConfig()
-			if mode == ModeCanary {
-				tr, cfg = canaryTraffic(seed), canaryConfig()
-			}
+			tr, cfg := setup(mode, seed, false)
 			// A low-volume key too: 0.5 spans/s, 150 values per window.
 			low := tr.streams[0]
 			low.key.Tenant, low.rate = "initech", 0.5
@@ -127,13 +139,10 @@ func TestNoIncidentNoBreach(t *testing.T) {
 				lowBase.key.Tenant, lowBase.rate = "initech", 2
 				tr.streams = append(tr.streams, lowBase)
 			}
-			p := newDrift(t, cfg)
-			var col collect
-			drive(p, tr.spans(), 0, 0, 0, &col)
-			validateAll(t, col.verdicts)
+			vs := proctest.ReplayAll(t, newDrift(t, cfg), tr.spans())
 			warns, tested := 0, 0
 			maxD := 0.0
-			for _, v := range col.verdicts {
+			for _, v := range vs {
 				switch v.Status {
 				case schemas.StatusBreach:
 					t.Errorf("%s seed %d: false breach on %s at %d min: d %v", mode, seed, v.Key.String(), (v.WindowEndUnixNano-t0)/int64(time.Minute), v.Value)
@@ -148,33 +157,22 @@ func TestNoIncidentNoBreach(t *testing.T) {
 			if tested < 100 {
 				t.Errorf("%s seed %d: only %d tested verdicts", mode, seed, tested)
 			}
-			t.Logf("%s seed %d: %d verdicts, %d tested, %d warns, largest d %.3f (min_effect %.2f)", mode, seed, len(col.verdicts), tested, warns, maxD, cfg.MinEffect)
+			t.Logf("%s seed %d: %d verdicts, %d tested, %d warns, largest d %.3f (min_effect %.2f)", mode, seed, len(vs), tested, warns, maxD, cfg.MinEffect)
 		}
 	}
 }
 
 func TestDeterministicAndOrderIndependent(t *testing.T) {
 	for _, mode := range []Mode{ModeReference, ModeCanary} {
-		tr, cfg := shiftDown(referenceTraffic(5), 0), DefaultConfig()
-		if mode == ModeCanary {
-			tr, cfg = shiftDown(canaryTraffic(5), 1), canaryConfig()
-		}
+		tr, cfg := setup(mode, 5, true)
 		tr.duration = 75 * time.Minute
 		cfg.MaxSamplesPerSlot = 100 // caps bite: 300 or 480 spans per minute
 		spans := tr.spans()
-		run := func(sp []schemas.Span) []schemas.Verdict {
-			p := newDrift(t, cfg)
-			var col collect
-			drive(p, sp, 0, 0, 0, &col)
-			return col.verdicts
-		}
-		a := run(spans)
-		if b := run(spans); !reflect.DeepEqual(a, b) {
-			t.Fatalf("%s: the same input twice gave different verdicts", mode)
-		}
-		if s := run(shuffleWithin(spans, int64(time.Minute), 42)); !reflect.DeepEqual(a, s) {
-			t.Fatalf("%s: spans shuffled within each minute gave different verdicts", mode)
-		}
+		r := rand.New(rand.NewPCG(42, 1))
+		shuffle := func(s []schemas.Span) []schemas.Span { return proctest.ShuffleWithinSlots(s, int64(cfg.Every), r) }
+		a := proctest.OrderIndependent(t, spans, shuffle, 1, func(s []schemas.Span) []schemas.Verdict {
+			return proctest.ReplayAll(t, newDrift(t, cfg), s)
+		})
 		breached := false
 		for _, v := range a {
 			breached = breached || v.Status == schemas.StatusBreach
@@ -187,33 +185,16 @@ func TestDeterministicAndOrderIndependent(t *testing.T) {
 
 func TestSnapshotRoundTripContinuesIdentically(t *testing.T) {
 	for _, mode := range []Mode{ModeReference, ModeCanary} {
-		tr, cfg := shiftDown(referenceTraffic(9), 0), DefaultConfig()
-		if mode == ModeCanary {
-			tr, cfg = shiftDown(canaryTraffic(9), 1), canaryConfig()
-		}
+		tr, cfg := setup(mode, 9, true)
 		tr.duration = 70 * time.Minute
 		spans := tr.spans()
-		var whole collect
-		drive(newDrift(t, cfg), spans, 0, 0, 0, &whole)
+		newP := func() processors.Processor { return newDrift(t, cfg) }
+		from, to := proctest.Bounds(spans, int64(cfg.Every))
+		whole := proctest.Drive(t, newP(), spans, from, to)
 		// Cut before any state is full, in the steady state, and in the
 		// middle of a run of consecutive significant evaluations.
 		for _, cutMin := range []int64{2, 40, 62} {
-			stop := t0 + cutMin*int64(time.Minute)
-			a := newDrift(t, cfg)
-			var col collect
-			next := drive(a, spans, 0, 0, stop, &col)
-			snap, _ := a.MarshalBinary()
-			b := newDrift(t, cfg)
-			if err := b.UnmarshalBinary(snap); err != nil {
-				t.Fatal(err)
-			}
-			if again, _ := b.MarshalBinary(); string(again) != string(snap) {
-				t.Fatalf("%s: restored state marshals to different bytes", mode)
-			}
-			drive(b, spans, next, stop+int64(time.Minute), 0, &col)
-			if !reflect.DeepEqual(col.verdicts, whole.verdicts) {
-				t.Fatalf("%s cut at %d min: restored run differs from the uninterrupted one", mode, cutMin)
-			}
+			proctest.Resume(t, newP, proctest.SpanEvents(spans), from, to, t0+cutMin*int64(time.Minute), whole)
 		}
 	}
 }
@@ -222,21 +203,19 @@ func TestSnapshotRejectsDamage(t *testing.T) {
 	tr := referenceTraffic(2)
 	tr.duration = 10 * time.Minute
 	p := newDrift(t, DefaultConfig())
-	var col collect
-	drive(p, tr.spans(), 0, 0, t0+int64(9*time.Minute), &col)
+	var col proctest.Collector
+	proctest.Replay(p, tr.spans(), 0, 0, t0+int64(9*time.Minute), &col)
 	snap, _ := p.MarshalBinary()
-	for cut := 0; cut < len(snap); cut += 1 + len(snap)/50 {
-		if err := newDrift(t, DefaultConfig()).UnmarshalBinary(snap[:cut]); err == nil {
-			t.Fatalf("truncated snapshot (%d of %d bytes) accepted", cut, len(snap))
-		}
-	}
+	proctest.RejectsDamage(t, func() processors.Processor { return newDrift(t, DefaultConfig()) }, snap, ErrSnapshot)
 	other := DefaultConfig()
 	other.Every = 30 * time.Second
-	if err := newDrift(t, other).UnmarshalBinary(snap); err == nil {
-		t.Fatal("snapshot restored into another slot width")
+	if err := newDrift(t, other).UnmarshalBinary(snap); !errors.Is(err, ErrSnapshot) || !strings.Contains(err.Error(), "every") {
+		t.Fatalf("snapshot restored into another slot width: %v", err)
 	}
-	var tail = []byte("fbtail\x01\x00")
-	if err := newDrift(t, DefaultConfig()).UnmarshalBinary(tail); err == nil {
+	tail := snapcodec.NewEncoder(nil) // an empty tail processor's snapshot
+	tail.Header("fusebox.tail", 2)
+	tail.Count(0)
+	if err := newDrift(t, DefaultConfig()).UnmarshalBinary(tail.Bytes()); err == nil {
 		t.Fatal("another processor's snapshot accepted")
 	}
 }
@@ -245,20 +224,15 @@ func TestSnapshotRejectsDamage(t *testing.T) {
 func TestMethodIsReported(t *testing.T) {
 	tr := canaryTraffic(3)
 	tr.duration = 20 * time.Minute
-	p := newDrift(t, canaryConfig())
-	var col collect
-	drive(p, tr.spans(), 0, 0, 0, &col)
-	for _, v := range col.verdicts {
+	for _, v := range proctest.ReplayAll(t, newDrift(t, canaryConfig()), tr.spans()) {
 		if v.Status != schemas.StatusInsufficientData && v.Method != stats.MethodKSExact {
 			t.Fatalf("method %q with %d values", v.Method, v.N)
 		}
 	}
 	rtr := referenceTraffic(3)
 	rtr.duration = 70 * time.Minute
-	q := newDrift(t, DefaultConfig())
-	col = collect{}
-	drive(q, rtr.spans(), 0, 0, 0, &col)
-	last := col.verdicts[len(col.verdicts)-1]
+	vs := proctest.ReplayAll(t, newDrift(t, DefaultConfig()), rtr.spans())
+	last := vs[len(vs)-1]
 	if nr, _ := last.Detail(DetailNReference); nr <= 10000 || last.Method != stats.MethodKSAsymp {
 		t.Fatalf("n_reference %v method %q; want ks_asymp above 10000 values", nr, last.Method)
 	}

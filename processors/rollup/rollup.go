@@ -6,7 +6,7 @@
 package rollup
 
 import (
-	"encoding/binary"
+	"cmp"
 	"errors"
 	"slices"
 	"time"
@@ -28,8 +28,9 @@ type Config struct {
 
 // Processor is the rollup processor of one partition worker.
 type Processor struct {
-	cfg  Config
-	keys map[schemas.Key]*keyState
+	cfg   Config
+	keys  map[schemas.Key]*keyState
+	order processors.KeyOrder // scratch
 }
 
 type keyState struct {
@@ -79,8 +80,8 @@ func (p *Processor) state(key schemas.Key) *keyState {
 // ObserveSpan adds the span to its minute.
 func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 	ks := p.state(key)
-	start := s.EndUnixNano - mod(s.EndUnixNano, Minute)
-	i, found := slices.BinarySearchFunc(ks.minutes, start, func(m minute, t int64) int { return cmp64(m.start, t) })
+	start := processors.FloorTo(s.EndUnixNano, Minute)
+	i, found := slices.BinarySearchFunc(ks.minutes, start, func(m minute, t int64) int { return cmp.Compare(m.start, t) })
 	if !found {
 		d, _ := window.New(Minute, p.cfg.MaxSamplesPerMinute)
 		t, _ := window.New(Minute, p.cfg.MaxSamplesPerMinute)
@@ -107,13 +108,8 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 // Evaluate emits a row for every minute that ended at or before now, in
 // key order, and forgets it.
 func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
-	keys := make([]schemas.Key, 0, len(p.keys))
-	for k := range p.keys {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b schemas.Key) int { return cmpString(a.String(), b.String()) })
 	var buf []window.Sample
-	for _, k := range keys {
+	for _, k := range processors.SortedKeys(p.keys, &p.order) {
 		ks := p.keys[k]
 		done := 0
 		for done < len(ks.minutes) && ks.minutes[done].start+Minute <= now {
@@ -153,126 +149,4 @@ func values(xs []window.Sample) []float64 {
 		out[i] = x.V
 	}
 	return out
-}
-
-// MarshalBinary snapshots every open minute.
-func (p *Processor) MarshalBinary() ([]byte, error) {
-	keys := make([]schemas.Key, 0, len(p.keys))
-	for k := range p.keys {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b schemas.Key) int { return cmpString(a.String(), b.String()) })
-	b := binary.LittleEndian.AppendUint32(nil, uint32(len(keys)))
-	for _, k := range keys {
-		ks := p.keys[k]
-		b = appendString(b, k.String())
-		b = binary.LittleEndian.AppendUint64(b, uint64(ks.late))
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(ks.minutes)))
-		for _, m := range ks.minutes {
-			for _, v := range []int64{m.start, m.n, m.errors, m.in, m.out} {
-				b = binary.LittleEndian.AppendUint64(b, uint64(v))
-			}
-			b = m.durations.AppendBinary(b)
-			b = m.ttfts.AppendBinary(b)
-		}
-	}
-	return b, nil
-}
-
-// ErrCorrupt is returned by UnmarshalBinary on a bad snapshot.
-var ErrCorrupt = errors.New("rollup: corrupt snapshot")
-
-// UnmarshalBinary restores a snapshot.
-func (p *Processor) UnmarshalBinary(b []byte) error {
-	p.keys = map[schemas.Key]*keyState{}
-	if len(b) < 4 {
-		return ErrCorrupt
-	}
-	n := int(binary.LittleEndian.Uint32(b))
-	b = b[4:]
-	for i := 0; i < n; i++ {
-		ks, err := readString(&b)
-		if err != nil {
-			return err
-		}
-		k, err := schemas.ParseKey(ks)
-		if err != nil || len(b) < 12 {
-			return ErrCorrupt
-		}
-		st := &keyState{late: int64(binary.LittleEndian.Uint64(b))}
-		nm := int(binary.LittleEndian.Uint32(b[8:]))
-		b = b[12:]
-		if nm > len(b)/40 {
-			return ErrCorrupt
-		}
-		for j := 0; j < nm; j++ {
-			if len(b) < 40 {
-				return ErrCorrupt
-			}
-			var v [5]int64
-			for x := range v {
-				v[x] = int64(binary.LittleEndian.Uint64(b[8*x:]))
-			}
-			b = b[40:]
-			m := minute{start: v[0], n: v[1], errors: v[2], in: v[3], out: v[4], durations: &window.Store{}, ttfts: &window.Store{}}
-			if b, err = m.durations.DecodeBinary(b); err != nil {
-				return ErrCorrupt
-			}
-			if b, err = m.ttfts.DecodeBinary(b); err != nil {
-				return ErrCorrupt
-			}
-			st.minutes = append(st.minutes, m)
-		}
-		p.keys[k] = st
-	}
-	if len(b) != 0 {
-		return ErrCorrupt
-	}
-	return nil
-}
-
-func appendString(b []byte, s string) []byte {
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
-	return append(b, s...)
-}
-
-func readString(b *[]byte) (string, error) {
-	if len(*b) < 4 {
-		return "", ErrCorrupt
-	}
-	n := int(binary.LittleEndian.Uint32(*b))
-	if n > len(*b)-4 {
-		return "", ErrCorrupt
-	}
-	s := string((*b)[4 : 4+n])
-	*b = (*b)[4+n:]
-	return s, nil
-}
-
-func mod(a, b int64) int64 {
-	r := a % b
-	if r < 0 {
-		r += b
-	}
-	return r
-}
-
-func cmp64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

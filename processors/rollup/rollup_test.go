@@ -6,13 +6,10 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/internal/proctest"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
-
-type sink struct{ rows []schemas.Rollup }
-
-func (s *sink) Verdict(schemas.Verdict) {}
-func (s *sink) Rollup(r schemas.Rollup) { s.rows = append(s.rows, r) }
 
 func spans(r *rand.Rand, n int, key schemas.Key, t0 int64) []schemas.Span {
 	out := make([]schemas.Span, n)
@@ -34,21 +31,19 @@ func TestRowsPerClosedMinuteAndLate(t *testing.T) {
 	t0 := int64(1_000) * Minute
 	xs := spans(r, 3000, k, t0)
 	p, _ := New(Config{MaxSamplesPerMinute: 100})
-	for i := range xs {
-		p.ObserveSpan(k, &xs[i])
-	}
-	var out sink
+	proctest.ObserveAll(p, xs)
+	var out proctest.Collector
 	p.Evaluate(t0+2*Minute, &out)
-	if len(out.rows) != 2 {
-		t.Fatalf("%d rows, want 2 closed minutes", len(out.rows))
+	if len(out.Rollups) != 2 {
+		t.Fatalf("%d rows, want 2 closed minutes", len(out.Rollups))
 	}
 	p.ObserveLate(k, t0)
 	p.Evaluate(t0+3*Minute, &out)
-	if len(out.rows) != 3 || out.rows[2].LateSpans != 1 {
-		t.Fatalf("rows %d, last late %d; want the late span on the next row", len(out.rows), out.rows[len(out.rows)-1].LateSpans)
+	if len(out.Rollups) != 3 || out.Rollups[2].LateSpans != 1 {
+		t.Fatalf("rows %d, last late %d; want the late span on the next row", len(out.Rollups), out.Rollups[len(out.Rollups)-1].LateSpans)
 	}
 	var n, errs, in int64
-	for _, row := range out.rows {
+	for _, row := range out.Rollups {
 		n += row.N
 		errs += row.Errors
 		in += row.InputTokens
@@ -71,7 +66,7 @@ func TestOrderAndSnapshotDoNotChangeRows(t *testing.T) {
 	xs := spans(r, 2000, k, t0)
 	run := func(xs []schemas.Span, snapAt int) []schemas.Rollup {
 		p, _ := New(Config{MaxSamplesPerMinute: 50})
-		var out sink
+		var out proctest.Collector
 		for i := range xs {
 			if i == snapAt {
 				b, _ := p.MarshalBinary()
@@ -83,7 +78,7 @@ func TestOrderAndSnapshotDoNotChangeRows(t *testing.T) {
 			p.ObserveSpan(k, &xs[i])
 		}
 		p.Evaluate(t0+4*Minute, &out)
-		return out.rows
+		return out.Rollups
 	}
 	want := run(xs, -1)
 	ys := append([]schemas.Span(nil), xs...)
@@ -91,4 +86,14 @@ func TestOrderAndSnapshotDoNotChangeRows(t *testing.T) {
 	if got := run(ys, 1000); !reflect.DeepEqual(got, want) {
 		t.Fatal("shuffled input with a snapshot in the middle gave other rows")
 	}
+	p, _ := New(Config{MaxSamplesPerMinute: 50})
+	for i := range xs[:500] {
+		p.ObserveSpan(k, &xs[i])
+	}
+	p.ObserveLate(k, t0)
+	snap, _ := p.MarshalBinary()
+	proctest.RejectsDamage(t, func() processors.Processor {
+		q, _ := New(Config{MaxSamplesPerMinute: 50})
+		return q
+	}, snap, ErrCorrupt)
 }

@@ -3,7 +3,14 @@ package scaling
 import (
 	"math/rand/v2"
 
+	"github.com/fusebox-dev/fusebox/processors/internal/proctest"
 	"github.com/fusebox-dev/fusebox/schemas"
+)
+
+// Generated streams start at t0 (a round hour).
+const (
+	t0     = proctest.T0
+	minute = proctest.Minute
 )
 
 // category is one kind of request in the generated traffic.
@@ -54,23 +61,23 @@ func generate(seed uint64, from, to int64, sc script) []schemas.Span {
 			for range n {
 				end := m + r.Int64N(minute)
 				if quiet {
-					out = append(out, newSpan(r, key(r, tenant, "gpt-small"), "batch", end, lognormal(r, 400, 0.15)))
+					out = append(out, proctest.NewSpan(r, key(r, tenant, "gpt-small"), "batch", end, proctest.Lognormal(r, 400, 0.15)))
 					continue
 				}
 				c := pick(r)
-				out = append(out, newSpan(r, key(r, tenant, c.model), c.route, end, lognormal(r, c.medianMs, c.sigma)))
+				out = append(out, proctest.NewSpan(r, key(r, tenant, c.model), c.route, end, proctest.Lognormal(r, c.medianMs, c.sigma)))
 			}
 			if surge {
 				for range 3 * perMinute {
 					end := m + r.Int64N(minute)
 					c := baseline[r.IntN(len(baseline))]
 					med := c.medianMs * 2.5
-					out = append(out, newSpan(r, key(r, tenant, c.model), c.route, end, lognormal(r, med, 0.5)))
+					out = append(out, proctest.NewSpan(r, key(r, tenant, c.model), c.route, end, proctest.Lognormal(r, med, 0.5)))
 				}
 			}
 		}
 	}
-	sortByEnd(out)
+	proctest.SortByEnd(out)
 	return out
 }
 

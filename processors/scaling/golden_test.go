@@ -1,10 +1,11 @@
 package scaling
 
 import (
-	"bytes"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/internal/proctest"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -32,20 +33,18 @@ func firstWith(vs []schemas.Verdict, key schemas.Key, st schemas.Status, d Decis
 	return 0, false
 }
 
+// count is the number of key's verdicts with status st and a window end in
+// [from, to).
 func count(vs []schemas.Verdict, key schemas.Key, st schemas.Status, from, to int64) int {
-	n := 0
-	for i := range vs {
-		if vs[i].Key == key && vs[i].Status == st && vs[i].WindowEndUnixNano >= from && vs[i].WindowEndUnixNano < to {
-			n++
-		}
-	}
-	return n
+	return len(proctest.Minutes(vs, t0, func(v *schemas.Verdict) bool {
+		return v.Key == key && v.Status == st && v.WindowEndUnixNano >= from && v.WindowEndUnixNano < to
+	}))
 }
 
 func TestGoldenIncidentsDefaultConfig(t *testing.T) {
 	spans := generate(1, t0, t0+twoHours, incidents)
-	vs := drive(t, mustNew(t, testConfig()), spans, t0, t0+twoHours)
-	golden(t, "incidents_default.txt", lines(vs))
+	vs := proctest.Drive(t, mustNew(t, testConfig()), spans, t0, t0+twoHours)
+	proctest.Golden(t, "incidents_default.txt", proctest.Lines(vs, t0))
 
 	// Scale out within 2 evaluations (1m each) of the surge.
 	start := incidents.surgeFrom
@@ -74,8 +73,8 @@ func TestGoldenIncidentsDefaultConfig(t *testing.T) {
 
 func TestGoldenIncidentsFastConfig(t *testing.T) {
 	spans := generate(1, t0, t0+twoHours, incidents)
-	vs := drive(t, mustNew(t, fastConfig()), spans, t0, t0+twoHours)
-	golden(t, "incidents_fast.txt", lines(vs))
+	vs := proctest.Drive(t, mustNew(t, fastConfig()), spans, t0, t0+twoHours)
+	proctest.Golden(t, "incidents_fast.txt", proctest.Lines(vs, t0))
 	at, ok := firstWith(vs, acme, schemas.StatusBreach, ScaleOut, incidents.surgeFrom)
 	if !ok || at > incidents.surgeFrom+2*minute {
 		t.Errorf("surge: first scale-out at +%dm (found %v), want by +62m", (at-t0)/minute, ok)
@@ -97,7 +96,7 @@ func TestNoIncidentNoAlarms(t *testing.T) {
 	for seed := uint64(1); seed <= 5; seed++ {
 		spans := generate(seed, t0, t0+twoHours, script{})
 		for _, cfg := range []Config{testConfig(), fastConfig()} {
-			vs := drive(t, mustNew(t, cfg), spans, t0, t0+twoHours)
+			vs := proctest.Drive(t, mustNew(t, cfg), spans, t0, t0+twoHours)
 			if len(vs) == 0 {
 				t.Fatal("no verdicts")
 			}
@@ -105,7 +104,7 @@ func TestNoIncidentNoAlarms(t *testing.T) {
 			for i := range vs {
 				v := &vs[i]
 				if v.Status != schemas.StatusOK {
-					t.Errorf("seed %d window %s: %s", seed, cfg.Window, line(v))
+					t.Errorf("seed %d window %s: %s", seed, cfg.Window, proctest.Line(v, t0))
 				}
 				sd, _ := v.Detail("stddev_ms")
 				maxE, minE, maxSD = max(maxE, v.Value), min(minE, v.Value), max(maxSD, sd)
@@ -120,68 +119,28 @@ func TestDeterministicAndOrderIndependent(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxSamplesPerSlot = 100 // make the latency sample bite
 	cfg.MaxCategories = 3       // and the category cap
-	a := lines(drive(t, mustNew(t, cfg), spans, t0, t0+40*minute))
-	b := lines(drive(t, mustNew(t, cfg), spans, t0, t0+40*minute))
-	if a != b {
-		t.Fatal("the same input twice gave different verdicts")
-	}
 	r := rand.New(rand.NewPCG(9, 9))
-	for i := range 3 {
-		sh := shuffleWithinSlots(spans, int64(cfg.Every), r)
-		if c := lines(drive(t, mustNew(t, cfg), sh, t0, t0+40*minute)); c != a {
-			t.Fatalf("shuffle %d within slots changed the verdicts", i)
-		}
-	}
+	shuffle := func(s []schemas.Span) []schemas.Span { return proctest.ShuffleWithinSlots(s, int64(cfg.Every), r) }
+	proctest.OrderIndependent(t, spans, shuffle, 3, func(s []schemas.Span) []schemas.Verdict {
+		return proctest.Drive(t, mustNew(t, cfg), s, t0, t0+40*minute)
+	})
 }
 
 func TestSnapshotRestore(t *testing.T) {
 	spans := generate(3, t0, t0+40*minute, script{quietFrom: t0 + 15*minute, quietTo: t0 + 40*minute})
 	end := t0 + 40*minute
+	whole := proctest.Drive(t, mustNew(t, testConfig()), spans, t0, end)
+	newP := func() processors.Processor { return mustNew(t, testConfig()) }
 	for _, cut := range []int64{t0 + 7*minute, t0 + 19*minute + 30*1e9} {
-		var before, after []schemas.Span
-		for _, s := range spans {
-			if s.EndUnixNano < cut {
-				before = append(before, s)
-			} else {
-				after = append(after, s)
-			}
-		}
-		whole := drive(t, mustNew(t, testConfig()), spans, t0, end)
-
-		p := mustNew(t, testConfig())
-		first := drive(t, p, before, t0, floorDiv(cut, minute)*minute)
-		snap, err := p.MarshalBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
-		q := mustNew(t, testConfig())
-		if err := q.UnmarshalBinary(snap); err != nil {
-			t.Fatal(err)
-		}
-		again, _ := q.MarshalBinary()
-		if !bytes.Equal(snap, again) {
-			t.Fatal("restored state marshals to different bytes")
-		}
-		from := floorDiv(cut, minute) * minute
-		restA := drive(t, p, after, from, end)
-		restB := drive(t, q, after, from, end)
-		if lines(restA) != lines(restB) {
-			t.Fatalf("cut at +%ds: restored processor diverged", (cut-t0)/1e9)
-		}
-		if lines(append(first, restA...)) != lines(whole) {
-			t.Fatalf("cut at +%ds: split run differs from the uninterrupted one", (cut-t0)/1e9)
-		}
+		restored := proctest.Resume(t, newP, proctest.SpanEvents(spans), t0, end, cut, whole)
 		// Low streaks survive the snapshot: the quiet period's hints match.
-		if count(restB, globex, schemas.StatusWarn, from, end) == 0 {
+		if count(restored, globex, schemas.StatusWarn, t0, end) == 0 {
 			t.Fatal("no scale-in hint after restore")
 		}
 	}
-	q := mustNew(t, testConfig())
 	snap, _ := mustNew(t, testConfig()).MarshalBinary()
-	if err := q.UnmarshalBinary(snap[:len(snap)-1]); err == nil {
-		t.Fatal("truncated snapshot accepted")
-	}
-	if err := q.UnmarshalBinary([]byte{9}); err == nil {
+	proctest.RejectsDamage(t, newP, snap, ErrCorrupt)
+	if err := mustNew(t, testConfig()).UnmarshalBinary([]byte{9}); err == nil {
 		t.Fatal("unknown snapshot version accepted")
 	}
 }

@@ -1,6 +1,7 @@
 package scaling
 
 import (
+	"github.com/fusebox-dev/fusebox/processors"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -67,11 +68,7 @@ func categoryHash(fields []mixField, s *schemas.Span) uint64 {
 		h ^= 0xff
 		h *= prime
 	}
-	h ^= h >> 30
-	h *= 0xbf58476d1ce4e5b9
-	h ^= h >> 27
-	h *= 0x94d049bb133111eb
-	h ^= h >> 31
+	h = processors.Avalanche(h)
 	if h == otherCategory {
 		h = 1
 	}
@@ -97,6 +94,8 @@ type mixSlot struct {
 func newMixSlot(start int64) mixSlot {
 	return mixSlot{start: start, counts: make(map[uint64]int64, 8)}
 }
+
+func mixSlotStart(m *mixSlot) int64 { return m.start }
 
 // add counts one span of category h.
 func (m *mixSlot) add(h uint64, maxCats int) {

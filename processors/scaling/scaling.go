@@ -31,9 +31,9 @@
 package scaling
 
 import (
+	"cmp"
 	"errors"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors"
@@ -64,6 +64,7 @@ type Processor struct {
 	samples []window.Sample
 	merged  map[uint64]int64
 	counts  []catCount
+	order   processors.KeyOrder
 }
 
 type keyState struct {
@@ -166,7 +167,7 @@ func (ks *keyState) slot(start int64) *mixSlot {
 // order, then drops the slots no later window needs.
 func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 	from := now - p.win
-	for _, k := range sortedKeys(p.keys) {
+	for _, k := range processors.SortedKeys(p.keys, &p.order) {
 		ks := p.keys[k]
 		if v, ok := p.judge(k, ks, from, now); ok {
 			emit.Verdict(v)
@@ -176,11 +177,7 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 		// The next evaluation's window starts at now+every-window.
 		keep := now + p.every - p.win
 		ks.lat.EvictBefore(keep)
-		d := 0
-		for d < len(ks.slots) && ks.slots[d].start+p.every <= keep {
-			d++
-		}
-		ks.slots = slices.Delete(ks.slots, 0, d)
+		ks.slots = processors.DropSlotsBefore(ks.slots, keep, p.every, mixSlotStart)
 		// A key with a running low streak stays until an evaluation finds
 		// its window empty (which resets the streak).
 		if len(ks.slots) == 0 && ks.lat.Empty() && ks.lowStreak == 0 {
@@ -212,15 +209,7 @@ func (p *Processor) judge(k schemas.Key, ks *keyState, from, to int64) (schemas.
 	for h, c := range p.merged {
 		p.counts = append(p.counts, catCount{h, c})
 	}
-	slices.SortFunc(p.counts, func(a, b catCount) int {
-		switch {
-		case a.h < b.h:
-			return -1
-		case a.h > b.h:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(p.counts, compareCategories)
 	v := p.meta.NewVerdict(Name, MetricScaling, k, from, to)
 	v.Threshold = p.cfg.EntropyHigh
 	v.Method = Method
@@ -256,16 +245,12 @@ func (p *Processor) judge(k schemas.Key, ks *keyState, from, to int64) (schemas.
 	return v, true
 }
 
-func sortedKeys[V any](m map[schemas.Key]V) []schemas.Key {
-	keys := make([]schemas.Key, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b schemas.Key) int { return strings.Compare(a.String(), b.String()) })
-	return keys
-}
+// compareCategories orders category counts by hash, the canonical order of
+// the entropy sum and of snapshots.
+func compareCategories(a, b catCount) int { return cmp.Compare(a.h, b.h) }
 
-// ErrCorrupt is returned by UnmarshalBinary for a snapshot it cannot read.
+// ErrCorrupt is wrapped by every UnmarshalBinary error (with
+// snapcodec.ErrDamaged and a message saying what is wrong and where).
 var ErrCorrupt = errors.New("scaling: corrupt snapshot")
 
 // Processor implements processors.Processor.

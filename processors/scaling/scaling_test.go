@@ -1,7 +1,6 @@
 package scaling
 
 import (
-	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/internal/proctest"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -84,28 +84,10 @@ func TestConfigValidate(t *testing.T) {
 	bad.MaxCategories = 1
 	bad.MaxSamplesPerSlot = 0
 	bad.Mix = []string{"route", "colour"}
-	err := bad.Validate()
-	var ce *processors.ConfigError
-	if !errors.As(err, &ce) {
-		t.Fatalf("want ConfigErrors, got %v", err)
-	}
-	for _, f := range []string{"max_categories", "max_samples_per_slot", "mix: unknown category colour"} {
-		if !contains(err.Error(), f) {
-			t.Errorf("error %q does not name %q", err, f)
-		}
-	}
+	proctest.WantConfigErrors(t, bad.Validate(), "max_categories", "max_samples_per_slot", "mix: unknown category colour")
 	if _, err := New(meta, bad); err == nil {
 		t.Fatal("New accepted a bad config")
 	}
-}
-
-func contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
 }
 
 func TestScopeKeyAggregates(t *testing.T) {
@@ -113,15 +95,15 @@ func TestScopeKeyAggregates(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 1))
 	for i := range 60 {
 		m := []string{"a", "b"}[i%2]
-		s := newSpan(r, schemas.Key{Tenant: "t", Service: "s", Model: m, Variant: "v"}, "chat", t0+int64(i)*int64(time.Second), 100)
+		s := proctest.NewSpan(r, schemas.Key{Tenant: "t", Service: "s", Model: m, Variant: "v"}, "chat", t0+int64(i)*int64(time.Second), 100)
 		p.ObserveSpan(s.Key, &s)
 	}
-	var out sink
+	var out proctest.Collector
 	p.Evaluate(t0+5*minute, &out)
-	if len(out.verdicts) != 1 {
-		t.Fatalf("got %d verdicts, want 1 for the one scope key:\n%s", len(out.verdicts), lines(out.verdicts))
+	if len(out.Verdicts) != 1 {
+		t.Fatalf("got %d verdicts, want 1 for the one scope key:\n%s", len(out.Verdicts), proctest.Lines(out.Verdicts, t0))
 	}
-	v := out.verdicts[0]
+	v := out.Verdicts[0]
 	want := schemas.Key{Tenant: "t", Service: "s", Model: "*", Variant: "*"}
 	if v.Key != want || v.N != 60 {
 		t.Fatalf("key %v n %d, want %v and 60", v.Key, v.N, want)
@@ -148,14 +130,14 @@ func TestEntropyAndVarianceValues(t *testing.T) {
 		for range c.n {
 			d := float64(100 + 7*i)
 			lat = append(lat, d)
-			s := newSpan(r, schemas.Key{Tenant: "t", Service: "s"}, c.route, t0+int64(i)*int64(time.Second), d)
+			s := proctest.NewSpan(r, schemas.Key{Tenant: "t", Service: "s"}, c.route, t0+int64(i)*int64(time.Second), d)
 			p.ObserveSpan(s.Key, &s)
 			i++
 		}
 	}
-	var out sink
+	var out proctest.Collector
 	p.Evaluate(t0+5*minute, &out)
-	v := out.verdicts[0]
+	v := out.Verdicts[0]
 	h := -(0.5*math.Log2(0.5) + 0.3*math.Log2(0.3) + 0.2*math.Log2(0.2))
 	mean := 0.0
 	for _, x := range lat {
@@ -185,19 +167,19 @@ func TestInsufficientData(t *testing.T) {
 	p := mustNew(t, testConfig())
 	r := rand.New(rand.NewPCG(3, 3))
 	for i := range 10 {
-		s := newSpan(r, schemas.Key{Tenant: "t", Service: "s"}, "chat", t0+int64(i), 100)
+		s := proctest.NewSpan(r, schemas.Key{Tenant: "t", Service: "s"}, "chat", t0+int64(i), 100)
 		p.ObserveSpan(s.Key, &s)
 	}
-	var out sink
+	var out proctest.Collector
 	p.Evaluate(t0+minute, &out)
-	if len(out.verdicts) != 1 || out.verdicts[0].Status != schemas.StatusInsufficientData || out.verdicts[0].Value != 0 || out.verdicts[0].N != 10 {
-		t.Fatalf("want one insufficient_data verdict with n=10, got\n%s", lines(out.verdicts))
+	if len(out.Verdicts) != 1 || out.Verdicts[0].Status != schemas.StatusInsufficientData || out.Verdicts[0].Value != 0 || out.Verdicts[0].N != 10 {
+		t.Fatalf("want one insufficient_data verdict with n=10, got\n%s", proctest.Lines(out.Verdicts, t0))
 	}
 	// Five minutes later the window is empty: no verdict, state gone.
-	out = sink{}
+	out = proctest.Collector{}
 	p.Evaluate(t0+6*minute, &out)
-	if len(out.verdicts) != 0 || p.Keys() != 0 {
-		t.Fatalf("after the window passed: %d verdicts, %d keys; want 0, 0", len(out.verdicts), p.Keys())
+	if len(out.Verdicts) != 0 || p.Keys() != 0 {
+		t.Fatalf("after the window passed: %d verdicts, %d keys; want 0, 0", len(out.Verdicts), p.Keys())
 	}
 }
 
@@ -246,11 +228,9 @@ func TestObserveSpanDoesNotAllocate(t *testing.T) {
 	p := mustNew(t, testConfig())
 	r := rand.New(rand.NewPCG(5, 5))
 	spans := generate(5, t0, t0+minute, script{})
-	for i := range spans {
-		p.ObserveSpan(spans[i].Key, &spans[i])
-	}
+	proctest.ObserveAll(p, spans)
 	// Same slot, known categories, latency slot already at its capacity.
-	s := newSpan(r, spans[0].Key, spans[0].Route, t0+30*int64(time.Second), 500)
+	s := proctest.NewSpan(r, spans[0].Key, spans[0].Route, t0+30*int64(time.Second), 500)
 	for range 3000 {
 		p.ObserveSpan(s.Key, &s)
 	}

@@ -1,10 +1,11 @@
 package tail
 
 import (
-	"reflect"
+	"math/rand/v2"
 	"testing"
 	"time"
 
+	"github.com/fusebox-dev/fusebox/processors/internal/proctest"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -20,16 +21,13 @@ func blowUp(seed uint64) traffic {
 
 func TestGoldenTailBlowUpDetected(t *testing.T) {
 	tr := blowUp(1)
-	p := newTail(t, testConfig())
-	var col collect
-	drive(t, p, tr.spans(), 0, 0, 0, &col)
-	validateAll(t, col.verdicts)
-	checkGolden(t, "tail_blowup.txt", formatVerdicts(col.verdicts))
+	vs := proctest.ReplayAll(t, newTail(t, testConfig()), tr.spans())
+	proctest.Golden(t, "tail_blowup.txt", proctest.KVLines(vs, t0, true))
 
 	start := t0 + int64(tr.incidentAt)
-	every := int64(p.Interval())
+	every := int64(testConfig().Every)
 	firstAlert, firstBreach := int64(-1), int64(-1)
-	for _, v := range col.verdicts {
+	for _, v := range vs {
 		if v.Key != tr.keys[tr.incidentKey] {
 			if v.Status == schemas.StatusBreach || v.Status == schemas.StatusWarn {
 				t.Errorf("healthy key %s: %s at %d min", v.Key.String(), v.Status, (v.WindowEndUnixNano-t0)/int64(time.Minute))
@@ -69,13 +67,10 @@ func TestNoIncidentNoBreach(t *testing.T) {
 		if budget < 1.5*truth {
 			t.Fatalf("budget %v not comfortably above the true P99.9 %v", budget, truth)
 		}
-		p := newTail(t, testConfig())
-		var col collect
-		drive(t, p, tr.spans(), 0, 0, 0, &col)
-		validateAll(t, col.verdicts)
+		vs := proctest.ReplayAll(t, newTail(t, testConfig()), tr.spans())
 		warns, full := 0, 0
 		largest, largestLower := 0.0, 0.0
-		for _, v := range col.verdicts {
+		for _, v := range vs {
 			largest, largestLower = max(largest, v.Value), max(largestLower, v.Lower)
 			switch v.Status {
 			case schemas.StatusBreach:
@@ -96,7 +91,7 @@ func TestNoIncidentNoBreach(t *testing.T) {
 			t.Errorf("seed %d: only %d full-window verdicts", seed, full)
 		}
 		t.Logf("seed %d: %d verdicts, %d warns; largest estimate %.0f, largest lower bound %.0f (true %.0f, budget %.0f)",
-			seed, len(col.verdicts), warns, largest, largestLower, truth, budget)
+			seed, len(vs), warns, largest, largestLower, truth, budget)
 	}
 }
 
@@ -104,21 +99,13 @@ func TestDeterministicAndOrderIndependent(t *testing.T) {
 	tr := blowUp(11)
 	tr.duration = 75 * time.Minute
 	spans := tr.spans()
-	run := func(sp []schemas.Span) []schemas.Verdict {
-		c := testConfig()
-		c.MaxSamplesPerSlot = 300 // caps bite: 600 spans per key per minute
-		p := newTail(t, c)
-		var col collect
-		drive(t, p, sp, 0, 0, 0, &col)
-		return col.verdicts
-	}
-	a, b := run(spans), run(spans)
-	if !reflect.DeepEqual(a, b) {
-		t.Fatal("the same input twice gave different verdicts")
-	}
-	if s := run(shuffleWithin(spans, int64(time.Minute), 99)); !reflect.DeepEqual(a, s) {
-		t.Fatal("spans shuffled within each minute gave different verdicts")
-	}
+	c := testConfig()
+	c.MaxSamplesPerSlot = 300 // caps bite: 600 spans per key per minute
+	r := rand.New(rand.NewPCG(99, 1))
+	shuffle := func(s []schemas.Span) []schemas.Span { return proctest.ShuffleWithinSlots(s, int64(c.Every), r) }
+	a := proctest.OrderIndependent(t, spans, shuffle, 1, func(s []schemas.Span) []schemas.Verdict {
+		return proctest.ReplayAll(t, newTail(t, c), s)
+	})
 	if rate, _ := a[len(a)-1].Detail(DetailSampleRate); !(rate < 1) {
 		t.Fatalf("sample rate %v: the caps did not bite", rate)
 	}

@@ -1,8 +1,6 @@
 package tail
 
 import (
-	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,24 +31,16 @@ type Processor struct {
 	est     stats.TailEstimator
 	samples []window.Sample
 	values  []float64
-	order   []keyOrder
-	// free holds the sample arrays of evicted slots for new slots to reuse,
-	// so that steady-state ObserveSpan does not allocate. At most maxFree.
-	free [][]window.Sample
+	order   processors.KeyOrder
+	// pool recycles the sample arrays of evicted slots, so that
+	// steady-state ObserveSpan does not allocate.
+	pool window.Pool
 }
-
-// maxFree bounds the recycled slot arrays kept by a processor.
-const maxFree = 64
 
 // keyState is one key's window: slots of Every, capped at
 // MaxSamplesPerSlot samples each.
 type keyState struct {
 	store window.Store
-}
-
-type keyOrder struct {
-	name string
-	key  schemas.Key
 }
 
 // New validates cfg and returns an empty processor. The error is cfg's
@@ -116,8 +106,8 @@ func (p *Processor) ObserveCorrection(*schemas.Correction) {}
 // ObserveSpan adds the span's metric value to key's window. Spans without
 // the metric, or with a NaN or infinite value, are skipped.
 func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
-	v, ok := p.cfg.Metric.Value(s)
-	if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+	v, ok := p.cfg.Metric.FiniteValue(s)
+	if !ok {
 		return
 	}
 	ks := p.keys[key]
@@ -125,29 +115,7 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 		ks = &keyState{store: window.Store{SlotWidth: p.every, Cap: p.cfg.MaxSamplesPerSlot}}
 		p.keys[key] = ks
 	}
-	st := &ks.store
-	if n := len(st.Slots); len(p.free) > 0 && (n == 0 || st.Slots[n-1].Start < st.SlotStart(s.EndUnixNano)) {
-		// A new newest slot: give it a recycled array (Add finds it).
-		buf := p.free[len(p.free)-1]
-		p.free = p.free[:len(p.free)-1]
-		st.Slots = append(st.Slots, window.Slot{Start: st.SlotStart(s.EndUnixNano), Samples: buf[:0]})
-	}
-	st.Add(window.Sample{T: s.EndUnixNano, V: v, H: processors.SpanHash(s)})
-}
-
-// evict drops the slots of st that end at or before t, keeping their
-// arrays for reuse.
-func (p *Processor) evict(st *window.Store, t int64) {
-	for i := range st.Slots {
-		sl := &st.Slots[i]
-		if sl.Start+st.SlotWidth > t {
-			break
-		}
-		if len(p.free) < maxFree && cap(sl.Samples) > 0 {
-			p.free = append(p.free, sl.Samples[:0])
-		}
-	}
-	st.EvictBefore(t)
+	p.pool.Add(&ks.store, window.Sample{T: s.EndUnixNano, V: v, H: processors.SpanHash(s)})
 }
 
 // Evaluate emits, in key order, one verdict per key with spans in
@@ -155,29 +123,19 @@ func (p *Processor) evict(st *window.Store, t int64) {
 // ending at or before now+Every-Window) and the keys left empty.
 func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 	from := now - p.window
-	for _, ko := range p.sortedKeys() {
-		ks := p.keys[ko.key]
+	for _, k := range processors.SortedKeys(p.keys, &p.order) {
+		ks := p.keys[k]
 		var n int64
 		var rate float64
-		p.samples, n, rate = collectUniform(&ks.store, from, now, p.samples)
+		p.samples, n, rate = ks.store.CollectUniform(from, now, p.samples)
 		if n > 0 {
-			v := p.meta.NewVerdict(ProcessorName, p.metric, ko.key, from, now)
+			v := p.meta.NewVerdict(ProcessorName, p.metric, k, from, now)
 			p.judge(&v, p.samples, n, rate)
 			emit.Verdict(v)
 		}
-		p.evict(&ks.store, now+p.every-p.window)
+		p.pool.EvictBefore(&ks.store, now+p.every-p.window)
 		if ks.store.Empty() {
-			delete(p.keys, ko.key)
+			delete(p.keys, k)
 		}
 	}
-}
-
-// sortedKeys lists the keys by Key.String, the order verdicts go out in.
-func (p *Processor) sortedKeys() []keyOrder {
-	p.order = p.order[:0]
-	for k := range p.keys {
-		p.order = append(p.order, keyOrder{k.String(), k})
-	}
-	slices.SortFunc(p.order, func(a, b keyOrder) int { return strings.Compare(a.name, b.name) })
-	return p.order
 }

@@ -3,12 +3,12 @@ package tail
 import (
 	"errors"
 	"math"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/internal/proctest"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/fusebox-dev/fusebox/stats"
 )
@@ -40,10 +40,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 			c := testConfig()
 			tc.edit(&c)
 			_, err := New(processors.Meta{SLO: "s"}, c)
-			var ce *processors.ConfigError
-			if !errors.As(err, &ce) || ce.Field != tc.field {
-				t.Fatalf("New: %v; want a ConfigError on %q", err, tc.field)
-			}
+			proctest.WantConfigErrors(t, err, tc.field)
 		})
 	}
 	if _, err := New(processors.Meta{SLO: "s"}, testConfig()); err != nil {
@@ -132,16 +129,14 @@ func TestInsufficientThenEmpiricalThenGPD(t *testing.T) {
 			p := newTail(t, c)
 			gap := int64(time.Minute) / int64(tc.perMinute)
 			spans := spansAt(key, t0, gap, tc.perMinute*10, lat)
-			for i := range spans {
-				p.ObserveSpan(key, &spans[i])
-			}
-			var col collect
+			proctest.ObserveAll(p, spans)
+			var col proctest.Collector
 			p.Evaluate(t0+int64(10*time.Minute), &col)
-			if len(col.verdicts) != 1 {
-				t.Fatalf("%d verdicts, want 1", len(col.verdicts))
+			if len(col.Verdicts) != 1 {
+				t.Fatalf("%d verdicts, want 1", len(col.Verdicts))
 			}
-			v := col.verdicts[0]
-			validateAll(t, col.verdicts)
+			v := col.Verdicts[0]
+			proctest.ValidateAll(t, col.Verdicts)
 			if v.Status != tc.status || v.Method != tc.method {
 				t.Fatalf("status %s method %s, want %s %s", v.Status, v.Method, tc.status, tc.method)
 			}
@@ -199,10 +194,10 @@ func TestMetricSelectionSkipsMissingValues(t *testing.T) {
 		}
 		p.ObserveSpan(key, &spans[i])
 	}
-	var col collect
+	var col proctest.Collector
 	p.Evaluate(t0+int64(5*time.Minute), &col)
-	validateAll(t, col.verdicts)
-	v := col.verdicts[0]
+	proctest.ValidateAll(t, col.Verdicts)
+	v := col.Verdicts[0]
 	if v.Metric != "p999_ttft_ms" || v.N != 100 || v.Value > 500 {
 		t.Fatalf("metric %s n %d value %v; want p999_ttft_ms over the 100 spans with a TTFT (<= 497 ms)", v.Metric, v.N, v.Value)
 	}
@@ -215,22 +210,20 @@ func TestEvictionForgetsIdleKeys(t *testing.T) {
 	a, b := schemas.Key{Tenant: "a"}, schemas.Key{Tenant: "b"}
 	for _, k := range []schemas.Key{b, a} {
 		spans := spansAt(k, t0, int64(time.Second), 60, func(i int) float64 { return float64(i) })
-		for i := range spans {
-			p.ObserveSpan(k, &spans[i])
-		}
+		proctest.ObserveAll(p, spans)
 	}
-	var col collect
+	var col proctest.Collector
 	minute := int64(time.Minute)
 	for m := int64(1); m <= 11; m++ {
 		p.Evaluate(t0+m*minute, &col)
 	}
 	// Minute 0 is in the windows ending at 1..10 min: 10 evaluations × 2
 	// keys, a before b; then nothing, and no state left.
-	if len(col.verdicts) != 20 || p.Keys() != 0 {
-		t.Fatalf("%d verdicts, %d keys left; want 20 and 0", len(col.verdicts), p.Keys())
+	if len(col.Verdicts) != 20 || p.Keys() != 0 {
+		t.Fatalf("%d verdicts, %d keys left; want 20 and 0", len(col.Verdicts), p.Keys())
 	}
-	if col.verdicts[0].Key != a || col.verdicts[1].Key != b {
-		t.Fatalf("verdicts not in key order: %v, %v", col.verdicts[0].Key, col.verdicts[1].Key)
+	if col.Verdicts[0].Key != a || col.Verdicts[1].Key != b {
+		t.Fatalf("verdicts not in key order: %v, %v", col.Verdicts[0].Key, col.Verdicts[1].Key)
 	}
 }
 
@@ -250,14 +243,12 @@ func TestCappedSlotsGiveUniformSample(t *testing.T) {
 		quiet[i].SpanID[0] = 2 // distinct from the busy spans' ids
 	}
 	for _, s := range [][]schemas.Span{busy, quiet} {
-		for i := range s {
-			p.ObserveSpan(key, &s[i])
-		}
+		proctest.ObserveAll(p, s)
 	}
-	var col collect
+	var col proctest.Collector
 	p.Evaluate(t0+int64(10*time.Minute), &col)
-	v := col.verdicts[0]
-	validateAll(t, col.verdicts)
+	v := col.Verdicts[0]
+	proctest.ValidateAll(t, col.Verdicts)
 	n, _ := v.Detail(DetailN)
 	rate, _ := v.Detail(DetailSampleRate)
 	kept, _ := v.Detail(DetailKept)
@@ -275,22 +266,14 @@ func TestSnapshotRejectsDamage(t *testing.T) {
 	tr := baseTraffic(7)
 	tr.duration = 12 * time.Minute
 	p := newTail(t, testConfig())
-	var col collect
-	drive(t, p, tr.spans(), 0, 0, t0+int64(11*time.Minute), &col)
+	var col proctest.Collector
+	proctest.Replay(p, tr.spans(), 0, 0, t0+int64(11*time.Minute), &col)
 	snap, _ := p.MarshalBinary()
-	for cut := 0; cut < len(snap); cut += 1 + len(snap)/50 {
-		q := newTail(t, testConfig())
-		if err := q.UnmarshalBinary(snap[:cut]); !errors.Is(err, ErrSnapshot) {
-			t.Fatalf("truncated snapshot (%d of %d bytes): %v", cut, len(snap), err)
-		}
-	}
+	proctest.RejectsDamage(t, func() processors.Processor { return newTail(t, testConfig()) }, snap, ErrSnapshot)
 	other := testConfig()
 	other.MaxSamplesPerSlot = 500
-	if err := newTail(t, other).UnmarshalBinary(snap); err == nil || !strings.Contains(err.Error(), "max_samples_per_slot") {
+	if err := newTail(t, other).UnmarshalBinary(snap); !errors.Is(err, ErrSnapshot) || !strings.Contains(err.Error(), "max_samples_per_slot") {
 		t.Fatalf("snapshot restored into another cap: %v", err)
-	}
-	if err := newTail(t, testConfig()).UnmarshalBinary(append(snap, 0)); !errors.Is(err, ErrSnapshot) {
-		t.Fatalf("trailing byte accepted: %v", err)
 	}
 }
 
@@ -299,24 +282,10 @@ func TestSnapshotRoundTripContinuesIdentically(t *testing.T) {
 	tr.duration = 40 * time.Minute
 	tr.incident, tr.incidentKey, tr.incidentAt, tr.fraction, tr.xm, tr.alpha = true, 1, 25*time.Minute, 0.03, 3000, 1.2
 	spans := tr.spans()
-	var whole collect
-	drive(t, newTail(t, testConfig()), spans, 0, 0, 0, &whole)
+	newP := func() processors.Processor { return newTail(t, testConfig()) }
+	from, to := proctest.Bounds(spans, int64(testConfig().Every))
+	whole := proctest.Drive(t, newP(), spans, from, to)
 	for _, cutMin := range []int64{3, 17, 26} {
-		stop := t0 + cutMin*int64(time.Minute)
-		a := newTail(t, testConfig())
-		var col collect
-		next := drive(t, a, spans, 0, 0, stop, &col)
-		snap, _ := a.MarshalBinary()
-		b := newTail(t, testConfig())
-		if err := b.UnmarshalBinary(snap); err != nil {
-			t.Fatal(err)
-		}
-		if again, _ := b.MarshalBinary(); string(again) != string(snap) {
-			t.Fatal("restored state marshals to different bytes")
-		}
-		drive(t, b, spans, next, stop+int64(time.Minute), 0, &col)
-		if !reflect.DeepEqual(col.verdicts, whole.verdicts) {
-			t.Fatalf("cut at %d min: restored run differs from the uninterrupted one", cutMin)
-		}
+		proctest.Resume(t, newP, proctest.SpanEvents(spans), from, to, t0+cutMin*int64(time.Minute), whole)
 	}
 }

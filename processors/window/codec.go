@@ -1,85 +1,100 @@
 package window
 
 import (
-	"encoding/binary"
 	"errors"
-	"math"
+	"fmt"
+
+	"github.com/fusebox-dev/fusebox/processors/snapcodec"
 )
 
-// ErrCorrupt is returned when a snapshot cannot be decoded.
+// ErrCorrupt is wrapped by every DecodeBinary error.
 var ErrCorrupt = errors.New("window: corrupt snapshot")
 
-// AppendBinary appends the store's snapshot to dst: width, cap, then each
-// slot's start, count and samples, all little-endian.
-func (s *Store) AppendBinary(dst []byte) []byte {
-	dst = binary.LittleEndian.AppendUint64(dst, uint64(s.SlotWidth))
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(s.Cap))
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(s.Slots)))
+// sampleSize and slotSize are the encoded sizes of a Sample and of a Slot
+// without samples, in bytes: the minimum sizes the decoder checks counts
+// against.
+const (
+	sampleSize = 24
+	slotSize   = 20
+)
+
+// MinEncodedSize is the fewest bytes Encode writes (an empty store), for
+// snapcodec.Decoder.Count and snapcodec.GetKeyed.
+const MinEncodedSize = 16
+
+// Encode writes the store: its slot width (I64) and cap (Count), the slot
+// count, then each slot's start, N and samples (T, V, H).
+func (s *Store) Encode(e *snapcodec.Encoder) {
+	e.I64(s.SlotWidth)
+	e.Count(s.Cap)
+	e.Count(len(s.Slots))
 	for i := range s.Slots {
 		sl := &s.Slots[i]
-		dst = binary.LittleEndian.AppendUint64(dst, uint64(sl.Start))
-		dst = binary.LittleEndian.AppendUint64(dst, uint64(sl.N))
-		dst = binary.LittleEndian.AppendUint32(dst, uint32(len(sl.Samples)))
+		e.I64(sl.Start)
+		e.I64(sl.N)
+		e.Count(len(sl.Samples))
 		for _, x := range sl.Samples {
-			dst = binary.LittleEndian.AppendUint64(dst, uint64(x.T))
-			dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(x.V))
-			dst = binary.LittleEndian.AppendUint64(dst, x.H)
+			e.I64(x.T)
+			e.F64(x.V)
+			e.U64(x.H)
 		}
 	}
-	return dst
 }
 
-// DecodeBinary reads a snapshot written by AppendBinary from the front of b
-// into s and returns the rest of b.
-func (s *Store) DecodeBinary(b []byte) ([]byte, error) {
-	r := reader{b: b}
-	s.SlotWidth = int64(r.u64())
-	s.Cap = int(r.u32())
-	ns := int(r.u32())
-	if r.err || s.SlotWidth <= 0 || s.Cap <= 0 || ns > len(r.b)/20 {
-		return nil, ErrCorrupt
+// Decode reads a store written by Encode into s, recording any problem in
+// d. A positive width or capPerSlot must match the store's (a snapshot
+// taken with another every or max_samples_per_slot is rejected, naming
+// them); 0 accepts any positive value.
+func (s *Store) Decode(d *snapcodec.Decoder, width int64, capPerSlot int) {
+	s.SlotWidth = d.I64()
+	s.Cap = int(d.U32())
+	if d.Err() != nil {
+		return
 	}
-	s.Slots = make([]Slot, ns)
+	switch {
+	case s.SlotWidth <= 0 || s.Cap <= 0:
+		d.Failf("window slot width %d ns and cap %d: both must be positive", s.SlotWidth, s.Cap)
+		return
+	case width > 0 && s.SlotWidth != width:
+		d.Failf("window slot width %d ns, want every=%d ns", s.SlotWidth, width)
+		return
+	case capPerSlot > 0 && s.Cap != capPerSlot:
+		d.Failf("window cap %d samples per slot, want max_samples_per_slot=%d", s.Cap, capPerSlot)
+		return
+	}
+	s.Slots = make([]Slot, d.Count(slotSize))
 	for i := range s.Slots {
 		sl := &s.Slots[i]
-		sl.Start = int64(r.u64())
-		sl.N = int64(r.u64())
-		m := int(r.u32())
-		if r.err || m > s.Cap || m > len(r.b)/24 {
-			return nil, ErrCorrupt
+		sl.Start = d.I64()
+		sl.N = d.I64()
+		m := d.Count(sampleSize)
+		if m > s.Cap {
+			d.Failf("slot of %d samples, cap %d", m, s.Cap)
+		}
+		if d.Err() != nil {
+			return
 		}
 		sl.Samples = make([]Sample, m, min(s.Cap, max(m, 16)))
 		for j := range sl.Samples {
-			sl.Samples[j] = Sample{T: int64(r.u64()), V: math.Float64frombits(r.u64()), H: r.u64()}
+			sl.Samples[j] = Sample{T: d.I64(), V: d.F64(), H: d.U64()}
 		}
 	}
-	if r.err {
-		return nil, ErrCorrupt
-	}
-	return r.b, nil
 }
 
-type reader struct {
-	b   []byte
-	err bool
+// AppendBinary appends the store's snapshot (Encode) to dst.
+func (s *Store) AppendBinary(dst []byte) []byte {
+	e := snapcodec.NewEncoder(dst)
+	s.Encode(e)
+	return e.Bytes()
 }
 
-func (r *reader) u64() uint64 {
-	if len(r.b) < 8 {
-		r.err = true
-		return 0
+// DecodeBinary reads a snapshot written by AppendBinary from the front of b
+// into s and returns the rest of b. Errors wrap ErrCorrupt.
+func (s *Store) DecodeBinary(b []byte) ([]byte, error) {
+	d := snapcodec.NewDecoder(b)
+	s.Decode(d, 0, 0)
+	if err := d.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	v := binary.LittleEndian.Uint64(r.b)
-	r.b = r.b[8:]
-	return v
-}
-
-func (r *reader) u32() uint32 {
-	if len(r.b) < 4 {
-		r.err = true
-		return 0
-	}
-	v := binary.LittleEndian.Uint32(r.b)
-	r.b = r.b[4:]
-	return v
+	return d.Rest(), nil
 }

@@ -7,6 +7,8 @@ package window
 import (
 	"errors"
 	"slices"
+
+	"github.com/fusebox-dev/fusebox/processors"
 )
 
 // Sample is one observation.
@@ -92,6 +94,8 @@ func (s *Store) slotFor(start int64) *Slot {
 	return &s.Slots[i]
 }
 
+func slotStart(sl *Slot) int64 { return sl.Start }
+
 // Collect appends to dst the kept samples with event time in [from, to),
 // sorted by (T, H, V) — an order that depends only on the set of samples —
 // and returns it with the count of all samples in those slots, kept or
@@ -119,7 +123,7 @@ func (s *Store) Collect(from, to int64, dst []Sample) ([]Sample, int64) {
 		}
 	}
 	out := dst[base:]
-	slices.SortFunc(out, compareSamples)
+	slices.SortFunc(out, CompareSamples)
 	return dst, n
 }
 
@@ -138,13 +142,7 @@ func (s *Store) Count(from, to int64) int64 {
 
 // EvictBefore drops every slot that ends at or before t.
 func (s *Store) EvictBefore(t int64) {
-	k := 0
-	for k < len(s.Slots) && s.Slots[k].Start+s.SlotWidth <= t {
-		k++
-	}
-	if k > 0 {
-		s.Slots = slices.Delete(s.Slots, 0, k)
-	}
+	s.Slots = processors.DropSlotsBefore(s.Slots, t, s.SlotWidth, slotStart)
 }
 
 // Empty reports whether the store holds no slot.
@@ -159,7 +157,9 @@ func (s *Store) Len() int {
 	return n
 }
 
-func compareSamples(a, b Sample) int {
+// CompareSamples orders samples by (T, H, V): the canonical order of
+// Collect, which depends only on the set of samples.
+func CompareSamples(a, b Sample) int {
 	switch {
 	case a.T != b.T:
 		if a.T < b.T {

@@ -1,9 +1,13 @@
 package window
 
 import (
+	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/fusebox-dev/fusebox/processors/snapcodec"
 )
 
 func samples(r *rand.Rand, n int, span int64) []Sample {
@@ -102,8 +106,21 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}
 	enc := a.AppendBinary(nil)
 	for cut := 0; cut < len(enc); cut += 97 {
-		if _, err := (&Store{}).DecodeBinary(enc[:cut]); err == nil {
-			t.Fatalf("truncated snapshot (%d of %d bytes) decoded", cut, len(enc))
+		if _, err := (&Store{}).DecodeBinary(enc[:cut]); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("truncated snapshot (%d of %d bytes): %v", cut, len(enc), err)
+		}
+	}
+	// Decode checks the configuration when asked to.
+	for _, tc := range []struct {
+		width int64
+		cap   int
+		want  string
+	}{{0, 0, ""}, {1000, 50, ""}, {500, 0, "want every=500 ns"}, {1000, 60, "want max_samples_per_slot=60"}} {
+		d := snapcodec.NewDecoder(enc)
+		(&Store{}).Decode(d, tc.width, tc.cap)
+		err := d.Finish()
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("Decode(width %d, cap %d): %v, want %q", tc.width, tc.cap, err, tc.want)
 		}
 	}
 }

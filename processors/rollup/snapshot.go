@@ -1,0 +1,73 @@
+package rollup
+
+import (
+	"errors"
+
+	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/snapcodec"
+	"github.com/fusebox-dev/fusebox/processors/window"
+	"github.com/fusebox-dev/fusebox/schemas"
+)
+
+// ErrCorrupt is wrapped by every UnmarshalBinary error.
+var ErrCorrupt = errors.New("rollup: corrupt snapshot")
+
+// snapshotFormat is the snapshot's header.
+var snapshotFormat = snapcodec.Format{Name: "fusebox.rollup", Version: 1, Err: ErrCorrupt}
+
+// Encoded sizes in bytes, for the decoder's count checks: a key's state
+// without minutes (late count, minute count) and one minute (five counters
+// and two empty windows).
+const (
+	keyStateSize = 8 + 4
+	minuteSize   = 5*8 + 2*window.MinEncodedSize
+)
+
+// MarshalBinary snapshots every open minute in the snapcodec layout: in
+// key order, the key, its late count and its minutes (start, n, errors,
+// input and output tokens, the durations and TTFT windows).
+func (p *Processor) MarshalBinary() ([]byte, error) {
+	return snapshotFormat.Marshal(func(e *snapcodec.Encoder) {
+		snapcodec.PutKeyed(e, processors.SortedKeys(p.keys, &p.order), p.keys, func(ks *keyState, e *snapcodec.Encoder) {
+			e.I64(ks.late)
+			e.Count(len(ks.minutes))
+			for _, m := range ks.minutes {
+				for _, v := range [...]int64{m.start, m.n, m.errors, m.in, m.out} {
+					e.I64(v)
+				}
+				m.durations.Encode(e)
+				m.ttfts.Encode(e)
+			}
+		})
+	}), nil
+}
+
+// UnmarshalBinary restores a snapshot. The minute windows must be one
+// minute wide; their cap is taken as written. On error, which wraps
+// ErrCorrupt, the processor is left empty.
+func (p *Processor) UnmarshalBinary(b []byte) error {
+	var keys map[schemas.Key]*keyState
+	err := snapshotFormat.Unmarshal(b, func(d *snapcodec.Decoder) {
+		keys = snapcodec.GetKeyed(d, keyStateSize, decodeKey)
+	})
+	if err != nil {
+		keys = map[schemas.Key]*keyState{}
+	}
+	p.keys = keys
+	return err
+}
+
+func decodeKey(d *snapcodec.Decoder, _ schemas.Key) *keyState {
+	st := &keyState{late: d.I64()}
+	for range d.Count(minuteSize) {
+		m := minute{start: d.I64(), n: d.I64(), errors: d.I64(), in: d.I64(), out: d.I64(),
+			durations: &window.Store{}, ttfts: &window.Store{}}
+		m.durations.Decode(d, Minute, 0)
+		m.ttfts.Decode(d, Minute, 0)
+		if d.Err() != nil {
+			break
+		}
+		st.minutes = append(st.minutes, m)
+	}
+	return st
+}

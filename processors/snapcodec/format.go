@@ -1,0 +1,37 @@
+package snapcodec
+
+import "fmt"
+
+// Format is one processor's snapshot layout: the header every snapshot
+// starts with, and the sentinel every decoding error wraps (besides
+// ErrDamaged).
+type Format struct {
+	Name    string // e.g. "fusebox.tail"
+	Version uint8  // bumped whenever the layout after the header changes
+	Err     error  // the processor's ErrSnapshot / ErrCorrupt
+}
+
+// Marshal returns the header followed by what body writes.
+func (f Format) Marshal(body func(*Encoder)) []byte {
+	e := NewEncoder(nil)
+	e.Header(f.Name, f.Version)
+	body(e)
+	return e.Bytes()
+}
+
+// Unmarshal checks the header of b, lets body read the rest, and returns
+// nil when body consumed every byte without an error; otherwise an error
+// wrapping f.Err and ErrDamaged that says what was wrong and where. body
+// should build the new state aside and commit it only when the returned
+// error is nil.
+func (f Format) Unmarshal(b []byte, body func(*Decoder)) error {
+	d := NewDecoder(b)
+	d.Header(f.Name, f.Version)
+	if d.Err() == nil {
+		body(d)
+	}
+	if err := d.Finish(); err != nil {
+		return fmt.Errorf("%w: %w", f.Err, err)
+	}
+	return nil
+}

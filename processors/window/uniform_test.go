@@ -1,0 +1,115 @@
+package window
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func TestCollectUniformWithoutOverflowKeepsAll(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	s, _ := New(1000, 1000)
+	for _, x := range samples(r, 3000, 5000) {
+		s.Add(x)
+	}
+	all, n := s.Collect(0, 5000, nil)
+	got, m, rate := s.CollectUniform(0, 5000, nil)
+	if rate != 1 || m != n || !slices.Equal(got, all) {
+		t.Fatalf("rate %v n %d (Collect %d), equal %v; want everything at rate 1", rate, m, n, slices.Equal(got, all))
+	}
+}
+
+// One busy slot over its cap and quiet ones under it: the pooled sample is
+// exactly the window's samples with hash <= the busy slot's largest kept
+// hash, whatever the arrival order, at rate limit/2^64.
+func TestCollectUniformThinsToTheBusiestSlot(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	var xs []Sample
+	for i, per := range []int{2000, 50, 50, 80, 30} { // slot 0 is busy
+		for range per {
+			xs = append(xs, Sample{T: int64(i)*1000 + r.Int64N(1000), V: r.NormFloat64(), H: r.Uint64()})
+		}
+	}
+	run := func(order []Sample) ([]Sample, int64, float64) {
+		s, _ := New(1000, 100)
+		for _, x := range order {
+			s.Add(x)
+		}
+		return s.CollectUniform(0, 5000, nil)
+	}
+	kept, n, rate := run(xs)
+	if n != int64(len(xs)) {
+		t.Fatalf("n %d, want %d", n, len(xs))
+	}
+	var busy []uint64
+	for _, x := range xs[:2000] {
+		busy = append(busy, x.H)
+	}
+	slices.Sort(busy)
+	limit := busy[99] // the largest of the 100 smallest hashes
+	var want []Sample
+	for _, x := range xs {
+		if x.H <= limit {
+			want = append(want, x)
+		}
+	}
+	slices.SortFunc(want, CompareSamples)
+	if !slices.Equal(kept, want) {
+		t.Fatalf("kept %d samples, want the %d with hash <= %x", len(kept), len(want), limit)
+	}
+	if rate != math.Ldexp(float64(limit), -64) {
+		t.Fatalf("rate %v, want %v", rate, math.Ldexp(float64(limit), -64))
+	}
+	shuffled := slices.Clone(xs)
+	r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	if k2, n2, r2 := run(shuffled); !slices.Equal(k2, kept) || n2 != n || r2 != rate {
+		t.Fatal("the uniform sample depends on arrival order")
+	}
+	// A window that leaves the busy slot out is not thinned.
+	s, _ := New(1000, 100)
+	for _, x := range xs {
+		s.Add(x)
+	}
+	if _, _, r := s.CollectUniform(1000, 5000, nil); r != 1 {
+		t.Fatalf("rate %v without the busy slot, want 1", r)
+	}
+}
+
+func TestPoolRecyclesEvictedArrays(t *testing.T) {
+	var pool Pool
+	s, _ := New(1000, 64)
+	x := Sample{V: 1}
+	addSlot := func(start int64) {
+		for i := range 100 { // over the cap: the array reaches cap 64
+			x.T, x.H = start+int64(i), uint64(i)
+			pool.Add(s, x)
+		}
+	}
+	for start := int64(0); start < 5000; start += 1000 {
+		addSlot(start)
+	}
+	ref, _ := New(1000, 64)
+	for _, sl := range s.Slots {
+		for _, y := range sl.Samples {
+			ref.Add(y)
+		}
+	}
+	got, _ := s.Collect(0, 5000, nil)
+	want, _ := ref.Collect(0, 5000, nil)
+	if !slices.Equal(got, want) {
+		t.Fatal("Pool.Add keeps other samples than Store.Add")
+	}
+	next := int64(5000)
+	allocs := testing.AllocsPerRun(50, func() {
+		pool.EvictBefore(s, next-4000)
+		addSlot(next)
+		next += 1000
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per evicted-and-added slot, want 0", allocs)
+	}
+	if len(s.Slots) != 5 || len(pool.free) > MaxPooled {
+		t.Fatalf("%d slots, %d pooled arrays", len(s.Slots), len(pool.free))
+	}
+}
