@@ -2,8 +2,8 @@ package engine
 
 import (
 	"slices"
-	"strconv"
 
+	"github.com/fusebox-dev/fusebox/processors/snapcodec"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -104,43 +104,32 @@ func (g *guard) overflowed() [4]int64 {
 	return out
 }
 
-func (g *guard) appendBinary(e *encoder) {
+func (g *guard) appendBinary(e *snapcodec.Encoder) {
 	for i := range g.dims {
 		d := &g.dims[i]
-		e.i64(d.overflowed)
+		e.I64(d.overflowed)
 		vals := make([]string, 0, len(d.seen))
 		for v := range d.seen {
 			vals = append(vals, v)
 		}
 		slices.Sort(vals) // a deterministic snapshot
-		e.u32(uint32(len(vals)))
+		e.Count(len(vals))
 		for _, v := range vals {
-			e.str(v)
-			e.i64(d.seen[v])
+			e.String(v)
+			e.I64(d.seen[v])
 		}
 	}
 }
 
-func (g *guard) decodeBinary(r *decoder) error {
+func (g *guard) decodeBinary(r *snapcodec.Decoder) {
 	for i := range g.dims {
 		d := &g.dims[i]
-		d.overflowed = r.i64()
-		n := int(r.u32())
-		if r.err != nil {
-			return r.err
-		}
+		d.overflowed = r.I64()
+		n := r.Count(12)
 		d.seen = make(map[string]int64, n)
-		for j := 0; j < n && r.err == nil; j++ {
-			v := r.str()
-			d.seen[v] = r.i64()
+		for j := 0; j < n && r.Err() == nil; j++ {
+			v := r.String()
+			d.seen[v] = r.I64()
 		}
 	}
-	if r.err != nil {
-		return r.err
-	}
-	return nil
-}
-
-func (d *dimGuard) String() string {
-	return strconv.Itoa(len(d.seen)) + "/" + strconv.Itoa(d.limit)
 }

@@ -6,16 +6,16 @@ import (
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
-// Dimension names, as the SLO file writes them.
+// Dimension names, as the SLO file writes them (see schemas.Dimensions).
 const (
-	DimTenant  = "tenant"
-	DimService = "service"
-	DimModel   = "model"
-	DimVariant = "variant"
+	DimTenant  = schemas.DimTenant
+	DimService = schemas.DimService
+	DimModel   = schemas.DimModel
+	DimVariant = schemas.DimVariant
 )
 
 // Dimensions lists the key dimensions in key order.
-var Dimensions = []string{DimTenant, DimService, DimModel, DimVariant}
+var Dimensions = schemas.Dimensions
 
 // KeyDims says which dimensions key the statistics; the others are blanked,
 // so their values are pooled.

@@ -3,40 +3,32 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math"
+
+	"github.com/fusebox-dev/fusebox/processors/snapcodec"
 )
 
-// snapshotVersion is the first byte of every worker snapshot.
-const snapshotVersion = 1
+// ErrCorruptSnapshot is returned when a checkpoint cannot be decoded.
+var ErrCorruptSnapshot = errors.New("engine: corrupt snapshot")
 
-const minInt64 = -1 << 63
+// snapshotFormat names and versions the worker snapshot.
+var snapshotFormat = snapcodec.Format{Name: "fusebox.worker", Version: 2, Err: ErrCorruptSnapshot}
 
 // MarshalBinary snapshots the whole worker: its position in the keyed
 // partition, watermarks, guard, counters, every processor and the breaker.
-// RestoreWorker continues from it exactly.
+// RestoreWorker continues from it exactly. The output must have been taken
+// (TakeOutput) first: a snapshot covers what the sinks already have.
 func (w *Worker) MarshalBinary() ([]byte, error) {
-	e := &encoder{b: []byte{snapshotVersion}}
-	e.str(w.cfg.ConfigVersion)
-	e.u32(uint32(w.partition))
-	e.i64(w.nextOffset)
-	e.i64(w.watermark)
-	e.i64(w.earliest)
-	e.str(w.lastTopics)
-	w.wm.appendBinary(e)
-	w.guard.appendBinary(e)
-	for _, v := range []int64{w.stats.Records, w.stats.Duplicates, w.stats.Heartbeats, w.stats.Spans, w.stats.LateSpans,
-		w.stats.Corrections, w.stats.LateCorrections, w.stats.Evaluations, w.stats.Verdicts, w.stats.Commands} {
-		e.i64(v)
+	if !w.out.Empty() {
+		return nil, errors.New("engine: snapshot with output not yet taken")
 	}
-	e.u32(uint32(len(w.slos)))
+	procs := make([][]byte, len(w.slos))
 	for i := range w.slos {
-		s := &w.slos[i]
-		b, err := s.proc.MarshalBinary()
+		b, err := w.slos[i].proc.MarshalBinary()
 		if err != nil {
-			return nil, fmt.Errorf("engine: snapshot SLO %q: %w", s.spec.Meta.SLO, err)
+			return nil, fmt.Errorf("engine: snapshot SLO %q: %w", w.slos[i].spec.Meta.SLO, err)
 		}
-		e.str(s.spec.Meta.SLO)
-		e.i64(s.next)
-		e.bytes(b)
+		procs[i] = b
 	}
 	var bb []byte
 	if w.breaker != nil {
@@ -45,66 +37,75 @@ func (w *Worker) MarshalBinary() ([]byte, error) {
 			return nil, fmt.Errorf("engine: snapshot breaker: %w", err)
 		}
 	}
-	e.bytes(bb)
-	if !w.out.Empty() {
-		return nil, errors.New("engine: snapshot with output not yet taken")
-	}
-	return e.b, nil
+	return snapshotFormat.Marshal(func(e *snapcodec.Encoder) {
+		e.String(w.cfg.ConfigVersion)
+		e.U32(uint32(w.partition))
+		e.I64(w.nextOffset)
+		e.I64(w.watermark)
+		e.I64(w.earliest)
+		e.String(w.lastTopics)
+		w.wm.appendBinary(e)
+		w.guard.appendBinary(e)
+		for _, v := range w.counters() {
+			e.I64(*v)
+		}
+		e.Count(len(w.slos))
+		for i := range w.slos {
+			e.String(w.slos[i].spec.Meta.SLO)
+			e.I64(w.slos[i].next)
+			e.String(string(procs[i]))
+		}
+		e.String(string(bb))
+	}), nil
+}
+
+// counters lists the persisted counters in snapshot order.
+func (w *Worker) counters() []*int64 {
+	return []*int64{&w.stats.Records, &w.stats.Duplicates, &w.stats.Heartbeats, &w.stats.Spans, &w.stats.LateSpans,
+		&w.stats.Corrections, &w.stats.LateCorrections, &w.stats.Evaluations, &w.stats.Verdicts, &w.stats.Commands}
 }
 
 // RestoreWorker makes a worker from a snapshot written by MarshalBinary
-// under cfg. When the snapshot was taken under another ConfigVersion, only
-// the position (offsets, watermarks, dedup marks) and the breaker are
-// restored; the processors start empty, as their old state may not fit the
-// new parameters.
-// restoredProcessors says which happened.
+// under cfg. When the snapshot was taken under another ConfigVersion (or
+// with other SLOs), only the position (offsets, watermarks, dedup marks) and
+// the breaker are restored; the processors start empty, as their old state
+// may not fit the new parameters. restoredProcessors says which happened.
 func RestoreWorker(cfg WorkerConfig, partition int32, snap []byte) (w *Worker, restoredProcessors bool, err error) {
-	w, err = NewWorker(cfg, partition)
-	if err != nil {
+	if w, err = NewWorker(cfg, partition); err != nil {
 		return nil, false, err
 	}
-	if len(snap) == 0 || snap[0] != snapshotVersion {
-		return nil, false, fmt.Errorf("%w: unknown snapshot version", ErrCorruptSnapshot)
-	}
-	d := &decoder{b: snap[1:]}
-	version := d.str()
-	if p := int32(d.u32()); d.err == nil && p != partition {
-		return nil, false, fmt.Errorf("%w: snapshot of partition %d restored into %d", ErrCorruptSnapshot, p, partition)
-	}
-	w.nextOffset = d.i64()
-	w.watermark = d.i64()
-	w.earliest = d.i64()
-	w.lastTopics = d.str()
-	w.wm.decodeBinary(d)
-	if d.err == nil {
-		d.err = w.guard.decodeBinary(d)
-	}
-	for _, p := range []*int64{&w.stats.Records, &w.stats.Duplicates, &w.stats.Heartbeats, &w.stats.Spans, &w.stats.LateSpans,
-		&w.stats.Corrections, &w.stats.LateCorrections, &w.stats.Evaluations, &w.stats.Verdicts, &w.stats.Commands} {
-		*p = d.i64()
-	}
-	n := int(d.u32())
-	if d.err != nil {
-		return nil, false, d.err
-	}
-	same := version == cfg.ConfigVersion && n == len(w.slos)
 	type saved struct {
 		name string
 		next int64
 		b    []byte
 	}
-	var slos []saved
-	for i := 0; i < n && d.err == nil; i++ {
-		slos = append(slos, saved{name: d.str(), next: d.i64(), b: d.bytes()})
-	}
-	breaker := d.bytes()
-	if d.err != nil {
-		return nil, false, d.err
-	}
-	for i := range slos {
-		if same && slos[i].name != w.slos[i].spec.Meta.SLO {
-			same = false
+	var (
+		version string
+		slos    []saved
+		breaker []byte
+	)
+	err = snapshotFormat.Unmarshal(snap, func(d *snapcodec.Decoder) {
+		version = d.String()
+		if p := int32(d.U32()); d.Err() == nil && p != partition {
+			d.Failf("snapshot of partition %d restored into %d", p, partition)
 		}
+		w.nextOffset = d.I64()
+		w.watermark = d.I64()
+		w.earliest = d.I64()
+		w.lastTopics = d.String()
+		w.wm.decodeBinary(d)
+		w.guard.decodeBinary(d)
+		for _, p := range w.counters() {
+			*p = d.I64()
+		}
+		n := d.Count(16)
+		for i := 0; i < n && d.Err() == nil; i++ {
+			slos = append(slos, saved{name: d.String(), next: d.I64(), b: []byte(d.String())})
+		}
+		breaker = []byte(d.String())
+	})
+	if err != nil {
+		return nil, false, err
 	}
 	// The breaker is restored even across a configuration change: its
 	// per-target command versions must never go back, or gateways would
@@ -114,10 +115,15 @@ func RestoreWorker(cfg WorkerConfig, partition int32, snap []byte) (w *Worker, r
 			return nil, false, fmt.Errorf("engine: restore breaker: %w", err)
 		}
 	}
+	same := version == cfg.ConfigVersion && len(slos) == len(w.slos)
+	for i := 0; same && i < len(slos); i++ {
+		same = slos[i].name == w.slos[i].spec.Meta.SLO
+	}
 	if !same {
 		// Position only: evaluations restart at the first boundary after
 		// the watermark, with empty windows.
-		w.watermark = minInt64
+		w.watermark = math.MinInt64
+		w.earliest = math.MaxInt64
 		return w, false, nil
 	}
 	for i := range slos {

@@ -3,6 +3,8 @@ package engine
 import (
 	"math"
 	"slices"
+
+	"github.com/fusebox-dev/fusebox/processors/snapcodec"
 )
 
 // SourceRef names the source record a keyed record came from.
@@ -100,16 +102,16 @@ func (w *watermarks) current() int64 {
 	return wm - w.lateness
 }
 
-func (w *watermarks) appendBinary(e *encoder) {
+func (w *watermarks) appendBinary(e *snapcodec.Encoder) {
 	topics := make([]string, 0, len(w.partitions))
 	for t := range w.partitions {
 		topics = append(topics, t)
 	}
 	slices.Sort(topics)
-	e.u32(uint32(len(topics)))
+	e.Count(len(topics))
 	for _, t := range topics {
-		e.str(t)
-		e.u32(uint32(w.partitions[t]))
+		e.String(t)
+		e.U32(uint32(w.partitions[t]))
 	}
 	ids := make([]sourceID, 0, len(w.sources))
 	for id := range w.sources {
@@ -124,34 +126,30 @@ func (w *watermarks) appendBinary(e *encoder) {
 		}
 		return int(a.Partition - b.Partition)
 	})
-	e.u32(uint32(len(ids)))
+	e.Count(len(ids))
 	for _, id := range ids {
 		s := w.sources[id]
-		e.str(id.Topic)
-		e.u32(uint32(id.Partition))
-		e.i64(s.lastOffset)
-		e.u32(uint32(s.lastPart))
-		e.i64(s.maxEventTime)
-		idle := int64(0)
-		if s.idle {
-			idle = 1
-		}
-		e.i64(idle)
+		e.String(id.Topic)
+		e.U32(uint32(id.Partition))
+		e.I64(s.lastOffset)
+		e.U32(uint32(s.lastPart))
+		e.I64(s.maxEventTime)
+		e.Bool(s.idle)
 	}
 }
 
-func (w *watermarks) decodeBinary(d *decoder) {
-	n := int(d.u32())
+func (w *watermarks) decodeBinary(d *snapcodec.Decoder) {
+	n := d.Count(8)
 	w.partitions = map[string]int32{}
-	for i := 0; i < n && d.err == nil; i++ {
-		t := d.str()
-		w.partitions[t] = int32(d.u32())
+	for i := 0; i < n && d.Err() == nil; i++ {
+		t := d.String()
+		w.partitions[t] = int32(d.U32())
 	}
-	n = int(d.u32())
+	n = d.Count(33)
 	w.sources = map[sourceID]*sourceState{}
-	for i := 0; i < n && d.err == nil; i++ {
-		id := sourceID{Topic: d.str(), Partition: int32(d.u32())}
-		s := &sourceState{lastOffset: d.i64(), lastPart: int32(d.u32()), maxEventTime: d.i64(), idle: d.i64() == 1}
+	for i := 0; i < n && d.Err() == nil; i++ {
+		id := sourceID{Topic: d.String(), Partition: int32(d.U32())}
+		s := &sourceState{lastOffset: d.I64(), lastPart: int32(d.U32()), maxEventTime: d.I64(), idle: d.Bool()}
 		w.sources[id] = s
 	}
 }

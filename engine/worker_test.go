@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"errors"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -306,5 +307,37 @@ func TestSourcesNotYetHeardHoldTheWatermark(t *testing.T) {
 	w.Apply(rec(1, 1, base, true)) // source 1 idle
 	if wm := w.Stats().Watermark; wm != base+int64(time.Hour)-int64(5*time.Second) {
 		t.Fatalf("watermark %d with source 1 idle, want source 0's max minus lateness", wm)
+	}
+}
+
+func TestSnapshotRejectsDamageAndKeepsPositionAcrossConfigChange(t *testing.T) {
+	srcs := sources(t, scenario(), 4*time.Minute, 2)
+	cfg := workerConfig(t)
+	ks := keyed(srcs, func(rem []int) int { return rem[0] })
+	w, _ := engine.NewWorker(cfg, 0)
+	for i := range ks[0] {
+		w.Apply(&ks[0][i])
+	}
+	w.TakeOutput()
+	snap, err := w.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cut := range []int{0, 1, len(snap) / 3, len(snap) - 1} {
+		if _, _, err := engine.RestoreWorker(cfg, 0, snap[:cut]); !errors.Is(err, engine.ErrCorruptSnapshot) {
+			t.Fatalf("snapshot cut at %d of %d: err %v, want ErrCorruptSnapshot", cut, len(snap), err)
+		}
+	}
+	if _, _, err := engine.RestoreWorker(cfg, 1, snap); err == nil {
+		t.Fatal("snapshot of partition 0 restored into partition 1")
+	}
+	changed := cfg
+	changed.ConfigVersion = "other"
+	r, full, err := engine.RestoreWorker(changed, 0, snap)
+	if err != nil || full {
+		t.Fatalf("config change: full=%v err=%v, want position-only restore", full, err)
+	}
+	if r.NextOffset() != w.NextOffset() {
+		t.Fatalf("position %d after a config change, want %d", r.NextOffset(), w.NextOffset())
 	}
 }

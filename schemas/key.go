@@ -18,6 +18,17 @@ type Key struct {
 	Variant string `json:"variant"`
 }
 
+// The key dimensions, as configuration files name them.
+const (
+	DimTenant  = "tenant"
+	DimService = "service"
+	DimModel   = "model"
+	DimVariant = "variant"
+)
+
+// Dimensions lists the key dimensions in key order.
+var Dimensions = []string{DimTenant, DimService, DimModel, DimVariant}
+
 // Wildcard is the value of a Target dimension that matches every value.
 const Wildcard = "*"
 

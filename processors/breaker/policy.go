@@ -10,16 +10,16 @@ import (
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
-// The key dimensions a target can keep.
+// The key dimensions a target can keep (see schemas.Dimensions).
 const (
-	DimTenant  = "tenant"
-	DimService = "service"
-	DimModel   = "model"
-	DimVariant = "variant"
+	DimTenant  = schemas.DimTenant
+	DimService = schemas.DimService
+	DimModel   = schemas.DimModel
+	DimVariant = schemas.DimVariant
 )
 
 // Dimensions lists the key dimensions in key order.
-var Dimensions = []string{DimTenant, DimService, DimModel, DimVariant}
+var Dimensions = schemas.Dimensions
 
 // MaxN is the longest k-of-n history a rule may keep.
 const MaxN = 64
