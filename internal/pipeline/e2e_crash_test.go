@@ -1,0 +1,230 @@
+package pipeline_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fusebox-dev/fusebox/engine"
+	"github.com/fusebox-dev/fusebox/internal/config"
+	"github.com/fusebox-dev/fusebox/internal/pipeline"
+	"github.com/fusebox-dev/fusebox/internal/testharness"
+	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/sinks/clickhousesink"
+)
+
+// The child process of TestE2EKilledBeforeCommit reads these.
+const (
+	// envCrashConfig is the SLO file the child runs.
+	envCrashConfig = "FUSEBOX_E2E_CRASH_CONFIG"
+	// envCrashAfterSpans arms the crash once the keyed stage has applied
+	// this many spans.
+	envCrashAfterSpans = "FUSEBOX_E2E_CRASH_AFTER_SPANS"
+	// crashLine starts the line the child prints just before it dies.
+	crashLine = "e2e-child: SIGKILL"
+)
+
+// crashKgoOpts shorten the consumer-group session, so that the killed
+// member is evicted in seconds rather than kgo's default 45 s and the
+// restarted process gets the partitions at once.
+var crashKgoOpts = []kgo.Opt{kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(500 * time.Millisecond)}
+
+// crashSink is the child's last sink. The engine's checkpoint flushes the
+// sinks in order — ClickHouse, Kafka, then this one — before it saves the
+// state snapshot and acknowledges the input; so when its Flush runs,
+// everything written so far is durable in ClickHouse and Kafka and the
+// checkpoint is not yet taken. Once armed, it kills the process there with
+// SIGKILL, provided verdicts were written since the previous flush (by
+// partitions that therefore have not checkpointed them).
+type crashSink struct {
+	afterSpans int64
+	keyed      atomic.Pointer[engine.Keyed]
+	partitions int
+
+	mu                 sync.Mutex
+	checkpointed       map[int32]int
+	verdictsSinceFlush int
+}
+
+func (s *crashSink) Write(_ context.Context, out schemas.Output) error {
+	s.mu.Lock()
+	s.verdictsSinceFlush += len(out.Verdicts)
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *crashSink) onCheckpoint(p int32, _ int64) {
+	s.mu.Lock()
+	s.checkpointed[p]++
+	s.mu.Unlock()
+}
+
+func (s *crashSink) Flush(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := s.keyed.Load()
+	if k == nil {
+		return nil
+	}
+	st := k.Stats()
+	if st.Spans >= s.afterSpans && len(s.checkpointed) == s.partitions && s.verdictsSinceFlush > 0 {
+		fmt.Printf("%s after %d spans applied, %d verdicts written since the last flush, checkpoints %v\n",
+			crashLine, st.Spans, s.verdictsSinceFlush, s.checkpointed)
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // SIGKILL is not deliverable late; wait for it
+	}
+	s.verdictsSinceFlush = 0
+	return nil
+}
+
+func (s *crashSink) Close(context.Context) error { return nil }
+
+// TestE2EKilledBeforeCommitChild is the child process of
+// TestE2EKilledBeforeCommit: it runs the pipeline of the SLO file in
+// $FUSEBOX_E2E_CRASH_CONFIG until its crash sink kills it. Run as a
+// normal test (the variable unset) it has nothing to do and passes.
+func TestE2EKilledBeforeCommitChild(t *testing.T) {
+	path := os.Getenv(envCrashConfig)
+	if path == "" {
+		return
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := strconv.ParseInt(os.Getenv(envCrashAfterSpans), 10, 64)
+	if err != nil {
+		t.Fatalf("%s: %v", envCrashAfterSpans, err)
+	}
+	cs := &crashSink{afterSpans: after, partitions: int(cfg.Topics.KeyedPartitions), checkpointed: map[int32]int{}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := pipeline.New(ctx, pipeline.Options{Config: cfg, InsecureUnsigned: true, ExtraSinks: []engine.Sink{cs},
+		OnCheckpoint: cs.onCheckpoint, KgoOpts: crashKgoOpts, Logger: e2eLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs.keyed.Store(p.Keyed())
+	err = p.Run(ctx)
+	t.Fatalf("the pipeline stopped without the crash (Run: %v); keyed stage %+v", err, p.Keyed().Stats())
+}
+
+// TestE2EKilledBeforeCommit kills the process running the pipeline (SIGKILL,
+// in a child process) inside a checkpoint, right after every sink durably
+// accepted the output and before the state snapshot is saved and the
+// input committed — after earlier checkpoints of every partition. The
+// process restarted on the same topics, group, state and database restores
+// the checkpoints, replays what followed them, and rewrites verdicts that
+// were already in ClickHouse. After FINAL each verdict is one row, and the
+// verdict set equals an uninterrupted in-memory replay of the keyed topic;
+// rollups are neither missing nor doubled.
+func TestE2EKilledBeforeCommit(t *testing.T) {
+	k := testharness.StartKafka(t)
+	ch := testharness.StartClickHouse(t)
+	db := ch.NewDatabase(t)
+	conn := ch.ConnDatabase(t, db)
+	migrateAndStopMerges(t, conn, db)
+
+	sc := e2eScenario(30, 1200*time.Second) // 36,000 calls over 20 minutes
+	var total int64
+	for _, ends := range spansPerKey(t, sc) {
+		total += int64(len(ends))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	o := withClickHouse(e2eOpts{brokers: k.Brokers, group: "crash", checkpointEvery: 200 * time.Millisecond}, ch, db)
+	path := filepath.Join(t.TempDir(), "fusebox.yaml")
+	if err := os.WriteFile(path, []byte(e2eConfigYAML(o)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The traffic arrives while the child runs (20 minutes of event time in
+	// about 8 s), so that evaluations, sink writes and checkpoints
+	// interleave as in production, and the crash (armed at 60% of the
+	// spans) falls between two checkpoints of a running stream.
+	pubDone := make(chan int64, 1)
+	go func() { pubDone <- publishScenario(ctx, t, k, sc, 150).Spans }()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestE2EKilledBeforeCommitChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), envCrashConfig+"="+path, envCrashAfterSpans+"="+strconv.FormatInt(total*6/10, 10))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL ||
+		!strings.Contains(out.String(), crashLine) {
+		t.Fatalf("the child did not die by its crash sink's SIGKILL (%v); its output:\n%s", err, out.String())
+	}
+	t.Logf("child: %s", strings.TrimSpace(out.String()[strings.Index(out.String(), crashLine):]))
+	time.Sleep(time.Second) // an insert the server was committing at the kill settles
+	atCrash := chCount(t, conn, "SELECT count() FROM "+db+".verdicts")
+	adm := kadm.NewClient(k.Client(t))
+	commitAtCrash := committed(t, adm, cfg.Kafka.Group+".engine", cfg.Topics.Keyed)
+	t.Logf("at the crash: %d verdict rows in ClickHouse, keyed offsets committed %v of %v", atCrash, commitAtCrash, endOffsets(t, k, cfg.Topics.Keyed))
+	if atCrash == 0 {
+		t.Fatal("no verdict reached ClickHouse before the crash")
+	}
+
+	r := startRunWith(t, pipeline.Options{Config: cfg, InsecureUnsigned: true, KgoOpts: crashKgoOpts})
+	if published := <-pubDone; published != total {
+		t.Fatalf("published %d spans, the scenario has %d", published, total)
+	}
+	r.waitDrained(t, k, cfg, total, 2*time.Minute)
+	r.stop(t)
+	reinserted := uint64(metric(r.p.ClickHous.Metrics(), "fusebox_sink_records_total", "table", clickhousesink.TableVerdicts))
+
+	ref := referenceRun(t, cfg, readTopic(t, k, cfg.Topics.Keyed), r.checkpoints(), nil)
+	refV := verdictIDs(t, ref.out.Verdicts, true, "in-memory replay")
+	st := r.p.Keyed().Stats()
+	if st.Spans != ref.stats.Spans || st.LateSpans != ref.stats.LateSpans || st.Verdicts != ref.stats.Verdicts {
+		t.Fatalf("restored pipeline stats %+v differ from the uninterrupted replay's %+v", st, ref.stats)
+	}
+	raw := chCount(t, conn, "SELECT count() FROM "+db+".verdicts")
+	final := chCount(t, conn, "SELECT count() FROM "+db+".verdicts FINAL")
+	uniq := chCount(t, conn, "SELECT uniqExact(id) FROM "+db+".verdicts")
+	t.Logf("verdicts: %d rows before the crash + %d inserted after the restart = %d stored; %d after FINAL, %d ids; the replay has %d",
+		atCrash, reinserted, raw, final, uniq, len(refV))
+	if raw != atCrash+reinserted {
+		t.Fatalf("%d rows stored, but %d were there at the crash and the restarted sink inserted %d", raw, atCrash, reinserted)
+	}
+	if reinserted >= uint64(len(refV)) {
+		t.Fatalf("the restarted run inserted %d verdicts of %d: it did not resume from the checkpoints", reinserted, len(refV))
+	}
+	if raw <= uint64(len(refV)) {
+		t.Fatalf("%d rows stored for %d verdicts: no verdict was replayed, the crash came after a commit", raw, len(refV))
+	}
+	if final != uniq || final != uint64(len(refV)) {
+		t.Fatalf("after FINAL %d rows for %d ids, want %d", final, uniq, len(refV))
+	}
+	sameIDs(t, "ClickHouse FINAL", chVerdicts(t, conn, db), "uninterrupted replay", refV)
+	onKafka := kafkaVerdicts(t, k, cfg.Topics.Verdicts)
+	sameIDs(t, cfg.Topics.Verdicts, verdictIDs(t, onKafka, false, ""), "uninterrupted replay", refV)
+	t.Logf("%s holds %d messages for %d verdicts", cfg.Topics.Verdicts, len(onKafka), len(refV))
+
+	got, want := chRollups(t, conn, db), refRollups(t, ref.out.Rollups)
+	sameIDs(t, "ClickHouse span_rollups", got, "replay rollups", want)
+	for id, w := range want {
+		if got[id] != w {
+			t.Fatalf("rollup %s: ClickHouse %+v, replay %+v", id, got[id], w)
+		}
+	}
+}
