@@ -67,8 +67,11 @@ type KeyedConfig struct {
 type Keyed struct {
 	cfg KeyedConfig
 
-	mu      sync.Mutex
-	workers map[int32]*Worker
+	mu sync.Mutex
+	// stats holds, per owned partition, the worker's counters as of the
+	// end of its last batch: the worker itself is only ever touched by
+	// its partition's goroutine.
+	stats map[int32]WorkerStats
 	// retired sums the stats of workers whose partitions were revoked.
 	retired WorkerStats
 }
@@ -90,7 +93,7 @@ func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Keyed{cfg: cfg, workers: map[int32]*Worker{}}, nil
+	return &Keyed{cfg: cfg, stats: map[int32]WorkerStats{}}, nil
 }
 
 // KeyedDecoder decodes keyed-topic records for ingest: the *KeyedRecord is
@@ -104,28 +107,37 @@ var KeyedDecoder ingest.Decoder = ingest.DecoderFunc(func(r *kgo.Record, out *in
 	return nil
 })
 
-// Stats sums the counters of every worker this stage ran.
+// Stats sums the counters of every worker this stage ran, as of the end of
+// each one's last batch. Watermark is left 0: see Partitions.
 func (k *Keyed) Stats() WorkerStats {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	s := k.retired
 	s.Watermark = 0
-	for _, w := range k.workers {
-		addStats(&s, w.Stats())
+	for _, ws := range k.stats {
+		addStats(&s, ws)
 	}
 	return s
 }
 
 // Partitions returns the keyed partitions this process owns now and each
-// one's watermark.
+// one's watermark (Unix ns, math.MinInt64 before it is known).
 func (k *Keyed) Partitions() map[int32]int64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	out := make(map[int32]int64, len(k.workers))
-	for p, w := range k.workers {
-		out[p] = w.watermark
+	out := make(map[int32]int64, len(k.stats))
+	for p, ws := range k.stats {
+		out[p] = ws.Watermark
 	}
 	return out
+}
+
+// publish records the worker's counters for Stats and Partitions.
+func (p *keyedPartition) publish() {
+	st := p.w.Stats()
+	p.k.mu.Lock()
+	p.k.stats[p.partition] = st
+	p.k.mu.Unlock()
 }
 
 func addStats(dst *WorkerStats, s WorkerStats) {
@@ -195,9 +207,7 @@ func (p *keyedPartition) Start(ctx context.Context, committed int64) (int64, err
 func (p *keyedPartition) setWorker(w *Worker) {
 	p.w = w
 	p.overflow = w.guard.overflowed()
-	p.k.mu.Lock()
-	p.k.workers[p.partition] = w
-	p.k.mu.Unlock()
+	p.publish()
 }
 
 // Handle applies the batch, hands the output to the sinks, and checkpoints
@@ -215,6 +225,7 @@ func (p *keyedPartition) Handle(ctx context.Context, b *ingest.Batch) error {
 	}
 	p.pending = append(p.pending, b)
 	p.unacked += len(b.Records)
+	p.publish()
 	if err := p.write(ctx); err != nil {
 		return p.soft(ctx, err)
 	}
@@ -299,8 +310,8 @@ func (p *keyedPartition) Close(ctx context.Context, reason ingest.CloseReason) {
 		return
 	}
 	p.k.mu.Lock()
-	if p.k.workers[p.partition] == p.w {
-		delete(p.k.workers, p.partition)
+	if _, ok := p.k.stats[p.partition]; ok {
+		delete(p.k.stats, p.partition)
 		addStats(&p.k.retired, p.w.Stats())
 	}
 	p.k.mu.Unlock()

@@ -162,23 +162,63 @@ func (r *Router) Run(ctx context.Context) error {
 				r.cfg.Logger.Warn("router: metadata refresh failed", "err", err)
 			}
 		case now := <-tick.C:
-			r.mu.Lock()
-			hs := make([]*handler, 0, len(r.handlers))
-			for _, h := range r.handlers {
-				hs = append(hs, h)
-			}
-			r.mu.Unlock()
-			for _, h := range hs {
-				h.markIdleIfSilent(now)
-			}
+			r.markIdle(ctx, now)
 		}
+	}
+}
+
+// markIdle marks idle the source partitions that have been silent for
+// IdleTimeout and have nothing left to read. Silence alone is not enough:
+// a partition starved by the others while the router catches up a backlog
+// is silent too, and marking it idle would let the other sources' event
+// time make its records late.
+func (r *Router) markIdle(ctx context.Context, now time.Time) {
+	r.mu.Lock()
+	var silent []*handler
+	for _, h := range r.handlers {
+		if h.silentSince(now) {
+			silent = append(silent, h)
+		}
+	}
+	r.mu.Unlock()
+	if len(silent) == 0 {
+		return
+	}
+	topics := map[string]bool{}
+	for _, h := range silent {
+		topics[h.topic] = true
+	}
+	names := make([]string, 0, len(topics))
+	for t := range topics {
+		names = append(names, t)
+	}
+	adm := kadm.NewClient(r.cl)
+	qctx, cancel := context.WithTimeout(ctx, r.cfg.IdleTimeout)
+	defer cancel()
+	ends, err := adm.ListEndOffsets(qctx, names...)
+	if err != nil {
+		r.cfg.Logger.Debug("router: end offsets for idle check", "err", err)
+		return
+	}
+	starts, err := adm.ListStartOffsets(qctx, names...)
+	if err != nil {
+		r.cfg.Logger.Debug("router: start offsets for idle check", "err", err)
+		return
+	}
+	for _, h := range silent {
+		end, ok := ends.Lookup(h.topic, h.partition)
+		start, ok2 := starts.Lookup(h.topic, h.partition)
+		if !ok || !ok2 || end.Err != nil || start.Err != nil {
+			continue
+		}
+		h.markIdleIfCaughtUp(now, start.Offset, end.Offset)
 	}
 }
 
 // Handler is the ingest.HandlerFactory of the router.
 func (r *Router) Handler(topic string, partition int32) ingest.PartitionHandler {
 	h := &handler{
-		r: r, topic: topic, partition: partition, lastSeen: time.Now(),
+		r: r, topic: topic, partition: partition, lastSeen: time.Now(), next: -1,
 		split: NewSplitter(topic, partition, r.partitions, SplitterConfig{
 			ByTenant: r.cfg.ByTenant, HeartbeatEvery: r.cfg.HeartbeatEvery, MaxRecordBytes: r.cfg.MaxRecordBytes,
 		}),
@@ -204,7 +244,18 @@ type handler struct {
 	mu       sync.Mutex
 	split    *Splitter
 	lastSeen time.Time
-	buf      []byte
+	// next is the next source offset to route: the group's committed
+	// offset at assignment (-1: none, reading from the log start), then
+	// each batch's NextOffset.
+	next int64
+}
+
+// Start remembers where the partition starts; the committed offset is kept.
+func (h *handler) Start(_ context.Context, committed int64) (int64, error) {
+	h.mu.Lock()
+	h.next = committed
+	h.mu.Unlock()
+	return -1, nil
 }
 
 func (h *handler) Handle(ctx context.Context, b *ingest.Batch) error {
@@ -215,6 +266,7 @@ func (h *handler) Handle(ctx context.Context, b *ingest.Batch) error {
 	pending.n.Add(1) // held until every record is handed to the producer
 	h.mu.Lock()
 	h.lastSeen = time.Now()
+	h.next = b.NextOffset
 	h.split.SetPartitions(h.r.partitions)
 	for i := range b.Records {
 		rec := &b.Records[i]
@@ -244,21 +296,35 @@ func (h *handler) produce(ctx context.Context, out Out, pending *pendingBatch) {
 	})
 }
 
-// markIdleIfSilent writes an idle marker to every keyed partition when the
-// source partition has been silent for IdleTimeout.
-func (h *handler) markIdleIfSilent(now time.Time) {
-	// A handler busy routing a batch is not silent; waiting for it here
-	// would hold back the idle markers of every other partition.
+// silentSince reports whether nothing came for IdleTimeout and the source
+// is not marked idle yet. A handler busy routing a batch is not silent (and
+// waiting for its lock here would hold back every other partition).
+func (h *handler) silentSince(now time.Time) bool {
+	if !h.mu.TryLock() {
+		return false
+	}
+	defer h.mu.Unlock()
+	return !h.split.Idle() && now.Sub(h.lastSeen) >= h.r.cfg.IdleTimeout
+}
+
+// markIdleIfCaughtUp writes the idle markers when the partition is still
+// silent and everything in it up to end has been routed.
+func (h *handler) markIdleIfCaughtUp(now time.Time, start, end int64) {
 	if !h.mu.TryLock() {
 		return
 	}
 	defer h.mu.Unlock()
-	if now.Sub(h.lastSeen) < h.r.cfg.IdleTimeout {
+	next := h.next
+	if next < 0 {
+		next = start
+	}
+	if now.Sub(h.lastSeen) < h.r.cfg.IdleTimeout || next < end {
 		return
 	}
 	for _, out := range h.split.MarkIdle() {
 		h.produce(context.Background(), out, nil)
 	}
+	h.r.cfg.Logger.Debug("router: source partition idle", "topic", h.topic, "partition", h.partition)
 }
 
 // Close waits until every keyed record produced so far is acknowledged, so
@@ -286,3 +352,5 @@ func (p *pendingBatch) done(r *Router) {
 		p.b.Ack()
 	}
 }
+
+var _ ingest.Starter = (*handler)(nil)

@@ -185,6 +185,9 @@ func (s *Splitter) split(out []Out, p int32, offset int64) []Out {
 	return out
 }
 
+// Idle reports whether the source is marked idle.
+func (s *Splitter) Idle() bool { return s.idle }
+
 // MarkIdle returns idle markers for every keyed partition, unless the
 // source is marked idle already.
 func (s *Splitter) MarkIdle() []Out {

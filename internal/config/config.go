@@ -23,9 +23,11 @@ import (
 
 // File is the whole SLO file.
 type File struct {
-	// Version identifies the configuration in every verdict id; change it
-	// when you change an SLO's parameters. Default: the first 12 hex
-	// characters of the SHA-256 of the file.
+	// Version identifies the configuration in every verdict id and in the
+	// engine's checkpoints. Default: 12 hex characters of a SHA-256 over
+	// what decides the verdicts (keys, attributes, limits, the allowed
+	// lateness, the SLOs, rollups and breaker) — so moving a broker or
+	// editing a comment keeps it, and changing a budget changes it.
 	Version    string                 `yaml:"version"`
 	Kafka      Kafka                  `yaml:"kafka"`
 	Topics     Topics                 `yaml:"topics"`

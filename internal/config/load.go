@@ -3,6 +3,7 @@ package config
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"os"
 	"reflect"
@@ -62,8 +63,7 @@ func Parse(name string, b []byte) (*File, error) {
 			return nil, &Error{File: name, Line: yamlErrorLine(err), Field: "(file)", Reason: err.Error()}
 		}
 		if f.Version == "" {
-			sum := sha256.Sum256(b)
-			f.Version = hex.EncodeToString(sum[:6])
+			f.Version = f.semanticVersion()
 		}
 		for _, e := range f.validate() {
 			errs = append(errs, &Error{File: name, Line: lineOf(lines, e.Field), Field: e.Field, Reason: e.Reason})
@@ -78,6 +78,30 @@ func Parse(name string, b []byte) (*File, error) {
 		out[i] = e
 	}
 	return nil, errors.Join(out...)
+}
+
+// semanticVersion hashes what decides the verdicts — key dimensions and
+// limits, attribute names, decode limits, the allowed lateness, the SLOs,
+// the rollups and the breaker — and nothing else: moving a broker, renaming
+// the consumer group or editing a comment must not change every verdict id
+// (which would duplicate every row in ClickHouse) nor drop the processors'
+// state at the next restart.
+func (f *File) semanticVersion() string {
+	sem := struct {
+		Keys       Keys
+		Attributes any
+		Limits     any
+		Lateness   time.Duration
+		SLOs       []SLO
+		Rollups    Rollups
+		Breaker    Breaker
+	}{f.Keys, f.Attributes, f.Limits, f.Time.AllowedLateness, f.SLOs, f.Rollups, f.Breaker}
+	b, err := json.Marshal(sem)
+	if err != nil {
+		panic("config: version hash: " + err.Error()) // plain data: cannot fail
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:6])
 }
 
 // lineOf finds the line of field, or of its nearest parent in the file.

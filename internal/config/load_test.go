@@ -71,3 +71,27 @@ func TestParseErrorsNameFileLineAndField(t *testing.T) {
 		})
 	}
 }
+
+func TestVersionHashesOnlyWhatDecidesVerdicts(t *testing.T) {
+	parse := func(y string) string {
+		t.Helper()
+		f, err := Parse("x.yaml", []byte(y))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.Version
+	}
+	base := parse(minimal)
+	if v := parse("# a comment\nkafka: {group: other, brokers: [\"10.0.0.1:9092\"]}\nhttp: {listen: \"\"}\n" + minimal); v != base {
+		t.Fatalf("version changed with the brokers, group, http and a comment: %s -> %s", base, v)
+	}
+	if v := parse(strings.Replace(minimal, "budget: 2500", "budget: 2600", 1)); v == base {
+		t.Fatal("version did not change with an SLO budget")
+	}
+	if v := parse("time: {allowed_lateness: 1m}\n" + minimal); v == base {
+		t.Fatal("version did not change with the allowed lateness")
+	}
+	if v := parse("version: pinned\n" + minimal); v != "pinned" {
+		t.Fatalf("explicit version %q, want pinned", v)
+	}
+}
