@@ -1,0 +1,121 @@
+package statestore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/internal/testharness"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func newStore(t *testing.T, k *testharness.Kafka, topic string) *Store {
+	t.Helper()
+	cl := k.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := EnsureTopic(ctx, cl, topic, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureTopic(ctx, cl, topic, 3); err != nil {
+		t.Fatalf("EnsureTopic on an existing topic: %v", err)
+	}
+	s := New(cl, topic, k.Brokers)
+	s.chunk = 1000 // many chunks from small snapshots
+	return s
+}
+
+func random(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func TestSaveLoadGenerationsAndCompaction(t *testing.T) {
+	k := testharness.StartKafka(t)
+	ctx := context.Background()
+	s := newStore(t, k, "state")
+	if _, found, err := s.Load(ctx, 1); err != nil || found {
+		t.Fatalf("empty topic: found=%v err=%v", found, err)
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	var last [3][]byte
+	for gen := 0; gen < 4; gen++ {
+		for p := int32(0); p < 3; p++ {
+			snap := random(r, 500+r.IntN(4000)) // 1 to 5 chunks
+			if gen == 2 && p == 0 {
+				snap = nil // an empty snapshot is a snapshot too
+			}
+			if err := s.Save(ctx, p, snap); err != nil {
+				t.Fatal(err)
+			}
+			last[p] = snap
+		}
+	}
+	k.Cluster.Compact()
+	// A fresh store (another process after a rebalance) reads the newest.
+	s2 := newStore(t, k, "state")
+	for p := int32(0); p < 3; p++ {
+		got, found, err := s2.Load(ctx, p)
+		if err != nil || !found || !bytes.Equal(got, last[p]) {
+			t.Fatalf("partition %d: found=%v err=%v, %d bytes, want the last %d", p, found, err, len(got), len(last[p]))
+		}
+	}
+	// It continues the generations: its next save wins over the old ones.
+	next := random(r, 2500)
+	if err := s2.Save(ctx, 0, next); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := newStore(t, k, "state").Load(ctx, 0)
+	if err != nil || !bytes.Equal(got, next) {
+		t.Fatalf("after a save by the second store: %v, %d bytes", err, len(got))
+	}
+}
+
+func TestCrashBeforeManifestKeepsThePreviousCheckpoint(t *testing.T) {
+	k := testharness.StartKafka(t)
+	ctx := context.Background()
+	s := newStore(t, k, "state")
+	r := rand.New(rand.NewPCG(2, 2))
+	good := random(r, 3500)
+	if err := s.Save(ctx, 2, good); err != nil {
+		t.Fatal(err)
+	}
+	// A crash after writing the chunks of the next generation but before
+	// its manifest: the chunks are there, the manifest is the old one.
+	cl := k.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	var recs []*kgo.Record
+	for i := 0; i < 3; i++ {
+		recs = append(recs, &kgo.Record{Topic: "state", Partition: 2, Key: []byte(chunkKey(2, 2, i)), Value: random(r, 1000)})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	k.Cluster.Compact()
+	got, found, err := newStore(t, k, "state").Load(ctx, 2)
+	if err != nil || !found || !bytes.Equal(got, good) {
+		t.Fatalf("found=%v err=%v: want the last complete checkpoint", found, err)
+	}
+}
+
+func TestCorruptCheckpointIsAnError(t *testing.T) {
+	k := testharness.StartKafka(t)
+	ctx := context.Background()
+	s := newStore(t, k, "state")
+	if err := s.Save(ctx, 0, random(rand.New(rand.NewPCG(3, 3)), 2500)); err != nil {
+		t.Fatal(err)
+	}
+	// Overwrite one chunk of the current generation.
+	cl := k.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "state", Partition: 0, Key: []byte(chunkKey(0, 1, 1)), Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := newStore(t, k, "state").Load(ctx, 0); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Load of a damaged checkpoint: %v, want ErrCorrupt", err)
+	}
+}
