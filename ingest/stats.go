@@ -44,6 +44,16 @@ type Stats struct {
 	// offset), as of each partition's last fetch: records published and
 	// not yet fetched.
 	Lag int64
+	// PartitionLag is Lag per owned partition, in no particular order.
+	PartitionLag []PartitionLag
+}
+
+// PartitionLag is the lag of one owned partition: high watermark minus next
+// offset, as of the partition's last fetch.
+type PartitionLag struct {
+	Topic     string
+	Partition int32
+	Lag       int64
 }
 
 type counters struct {
@@ -121,7 +131,9 @@ func (c *Consumer) Stats() Stats {
 	c.mu.Lock()
 	for _, p := range c.parts {
 		out.Partitions++
-		out.Lag += p.lag.Load()
+		lag := p.lag.Load()
+		out.Lag += lag
+		out.PartitionLag = append(out.PartitionLag, PartitionLag{Topic: p.topic, Partition: p.id, Lag: lag})
 		p.tmu.Lock()
 		if p.paused {
 			out.PausedPartitions++

@@ -24,7 +24,9 @@ type command struct {
 // commands is every subcommand, in the order `fusebox help` lists them. To
 // add one, write its <name>.go in this directory and add its line here.
 var commands = []command{
-	{"run", "run the pipeline daemon (placeholder: the engine is not wired yet)", cmdRun},
+	{"run", "run the pipeline daemon: Kafka in, verdicts and signed fuse commands out; metrics, health, graceful shutdown", cmdRun},
+	{"demo", "run everything in one process on the built-in scenario, with a live view: nothing to install", cmdDemo},
+	{"config", "check an SLO file: `fusebox config check FILE` prints ok and the SLOs, or every error with its line", cmdConfig},
 	{"broker", "run an embedded Kafka-protocol broker (franz-go kfake) for demos and development", cmdBroker},
 	{"gen", "publish realistic OTLP spans and correction events to Kafka from a seeded scenario", cmdGen},
 	{"bench", "run a long study (tail-accuracy) and print its table", cmdBench},

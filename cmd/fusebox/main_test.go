@@ -62,7 +62,7 @@ func TestDispatch(t *testing.T) {
 		{args: []string{"version"}, code: exitOK, stdout: []string{"fusebox ", "go      go1.", "module  github.com/fusebox-dev/fusebox"}},
 		{args: []string{"version", "extra"}, code: exitUsage, stderr: []string{`unexpected argument "extra"`}},
 		{args: []string{"version", "--nope"}, code: exitUsage, stderr: []string{"flag provided but not defined: -nope"}},
-		{args: []string{"run"}, code: exitFailure, stderr: []string{"not wired yet"}},
+		{args: []string{"run"}, code: exitUsage, stderr: []string{"--config FILE is required"}},
 		{args: []string{"broker", "--topic", "t:0"}, code: exitUsage, stderr: []string{"-topic", "partitions must be between 1 and"}},
 		{args: []string{"broker", "--sasl-user", "GSSAPI:u:p"}, code: exitUsage, stderr: []string{"-sasl-user", "mechanism must be PLAIN"}},
 		{args: []string{"broker", "--sync-writes"}, code: exitUsage, stderr: []string{"--sync-writes", "needs --data-dir"}},

@@ -2,17 +2,208 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+
+	"github.com/fusebox-dev/fusebox/fuse"
+	"github.com/fusebox-dev/fusebox/internal/config"
+	"github.com/fusebox-dev/fusebox/internal/observe"
+	"github.com/fusebox-dev/fusebox/internal/pipeline"
 )
 
-// cmdRun is a placeholder until the engine is wired: it says so and fails.
-func cmdRun(_ context.Context, args []string, _, stderr io.Writer) int {
-	fs := newFlagSet("run", "--config FILE", "Runs the pipeline daemon. Not wired yet.", stderr)
-	fs.String("config", "", "pipeline config file")
+const runDescription = `Runs the pipeline daemon with the SLO file FILE (see examples/fusebox.yaml;
+check it first with "fusebox config check FILE"). It reads OTLP spans and
+correction events from Kafka, writes verdicts and signed fuse commands to
+Kafka, ClickHouse and/or a JSONL file, and serves /metrics, /healthz and
+/readyz on http.listen (pprof too with http.pprof). Logs are JSON lines on
+stderr, at log.level.
+
+Fuse commands are signed with the HMAC keys of --fuse-keys FILE, else
+signing.keys_file, else the environment variable signing.keys_env (default
+FUSEBOX_FUSE_KEYS), in the format "id:secret" (see package fuse). Without a
+key fusebox refuses to start, unless --insecure-unsigned (or
+signing.insecure_unsigned) allows unsigned commands.
+
+SIGTERM or SIGINT shuts down gracefully: fetching stops, every partition
+finishes its batches, the sinks are flushed, state is saved and offsets are
+committed; then fusebox exits 0. A second signal kills it.`
+
+func cmdRun(ctx context.Context, args []string, _, stderr io.Writer) int {
+	fs := newFlagSet("run", "--config FILE [flags]", runDescription, stderr)
+	cfgPath := fs.String("config", "", "SLO `file` (YAML)")
+	insecure := fs.Bool("insecure-unsigned", false, "publish unsigned fuse commands when no signing key is configured (gateways must accept unsigned commands)")
+	keysFile := fs.String("fuse-keys", "", "`file` of fuse signing keys (\"id:secret\" lines); overrides signing.keys_file")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}
-	fmt.Fprintln(stderr, "fusebox run: the engine is not wired yet; nothing was started")
-	return exitFailure
+	if *cfgPath == "" {
+		fmt.Fprintln(stderr, "fusebox run: --config FILE is required")
+		fs.Usage()
+		return exitUsage
+	}
+	f, err := config.Load(*cfgPath)
+	if err != nil {
+		printConfigErrors(stderr, "fusebox run", *cfgPath, err)
+		return exitFailure
+	}
+	log, err := observe.NewLogger(stderr, f.Log.Level)
+	if err != nil {
+		fmt.Fprintf(stderr, "fusebox run: log.level: %v\n", err)
+		return exitFailure
+	}
+	signer, keyDesc, err := loadSigner(f.Signing, *keysFile, *insecure)
+	if err != nil {
+		log.Error("fusebox refuses to start: "+err.Error(), "config", *cfgPath)
+		return exitFailure
+	}
+	if signer.Unsigned() {
+		log.Warn("fuse commands are published UNSIGNED (--insecure-unsigned or signing.insecure_unsigned): gateways can be spoofed by anyone who can write to " + f.Topics.Fuse)
+	}
+
+	// The observability server comes up first, so that /healthz answers
+	// while fusebox connects; /readyz says why it is not ready yet.
+	var running atomic.Pointer[pipeline.Pipeline]
+	var srv *observe.Server
+	if f.HTTP.Listen != "" {
+		srv, err = observe.Serve(ctx, f.HTTP.Listen, observe.Options{
+			Sources: []observe.Source{observe.SourceFunc(func(s *observe.Snapshot) {
+				if p := running.Load(); p != nil {
+					p.Metrics().Collect(s)
+				}
+			})},
+			Ready: func() error {
+				if p := running.Load(); p != nil {
+					return p.Ready()
+				}
+				return errors.New("starting: connecting to Kafka, creating topics, migrating ClickHouse")
+			},
+			Pprof:   f.HTTP.Pprof,
+			Logger:  log.With("component", "http"),
+			Version: buildVersion(),
+		})
+		if err != nil {
+			log.Error("http.listen: "+err.Error(), "listen", f.HTTP.Listen)
+			return exitFailure
+		}
+		defer srv.Close()
+		log.Info("serving /metrics, /healthz and /readyz", "addr", srv.Addr(), "pprof", f.HTTP.Pprof)
+	}
+
+	p, err := pipeline.New(ctx, pipeline.Options{Config: f, Logger: log, Signer: signer, InsecureUnsigned: signer.Unsigned()})
+	if err != nil {
+		if ctx.Err() != nil {
+			log.Info("stopped while starting", "cause", context.Cause(ctx))
+			return exitOK
+		}
+		log.Error("fusebox could not start: "+err.Error(), "config", *cfgPath, "brokers", strings.Join(f.Kafka.Brokers, ","))
+		return exitFailure
+	}
+	running.Store(p)
+	log.Info("fusebox running", "config", *cfgPath, "version", f.Version, "brokers", strings.Join(f.Kafka.Brokers, ","),
+		"group", f.Kafka.Group, "slos", len(f.SLOs), "sinks", sinkNames(f), "signing", keyDesc)
+	err = p.Run(ctx)
+	if err != nil {
+		log.Error("fusebox stopped on an error: " + err.Error())
+		return exitFailure
+	}
+	log.Info("fusebox stopped: input drained, sinks flushed, state saved, offsets committed")
+	return exitOK
+}
+
+// loadSigner builds the fuse command signer: keys from --fuse-keys, else
+// signing.keys_file, else the environment variable signing.keys_env. It
+// also returns a description of where the key came from (never the
+// secret).
+func loadSigner(s config.Signing, keysFlag string, insecureFlag bool) (*fuse.Signer, string, error) {
+	var (
+		ring *fuse.Keyring
+		src  string
+		err  error
+	)
+	switch {
+	case keysFlag != "":
+		src = "--fuse-keys " + keysFlag
+		ring, err = fuse.LoadKeyringFile(keysFlag)
+	case s.KeysFile != "":
+		src = "signing.keys_file " + s.KeysFile
+		ring, err = fuse.LoadKeyringFile(s.KeysFile)
+	case s.KeysEnv != "":
+		src = "$" + s.KeysEnv + " (signing.keys_env)"
+		if v := os.Getenv(s.KeysEnv); strings.TrimSpace(v) != "" {
+			ring, err = fuse.ParseKeyring(v)
+		}
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("fuse signing keys from %s: %w", src, err)
+	}
+	if ring == nil {
+		if insecureFlag || s.InsecureUnsigned {
+			sg, err := fuse.NewSigner(nil, fuse.AllowUnsigned())
+			return sg, "unsigned", err
+		}
+		env := s.KeysEnv
+		if env == "" {
+			env = fuse.EnvKeys
+		}
+		return nil, "", fmt.Errorf("no fuse signing key: set signing.keys_file (or --fuse-keys FILE), or put \"id:secret\" keys in $%s (signing.keys_env); "+
+			"or pass --insecure-unsigned (signing.insecure_unsigned: true) to publish unsigned commands, which gateways accept only when told to", env)
+	}
+	if s.ActiveKey != "" && s.ActiveKey != ring.Active() {
+		var keys []fuse.Key
+		for _, id := range ring.IDs() {
+			k, _ := ring.Key(id)
+			keys = append(keys, k)
+		}
+		if ring, err = fuse.NewKeyring(s.ActiveKey, keys...); err != nil {
+			return nil, "", fmt.Errorf("signing.active_key: %w", err)
+		}
+	}
+	sg, err := fuse.NewSigner(ring)
+	if err != nil {
+		return nil, "", err
+	}
+	return sg, "key " + ring.Active() + " from " + src, nil
+}
+
+// printConfigErrors prints a config.Load error: one line per problem,
+// each "file:line: field: reason".
+func printConfigErrors(w io.Writer, prefix, path string, err error) {
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	fmt.Fprintf(w, "%s: %s: %d problem(s):\n", prefix, path, len(errs))
+	for _, e := range errs {
+		fmt.Fprintf(w, "  %v\n", e)
+	}
+}
+
+// sinkNames lists the sinks the config turns on.
+func sinkNames(f *config.File) string {
+	var s []string
+	if f.Sinks.Kafka.Enabled {
+		s = append(s, "kafka")
+	}
+	if len(f.Sinks.ClickHouse.Addr) > 0 {
+		s = append(s, "clickhouse")
+	}
+	if f.Sinks.JSONL.Path != "" {
+		s = append(s, "jsonl")
+	}
+	return strings.Join(s, ",")
+}
+
+// buildVersion is the module version the binary was built from.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "unknown"
 }

@@ -22,6 +22,9 @@ type JSONL struct {
 	w    *bufio.Writer
 	buf  []byte
 	path string
+	// lines written since the last successful Flush, lines made durable,
+	// and failed writes or flushes (for Metrics).
+	pending, written, errs int64
 }
 
 // OpenJSONL opens (appends to) path.
@@ -51,8 +54,10 @@ func (j *JSONL) Write(_ context.Context, out schemas.Output) error {
 		}
 		j.buf = append(j.buf, "}\n"...)
 		if _, err := j.w.Write(j.buf); err != nil {
+			j.errs++
 			return err
 		}
+		j.pending++
 	}
 	for i := range out.Commands {
 		b, err := json.Marshal(out.Commands[i])
@@ -61,8 +66,10 @@ func (j *JSONL) Write(_ context.Context, out schemas.Output) error {
 		}
 		j.buf = append(append(append(j.buf[:0], `{"fuse_command":`...), b...), "}\n"...)
 		if _, err := j.w.Write(j.buf); err != nil {
+			j.errs++
 			return err
 		}
+		j.pending++
 	}
 	return nil
 }
@@ -74,10 +81,29 @@ func (j *JSONL) Flush(context.Context) error {
 	if j.f == nil {
 		return sinks.ErrClosed
 	}
-	if err := j.w.Flush(); err != nil {
+	err := j.w.Flush()
+	if err == nil {
+		err = j.f.Sync()
+	}
+	if err != nil {
+		j.errs++
 		return err
 	}
-	return j.f.Sync()
+	j.written += j.pending
+	j.pending = 0
+	return nil
+}
+
+// Metrics reports the lines made durable (flushed and synced) and the
+// failed writes, labelled sink="jsonl" and topic=the file's path.
+func (j *JSONL) Metrics() []sinks.Metric {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	l := []sinks.Label{{Name: "sink", Value: "jsonl"}, {Name: "topic", Value: j.path}}
+	return []sinks.Metric{
+		{Name: "fusebox_sink_records_total", Help: "Lines flushed and synced.", Kind: sinks.Counter, Labels: l, Value: float64(j.written)},
+		{Name: "fusebox_sink_errors_total", Help: "Failed writes and flushes.", Kind: sinks.Counter, Labels: l, Value: float64(j.errs)},
+	}
 }
 
 // Close flushes and closes the file.

@@ -61,6 +61,8 @@ type Pipeline struct {
 
 	mu      sync.Mutex
 	started time.Time
+	// tr counts for Metrics and Ready (metrics.go, track.go).
+	tr *tracker
 }
 
 // ErrNoSigner is returned when no signer is given and unsigned commands were
@@ -81,7 +83,7 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 	if o.SourcePartitions <= 0 {
 		o.SourcePartitions = 6
 	}
-	p := &Pipeline{cfg: f, log: o.Logger}
+	p := &Pipeline{cfg: f, log: o.Logger, tr: newTracker()}
 	defer func() {
 		if err != nil {
 			p.closeClients()
@@ -124,6 +126,7 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 	if err := p.openSinks(ctx, o); err != nil {
 		return nil, err
 	}
+	p.sinks = append(p.sinks, p.tr.sink()) // last: counts what every sink accepted
 
 	if p.stateCl, err = kgo.NewClient(append(slices.Clone(p.kopt), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerBatchMaxBytes(1<<20))...); err != nil {
@@ -133,7 +136,7 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 	if p.keyed, err = engine.NewKeyed(engine.KeyedConfig{
 		Worker: wc, Store: store, Sinks: p.sinks, Signer: o.Signer,
 		CheckpointEvery: f.Time.CheckpointEvery, Logger: o.Logger.With("component", "engine"),
-		OnCheckpoint: o.OnCheckpoint,
+		OnCheckpoint: p.tr.onCheckpoint(o.OnCheckpoint),
 	}); err != nil {
 		return nil, err
 	}
@@ -158,7 +161,7 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 		ingest.Brokers(f.Kafka.Brokers...), ingest.Group(f.Kafka.Group+".router"),
 		ingest.SpanTopics(f.Topics.Spans...), ingest.CorrectionTopics(f.Topics.Corrections...),
 		ingest.SpanEncoding(enc), ingest.Attributes(f.Attributes), ingest.Limits(f.Limits),
-		ingest.DLQTopic(f.Topics.DLQ), ingest.Handlers(p.router.Handler),
+		ingest.DLQTopic(f.Topics.DLQ), ingest.Handlers(p.tr.routerHandlers(p.router.Handler)),
 		ingest.ClientOpts(p.kopt...), ingest.Logger(o.Logger.With("component", "ingest")),
 	); err != nil {
 		return nil, err
@@ -167,7 +170,7 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 		ingest.Brokers(f.Kafka.Brokers...), ingest.Group(f.Kafka.Group+".engine"),
 		ingest.SpanTopics(), ingest.CorrectionTopics(),
 		ingest.TopicDecoder(f.Topics.Keyed, engine.KeyedDecoder),
-		ingest.DLQTopic(f.Topics.DLQ), ingest.Handlers(p.keyed.Handler),
+		ingest.DLQTopic(f.Topics.DLQ), ingest.Handlers(p.tr.keyedHandlers(p.keyed.Handler)),
 		ingest.MaxUnackedRecords(400_000), ingest.MaxUnackedBytes(1<<30),
 		ingest.ClientOpts(p.kopt...), ingest.Logger(o.Logger.With("component", "engine-ingest")),
 	); err != nil {
@@ -225,6 +228,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.mu.Lock()
 	p.started = time.Now()
 	p.mu.Unlock()
+	p.tr.state.Store(trackerRunning)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make(chan error, 3)
@@ -240,6 +244,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	p.tr.state.Store(trackerStopped)
 	close(errs)
 	closeCtx, done := context.WithTimeout(context.Background(), 30*time.Second)
 	defer done()

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/fusebox-dev/fusebox/internal/config"
+	"github.com/fusebox-dev/fusebox/internal/pipeline"
+	"github.com/fusebox-dev/fusebox/processors/burnrate"
+	"github.com/fusebox-dev/fusebox/processors/drift"
+	"github.com/fusebox-dev/fusebox/processors/tail"
+)
+
+const configDescription = `Works with SLO files. Subcommands:
+
+  check FILE   load FILE as "fusebox run --config FILE" would and build its
+               processors and breaker; print "ok" and one line per SLO, or
+               every problem as FILE:LINE: FIELD: REASON. Exit 1 on errors.
+               It does not connect to Kafka or ClickHouse, nor read keys.`
+
+// cmdConfig dispatches `fusebox config SUBCOMMAND`.
+func cmdConfig(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("config", "check FILE", configDescription, stderr)
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "fusebox config: name a subcommand: check FILE")
+		fs.Usage()
+		return exitUsage
+	}
+	switch args[0] {
+	case "check":
+		return cmdConfigCheck(ctx, args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fs.Usage()
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "fusebox config: unknown subcommand %q\n", args[0])
+	fs.Usage()
+	return exitUsage
+}
+
+func cmdConfigCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("config check", "FILE", "Loads and checks the SLO file FILE; see `fusebox config -h`.", stderr)
+	// FILE may come before or after flags; there are none besides -h.
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "fusebox config check: give exactly one FILE")
+		fs.Usage()
+		return exitUsage
+	}
+	path := fs.Arg(0)
+	f, err := config.Load(path)
+	if err != nil {
+		printConfigErrors(stderr, "fusebox config check", path, err)
+		return exitFailure
+	}
+	if _, err := pipeline.WorkerConfig(f); err != nil {
+		fmt.Fprintf(stderr, "fusebox config check: %s: %v\n", path, err)
+		return exitFailure
+	}
+	fmt.Fprintf(stdout, "ok: %s: config version %s, %d SLO(s), sinks %s\n", path, f.Version, len(f.SLOs), sinkNames(f))
+	for _, s := range f.SLOs {
+		fmt.Fprintf(stdout, "  slo %s: %s%s\n", s.Name, sloSummary(&s), matchSummary(s.Match))
+	}
+	fmt.Fprintf(stdout, "  breaker: %s\n", breakerSummary(&f.Breaker))
+	return exitOK
+}
+
+// sloSummary says in one line what an SLO checks.
+func sloSummary(s *config.SLO) string {
+	switch {
+	case s.Tail != nil:
+		c := s.Tail
+		return fmt.Sprintf("tail %s budget %g (breach when the 95%% interval's lower bound exceeds it) over %v every %v",
+			tail.MetricName(c.P, c.Metric), c.Budget, c.Window, c.Every)
+	case s.Drift != nil:
+		c := s.Drift
+		against := "the previous " + c.ReferenceWindow.String()
+		if c.Mode == drift.ModeCanary {
+			against = "variant " + c.BaselineVariant + " (canary " + c.CanaryVariant + ")"
+		}
+		return fmt.Sprintf("drift %s: KS p < %g and D >= %g, %d in a row, %v window against %s, every %v",
+			drift.MetricName(*c), c.Alpha, c.MinEffect, c.Consecutive, c.Window, against, c.Every)
+	case s.Decay != nil:
+		c := s.Decay
+		return fmt.Sprintf("decay of %s: decline over %v below %g (OLS slope, alpha %g) every %v", c.Metric, c.Window, c.Limit, c.Alpha, c.Every)
+	case s.Scaling != nil:
+		c := s.Scaling
+		return fmt.Sprintf("scaling per [%s]: entropy of [%s] >= %g with latency sd > %gms scales out; window %v every %v",
+			strings.Join(c.Scope, " "), strings.Join(c.Mix, " "), c.EntropyHigh, c.StdDevBudgetMs, c.Window, c.Every)
+	case s.Corrections != nil:
+		c := s.Corrections
+		return fmt.Sprintf("corrections: rate <= %g (Wilson lower bound) over %v every %v, joined within %v; canary vs baseline at alpha %g",
+			c.MaxRate, c.Window, c.Every, c.JoinWindow, c.Alpha)
+	case s.Burnrate != nil:
+		c := s.Burnrate
+		return fmt.Sprintf("burnrate: target %g; page %s; ticket %s; every %v", c.Target, burnRules(c.Page), burnRules(c.Ticket), c.Every)
+	}
+	return "no processor"
+}
+
+func burnRules(rs []burnrate.Rule) string {
+	if len(rs) == 0 {
+		return "none"
+	}
+	var out []string
+	for _, r := range rs {
+		out = append(out, fmt.Sprintf("%g× over %v and %v", r.Factor, r.Long, r.Short))
+	}
+	return strings.Join(out, ", ")
+}
+
+func matchSummary(m config.Match) string {
+	var parts []string
+	for _, d := range []struct {
+		name string
+		vals []string
+	}{{"tenant", m.Tenant}, {"service", m.Service}, {"model", m.Model}, {"variant", m.Variant}} {
+		if len(d.vals) > 0 {
+			parts = append(parts, d.name+" in ["+strings.Join(d.vals, " ")+"]")
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; only " + strings.Join(parts, ", ")
+}
+
+func breakerSummary(b *config.Breaker) string {
+	var rules []string
+	for _, r := range b.Rules {
+		s := r.Processor
+		if r.SLO != "" {
+			s += "/" + r.SLO
+		}
+		if r.Metric != "" {
+			s += "/" + r.Metric
+		}
+		s += "→" + string(r.Action)
+		if r.Fallback != "" {
+			s += "(" + r.Fallback + ")"
+		}
+		if r.ThrottleFraction > 0 {
+			s += "(" + strconv.FormatFloat(r.ThrottleFraction, 'g', -1, 64) + ")"
+		}
+		rules = append(rules, s)
+	}
+	if len(rules) == 0 {
+		rules = []string{"none (no commands are ever issued)"}
+	}
+	return fmt.Sprintf("trip on %d of the last %d evaluations, target [%s], cool-down %v (x%g up to %v), close after %d ok; rules %s",
+		b.K, b.N, strings.Join(b.Target, " "), b.CoolDown, b.BackoffFactor, b.MaxCoolDown, b.CloseAfter, strings.Join(rules, ", "))
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDemoCommandHeadless runs `fusebox demo --headless` for a few seconds
+// of wall time: it exits 0, prints only verdict and fuse lines on stdout,
+// names its JSONL file on stderr and writes to it. The full scenario is
+// tested in internal/demo.
+func TestDemoCommandHeadless(t *testing.T) {
+	jsonl := filepath.Join(t.TempDir(), "demo.jsonl")
+	code, stdout, stderr := runCmd(t, "demo", "--headless", "--duration", "6s", "--speedup", "150", "--jsonl", jsonl)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstderr: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	verdicts := 0
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "verdict "):
+			verdicts++
+		case strings.HasPrefix(l, "fuse "):
+		default:
+			t.Errorf("unexpected stdout line %q", l)
+		}
+	}
+	vs, _ := readJSONL(t, jsonl)
+	if verdicts == 0 || verdicts != len(vs) {
+		t.Errorf("%d verdict lines, %d verdicts in %s", verdicts, len(vs), jsonl)
+	}
+	for _, want := range []string{"embedded Kafka broker on 127.0.0.1:", "verdicts and fuse commands go to " + jsonl, "signed with the throwaway key demo-"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
+
+func TestDemoCommandUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"demo", "--speedup", "0"}, "--speedup 0: must be positive"},
+		{[]string{"demo", "--duration", "-1s"}, "--duration -1s: must not be negative"},
+		{[]string{"demo", "extra"}, `unexpected argument "extra"`},
+	} {
+		code, _, stderr := runCmd(t, tc.args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.stderr) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tc.args, code, stderr, exitUsage, tc.stderr)
+		}
+	}
+}
+
+// TestDemoCtrlC runs `fusebox demo --headless` as a process and sends it
+// SIGINT (Ctrl-C) once verdicts flow: it stops cleanly, exit 0, with its
+// summary, and leaves a readable JSONL file.
+func TestDemoCtrlC(t *testing.T) {
+	jsonl := filepath.Join(t.TempDir(), "demo.jsonl")
+	cmd := exec.Command(os.Args[0], "demo", "--headless", "--speedup", "100", "--jsonl", jsonl)
+	cmd.Env = append(os.Environ(), envAsMain+"=1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	sc := bufio.NewScanner(stdout)
+	lines := 0
+	for sc.Scan() {
+		if lines++; lines == 50 {
+			if err := cmd.Process.Signal(os.Interrupt); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("after Ctrl-C: %v; stderr:\n%s", err, stderr.String())
+	}
+	if lines < 50 {
+		t.Fatalf("only %d lines before the end; stderr:\n%s", lines, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "stopped before the end of the scenario") {
+		t.Errorf("no summary after Ctrl-C; stderr:\n%s", stderr.String())
+	}
+	vs, _ := readJSONL(t, jsonl)
+	if len(vs) == 0 {
+		t.Error("no verdict in the JSONL file after Ctrl-C")
+	}
+}

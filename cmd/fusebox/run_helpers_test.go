@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fusebox-dev/fusebox/internal/gen"
+	"github.com/fusebox-dev/fusebox/internal/traffic"
+	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/sinks"
+)
+
+// logLines collects what a fusebox run writes to stderr (JSON log lines)
+// and lets a test wait for one.
+type logLines struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	lines []string
+	wake  chan struct{}
+}
+
+func newLogLines() *logLines { return &logLines{wake: make(chan struct{}, 1)} }
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	l.buf.Write(p)
+	for {
+		line, err := l.buf.ReadString('\n')
+		if err != nil {
+			l.buf.WriteString(line)
+			break
+		}
+		l.lines = append(l.lines, strings.TrimSpace(line))
+	}
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+	return len(p), nil
+}
+
+func (l *logLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n") + "\n" + l.buf.String()
+}
+
+// field returns the value of key in the first JSON line whose msg
+// contains msg, waiting up to d.
+func (l *logLines) field(t *testing.T, msg, key string, d time.Duration) string {
+	t.Helper()
+	end := time.Now().Add(d)
+	for i := 0; ; {
+		l.mu.Lock()
+		for ; i < len(l.lines); i++ {
+			var m map[string]any
+			if json.Unmarshal([]byte(l.lines[i]), &m) != nil {
+				continue
+			}
+			if s, _ := m["msg"].(string); strings.Contains(s, msg) {
+				l.mu.Unlock()
+				v, _ := m[key].(string)
+				return v
+			}
+		}
+		l.mu.Unlock()
+		if time.Now().After(end) {
+			t.Fatalf("no log line %q within %v; stderr:\n%s", msg, d, l.String())
+		}
+		select {
+		case <-l.wake:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// writeFile writes content to dir/name and returns the path.
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// testKeyFile writes a fuse key file with one key, id k1.
+func testKeyFile(t *testing.T, dir string) string {
+	secret := bytes.Repeat([]byte{0x5a}, 32)
+	return writeFile(t, dir, "fuse.keys", "k1:"+hex.EncodeToString(secret)+"\n")
+}
+
+// publishScenario publishes sc's traffic from start, unpaced, and returns
+// what the broker acknowledged.
+func publishScenario(t *testing.T, brokers []string, sc traffic.Scenario, start time.Time, opts ...kgo.Opt) gen.Summary {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.AllowAutoTopicCreation(),
+		kgo.ProducerLinger(5 * time.Millisecond)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	cfg := gen.DefaultConfig()
+	cfg.Scenario, cfg.Start, cfg.Speedup, cfg.ProgressEvery = sc, start, 0, 0
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sum, err := gen.Run(ctx, cfg, cl)
+	if err != nil {
+		t.Fatalf("gen: %v", err)
+	}
+	return sum
+}
+
+// scrape returns the fusebox_* samples of /metrics, keyed as printed:
+// `name{label="v",...}` (labels in Prometheus's sorted order).
+func scrape(t *testing.T, addr string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %s", resp.Status)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "fusebox_") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("bad metrics line %q", line)
+		}
+		out[line[:i]] = v
+	}
+	return out
+}
+
+// get returns the status and body of an HTTP GET.
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// readJSONL returns the verdicts and commands of a JSONL sink file (whole
+// lines only).
+func readJSONL(t *testing.T, path string) ([]schemas.Verdict, []schemas.FuseCommand) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		t.Fatal(err)
+	}
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[:i+1]
+	} else {
+		b = nil
+	}
+	var vs []schemas.Verdict
+	var cs []schemas.FuseCommand
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var line struct {
+			Verdict json.RawMessage `json:"verdict"`
+			Fuse    json.RawMessage `json:"fuse_command"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("bad JSONL line %q: %v", sc.Text(), err)
+		}
+		if line.Verdict != nil {
+			v, err := sinks.UnmarshalVerdictJSON(line.Verdict)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vs = append(vs, v)
+		}
+		if line.Fuse != nil {
+			c, err := schemas.DecodeFuseCommand(line.Fuse)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs = append(cs, c)
+		}
+	}
+	return vs, cs
+}
+
+// waitFor polls cond every 100ms until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fusebox-dev/fusebox/engine"
+	"github.com/fusebox-dev/fusebox/engine/statestore"
+	"github.com/fusebox-dev/fusebox/internal/config"
+	"github.com/fusebox-dev/fusebox/internal/pipeline"
+	"github.com/fusebox-dev/fusebox/internal/testharness"
+	"github.com/fusebox-dev/fusebox/internal/traffic"
+	"github.com/fusebox-dev/fusebox/sinks"
+)
+
+// sigtermSLOs are the SLOs of the SIGTERM test: enough processors that a
+// lost output would show.
+const sigtermSLOs = `
+slos:
+  - name: availability
+    burnrate: {min_events: 50}
+  - name: latency
+    tail: {budget: 20000, window: 5m}
+  - name: corrections
+    corrections: {window: 5m}
+`
+
+// sigtermConfig is an SLO file with its own group and output topics (the
+// source topics are shared).
+func sigtermConfig(brokers []string, prefix, extra string) string {
+	return "version: sigterm-1\n" +
+		"kafka: {brokers: [" + strings.Join(brokers, ", ") + "], group: " + prefix + "}\n" +
+		// A long idle timeout: a source partition declared idle while its
+		// backlog waits (a slow machine) makes its records late, and then
+		// the two runs' verdicts differ for reasons other than the stop.
+		"time: {idle_source_timeout: 5s, checkpoint_every: 300ms, allowed_lateness: 5s}\n" +
+		"topics: {keyed_partitions: 3, keyed: " + prefix + ".keyed, state: " + prefix + ".state, verdicts: " + prefix +
+		".verdicts, fuse: " + prefix + ".fuse, dlq: " + prefix + ".dlq}\n" +
+		"signing: {insecure_unsigned: true}\n" + extra + sigtermSLOs
+}
+
+// TestRunSIGTERMLosesNothing publishes traffic, computes the verdicts of
+// an uninterrupted reference run (in-process, its own group and topics),
+// then runs `fusebox run` as a process on the same traffic and sends it
+// SIGTERM while it is still working through the backlog. It must exit 0;
+// afterwards, for every keyed partition, the keyed stage's committed
+// offset equals the position of its saved checkpoint, and the sinks (the
+// JSONL file and the verdict topic) hold every verdict of the reference
+// run that the checkpoint covers (evaluated at or before its watermark),
+// with the same ids, and nothing the reference run does not have.
+func TestRunSIGTERMLosesNothing(t *testing.T) {
+	k := testharness.StartKafka(t)
+	dir := t.TempDir()
+	sc := traffic.Demo()
+	sc.Rate = 150
+	sc.Duration = 25 * time.Minute
+	start := time.Now().Add(-2 * time.Hour).Truncate(time.Minute)
+	sum := publishScenario(t, k.Brokers, sc, start)
+	t.Logf("published %d spans in %d messages and %d corrections", sum.Spans, sum.SpanMessages, sum.Corrections)
+
+	// The reference: the same SLOs over all of it, uninterrupted.
+	refJSONL := filepath.Join(dir, "ref.jsonl")
+	referenceRun(t, k.Brokers, sigtermConfig(k.Brokers, "ref", "sinks: {kafka: {enabled: false}, jsonl: {path: "+refJSONL+"}}\nhttp: {listen: \"\"}\n"),
+		sum.EventEnd)
+	refVerdicts, _ := readJSONL(t, refJSONL)
+	if len(refVerdicts) < 100 {
+		t.Fatalf("the reference run made only %d verdicts", len(refVerdicts))
+	}
+
+	// The run under test, as a process.
+	jsonl := filepath.Join(dir, "run.jsonl")
+	cfgText := sigtermConfig(k.Brokers, "real", "sinks: {jsonl: {path: "+jsonl+"}}\nhttp: {listen: 127.0.0.1:0}\n")
+	cfgPath := writeFile(t, dir, "real.yaml", cfgText)
+	cmd := exec.Command(os.Args[0], "run", "--config", cfgPath)
+	cmd.Env = append(os.Environ(), envAsMain+"=1")
+	stderr := newLogLines()
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan int, 1)
+	go func() {
+		err := cmd.Wait()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		exited <- code
+	}()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	addr := stderr.field(t, "serving /metrics", "addr", 30*time.Second)
+
+	// Mid-run: a tenth of the reference's verdicts written, the rest not.
+	var m map[string]float64
+	verdicts := func() float64 {
+		n := 0.0
+		for k, v := range m {
+			if strings.HasPrefix(k, "fusebox_verdicts_total{") {
+				n += v
+			}
+		}
+		return n
+	}
+	waitFor(t, 60*time.Second, "a tenth of the verdicts", func() bool {
+		m = scrape(t, addr)
+		return verdicts() >= float64(len(refVerdicts))/10
+	})
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("SIGTERM after %v of %d verdicts, %v of %d spans decoded, %v late, %v checkpoints", verdicts(), len(refVerdicts),
+		m["fusebox_spans_decoded_total"], sum.Spans, m["fusebox_late_spans_total"], m["fusebox_checkpoints_total"])
+	if verdicts() >= float64(len(refVerdicts))*0.9 {
+		t.Fatalf("the run had made %v of %d verdicts before SIGTERM: not mid-run; make the traffic larger", verdicts(), len(refVerdicts))
+	}
+	select {
+	case code := <-exited:
+		if code != 0 {
+			t.Fatalf("exit %d after SIGTERM; stderr:\n%s", code, stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("no exit within 60 s of SIGTERM; stderr:\n%s", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "offsets committed") {
+		t.Errorf("no clean-stop log line; stderr:\n%s", stderr.String())
+	}
+
+	// Committed offsets against the saved checkpoints.
+	f, err := config.Parse("real.yaml", []byte(cfgText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc, err := pipeline.WorkerConfig(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := k.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	committed, err := kadm.NewClient(cl).FetchOffsets(ctx, "real.engine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := statestore.New(cl, "real.state", k.Brokers)
+	watermark := map[int32]int64{}
+	for p := int32(0); p < 3; p++ {
+		snap, found, err := store.Load(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, hasCommit := committed.Lookup("real.keyed", p)
+		if !found {
+			if hasCommit && c.At >= 0 {
+				t.Errorf("keyed partition %d: committed offset %d but no checkpoint", p, c.At)
+			}
+			continue
+		}
+		w, _, err := engine.RestoreWorker(wc, p, snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !hasCommit || c.At != w.NextOffset() {
+			t.Errorf("keyed partition %d: committed offset %v (found %v), checkpoint position %d", p, c.At, hasCommit, w.NextOffset())
+		}
+		watermark[p] = w.Stats().Watermark
+		t.Logf("keyed partition %d: checkpoint at offset %d, watermark +%v", p, w.NextOffset(), time.Duration(watermark[p]-start.UnixNano()))
+	}
+
+	// The sinks hold every reference verdict the checkpoints cover.
+	got, _ := readJSONL(t, jsonl)
+	inFile := map[string]bool{}
+	for _, v := range got {
+		inFile[v.ID] = true
+	}
+	inRef := map[string]bool{}
+	for _, v := range refVerdicts {
+		inRef[v.ID] = true
+	}
+	onKafka := map[string]bool{}
+	for _, r := range k.ReadAll(t, "real.verdicts", len(got), 30*time.Second) {
+		v, err := sinks.UnmarshalVerdictJSON(r.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		onKafka[v.ID] = true
+	}
+	covered, missing := 0, 0
+	for _, v := range refVerdicts {
+		wm, ok := watermark[verdictPartition(&v, 3)]
+		if !ok || wm == math.MinInt64 || v.WindowEndUnixNano > wm {
+			continue
+		}
+		covered++
+		if !inFile[v.ID] || !onKafka[v.ID] {
+			missing++
+			if missing <= 5 {
+				t.Errorf("verdict lost: %s %s %s at +%v (in JSONL %v, on Kafka %v)", v.Processor, v.Metric, v.Key,
+					time.Duration(v.WindowEndUnixNano-start.UnixNano()), inFile[v.ID], onKafka[v.ID])
+			}
+		}
+	}
+	// Nothing the reference does not have either (determinism), except at
+	// the very first evaluation boundary: the engine starts evaluating at
+	// the first boundary after min(earliest record, watermark when first
+	// known), and the watermark when first known depends on how the router
+	// interleaved the source partitions, so one run may evaluate one more
+	// boundary at the start than another.
+	first := int64(math.MaxInt64)
+	for _, v := range refVerdicts {
+		first = min(first, v.WindowEndUnixNano)
+	}
+	extra := 0
+	for _, v := range got {
+		if inRef[v.ID] {
+			continue
+		}
+		if v.WindowEndUnixNano < first {
+			extra++
+			continue
+		}
+		t.Errorf("verdict %s (%s %s at +%v) is not in the reference run", v.ID, v.Processor, v.Key, time.Duration(v.WindowEndUnixNano-start.UnixNano()))
+	}
+	if extra > 0 {
+		t.Logf("%d verdicts before the reference's first evaluation (+%v): the runs started evaluating at different boundaries", extra, time.Duration(first-start.UnixNano()))
+	}
+	t.Logf("reference %d verdicts, %d covered by the checkpoints; the interrupted run wrote %d; %d lost", len(refVerdicts), covered, len(got), missing)
+	if covered == 0 || covered == len(refVerdicts) {
+		t.Errorf("the checkpoints cover %d of %d reference verdicts: the test did not stop the run mid-way", covered, len(refVerdicts))
+	}
+}
+
+// referenceRun runs the pipeline in-process on everything published until
+// its keyed partitions' watermarks reach eventEnd (less the lateness), then
+// stops it.
+func referenceRun(t *testing.T, brokers []string, cfgText string, eventEnd time.Time) {
+	t.Helper()
+	f, err := config.Parse("ref.yaml", []byte(cfgText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p, err := pipeline.New(ctx, pipeline.Options{Config: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	want := eventEnd.Add(-f.Time.AllowedLateness - time.Second).UnixNano()
+	waitFor(t, 90*time.Second, "the reference run to reach the end", func() bool {
+		parts := p.Keyed().Partitions()
+		if len(parts) < int(f.Topics.KeyedPartitions) {
+			return false
+		}
+		for _, wm := range parts {
+			if wm < want {
+				return false
+			}
+		}
+		return true
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("reference run: %v", err)
+	}
+}

@@ -1,0 +1,177 @@
+package pipeline
+
+import (
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/fusebox-dev/fusebox/engine"
+	"github.com/fusebox-dev/fusebox/ingest"
+	"github.com/fusebox-dev/fusebox/internal/observe"
+	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/sinks"
+)
+
+// Metrics returns the pipeline's observe.Source, for observe.Serve. On
+// every scrape it reads:
+//
+//   - both consumers (the router's group on the source topics, the keyed
+//     stage's group on the keyed topic): records in per topic
+//     (fusebox_records_in_total), dead-lettered records by kind, partial
+//     included (fusebox_dlq_records_total), lag per owned partition as of
+//     its last fetch (fusebox_consumer_lag_records);
+//   - the keyed stage: late spans, duplicates, cardinality overflows per
+//     dimension, and the event-time watermark of every keyed partition
+//     this process owns (fusebox_watermark_seconds{topic=<keyed topic>});
+//   - what the keyed stage handed its sinks: verdicts by processor and
+//     status, fuse commands by action, and targets per breaker state as
+//     their latest commands say (a target is counted from its first
+//     command, and stays counted, closed, until the process restarts);
+//   - the processing latency: per keyed batch, the wall time from handing
+//     it to the keyed stage (just after its fetch and decode) to every sink
+//     having accepted its output (fusebox_processing_latency_seconds);
+//   - the sinks' own counters: records written and errors per sink and
+//     topic (ClickHouse: table; JSONL: file), and their other samples
+//     (retries, pending records, ...) as they name them;
+//   - a few more counters as extra families: LLM spans decoded, spans
+//     skipped for lack of a model, corrections, late corrections, offset
+//     commits and their errors, fetch errors, checkpoints, evaluations.
+//
+// Counts restored with a keyed partition's checkpoint (late spans,
+// duplicates, overflows, evaluations) continue from the checkpoint, so
+// they are counts since the partition's state began, not since this
+// process started.
+func (p *Pipeline) Metrics() observe.Source { return observe.SourceFunc(p.collect) }
+
+// Ready reports whether the pipeline is running and has joined both
+// consumer groups — each assigned this process at least one partition —
+// and the keyed stage restored the checkpoints of the partitions it owns.
+// ClickHouse migrations ran in New, before Run. Else it says why not (for
+// /readyz). A process that owns no partition (more processes than
+// partitions) is reported not ready: it does no work.
+func (p *Pipeline) Ready() error {
+	return p.tr.ready(p.cfg.Kafka.Group+".router", p.cfg.Kafka.Group+".engine")
+}
+
+func (p *Pipeline) collect(s *observe.Snapshot) {
+	extra := func(name, help string, kind observe.SampleKind, v float64, labels ...observe.Label) {
+		s.Extra = append(s.Extra, observe.Sample{Name: name, Help: help, Kind: kind, Value: v, Labels: labels})
+	}
+	for _, c := range []struct {
+		stage string
+		c     *ingest.Consumer
+	}{{"router", p.source}, {"engine", p.keyedIn}} {
+		st := c.c.Stats()
+		for topic, n := range st.RecordsIn {
+			s.RecordsIn = append(s.RecordsIn, observe.TopicCount{Topic: topic, Count: n})
+		}
+		for kind, n := range st.DeadLettered {
+			s.DLQ = append(s.DLQ, observe.KindCount{Kind: string(kind), Count: n})
+		}
+		s.DLQ = append(s.DLQ, observe.KindCount{Kind: "partial", Count: st.PartialDeadLettered})
+		for _, l := range st.PartitionLag {
+			s.ConsumerLag = append(s.ConsumerLag, observe.PartitionValue{Topic: l.Topic, Partition: l.Partition, Value: l.Lag})
+		}
+		stage := observe.Label{Name: "stage", Value: c.stage}
+		extra("fusebox_offset_commits_total", "Offset commit requests.", observe.CounterSample, float64(st.Commits), stage)
+		extra("fusebox_offset_commit_errors_total", "Failed offset commit requests.", observe.CounterSample, float64(st.CommitErrors), stage)
+		extra("fusebox_fetch_errors_total", "Partition errors returned by fetches.", observe.CounterSample, float64(st.FetchErrors), stage)
+		extra("fusebox_paused_partitions", "Owned partitions paused because too many records await acknowledgement.", observe.GaugeSample, float64(st.PausedPartitions), stage)
+		if c.stage == "router" {
+			extra("fusebox_spans_decoded_total", "Valid LLM spans decoded from the span topics.", observe.CounterSample, float64(st.Spans))
+			extra("fusebox_spans_skipped_total", "Spans without a model (not LLM calls), skipped by design.", observe.CounterSample, float64(st.SkippedNoModel))
+			extra("fusebox_spans_invalid_total", "Spans dropped as invalid from records delivered in part (those records are in the DLQ, kind partial).", observe.CounterSample, float64(st.InvalidSpans))
+			extra("fusebox_corrections_decoded_total", "Correction events decoded.", observe.CounterSample, float64(st.Corrections))
+		}
+	}
+
+	ks := p.keyed.Stats()
+	s.LateSpans += ks.LateSpans
+	s.Duplicates += ks.Duplicates
+	for i, d := range engine.Dimensions {
+		s.CardinalityOverflows = append(s.CardinalityOverflows, observe.DimensionCount{Dimension: d, Count: ks.Overflowed[i]})
+	}
+	for part, wm := range p.keyed.Partitions() {
+		if wm != math.MinInt64 && wm != 0 {
+			s.Watermark = append(s.Watermark, observe.PartitionTime{Topic: p.cfg.Topics.Keyed, Partition: part, UnixNano: wm})
+		}
+	}
+	extra("fusebox_late_corrections_total", "Corrections behind the watermark by more than the allowed lateness: counted, not joined.", observe.CounterSample, float64(ks.LateCorrections))
+	extra("fusebox_evaluations_total", "Processor evaluations run by the keyed stage.", observe.CounterSample, float64(ks.Evaluations))
+	extra("fusebox_checkpoints_total", "Keyed-partition checkpoints (sinks flushed, state saved, input acknowledged).", observe.CounterSample, float64(p.tr.checkpoints.Load()))
+
+	p.tr.mu.Lock()
+	for k, n := range p.tr.verdicts {
+		s.Verdicts = append(s.Verdicts, observe.VerdictCount{Processor: k.processor, Status: string(k.status), Count: n})
+	}
+	for a, n := range p.tr.commands {
+		s.FuseCommands = append(s.FuseCommands, observe.ActionCount{Action: string(a), Count: n})
+	}
+	states := map[schemas.BreakerState]int64{schemas.StateClosed: 0, schemas.StateOpen: 0, schemas.StateHalfOpen: 0}
+	for _, t := range p.tr.targets {
+		states[t.state]++
+	}
+	p.tr.mu.Unlock()
+	for st, n := range states {
+		s.BreakerTargets = append(s.BreakerTargets, observe.StateCount{State: string(st), Count: n})
+	}
+	s.AddProcessingLatency(p.tr.latency.Snapshot())
+
+	for _, src := range p.metricSinks() {
+		for _, m := range src.Metrics() {
+			sinkSample(s, m)
+		}
+	}
+}
+
+// metricSinks are the configured sinks that count (nil ones left out).
+func (p *Pipeline) metricSinks() []sinks.MetricsSource {
+	var out []sinks.MetricsSource
+	if p.ClickHous != nil {
+		out = append(out, p.ClickHous)
+	}
+	if p.Kafka != nil {
+		out = append(out, p.Kafka)
+	}
+	if p.JSONL != nil {
+		out = append(out, p.JSONL)
+	}
+	return out
+}
+
+// sinkSample files one sink metric: records and errors into the fixed
+// families (the "table" label of ClickHouse becomes topic), the rest as
+// extra samples under their own names.
+func sinkSample(s *observe.Snapshot, m sinks.Metric) {
+	label := func(names ...string) string {
+		for _, l := range m.Labels {
+			if slices.Contains(names, l.Name) {
+				return l.Value
+			}
+		}
+		return ""
+	}
+	switch m.Name {
+	case observe.MetricSinkRecords, observe.MetricSinkErrors:
+		c := observe.SinkCount{Sink: label("sink"), Topic: label("topic", "table"), Count: int64(m.Value)}
+		if m.Name == observe.MetricSinkRecords {
+			s.SinkRecordsOut = append(s.SinkRecordsOut, c)
+		} else {
+			s.SinkErrors = append(s.SinkErrors, c)
+		}
+		return
+	}
+	kind := observe.CounterSample
+	if m.Kind == sinks.Gauge {
+		kind = observe.GaugeSample
+	}
+	ls := make([]observe.Label, len(m.Labels))
+	for i, l := range m.Labels {
+		ls[i] = observe.Label{Name: l.Name, Value: l.Value}
+	}
+	name := m.Name
+	if !strings.HasPrefix(name, "fusebox_") {
+		name = "fusebox_" + name
+	}
+	s.Extra = append(s.Extra, observe.Sample{Name: name, Help: m.Help, Kind: kind, Labels: ls, Value: m.Value})
+}

@@ -1,0 +1,238 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/ingest"
+	"github.com/fusebox-dev/fusebox/internal/observe"
+	"github.com/fusebox-dev/fusebox/schemas"
+)
+
+// maxTrackedTargets bounds the breaker targets the metrics remember (the
+// breaker's own default MaxTargets): beyond it, closed targets are
+// forgotten first.
+const maxTrackedTargets = 100_000
+
+// tracker counts what the stages do not count themselves, for /metrics
+// and /readyz: verdicts by processor and status, commands by action, the
+// breaker state of every target (from the commands), the keyed stage's
+// batch latency, and which partitions each consumer group handed this
+// process. It sees the output through a sink added after the real ones
+// (so an output is counted once every configured sink accepted it) and the
+// partitions through wrapped handler factories; the engine is untouched.
+type tracker struct {
+	latency *observe.Histogram
+
+	mu       sync.Mutex
+	verdicts map[verdictKey]int64
+	commands map[schemas.Action]int64
+	targets  map[schemas.Key]targetState
+
+	// Partitions owned now, and keyed partitions whose checkpoint is not
+	// restored yet (assigned, Start not returned successfully).
+	routerParts, keyedParts, keyedStarting atomic.Int64
+	checkpoints                            atomic.Int64
+	// state is trackerNew, trackerRunning or trackerStopped.
+	state atomic.Int32
+}
+
+const (
+	trackerNew int32 = iota
+	trackerRunning
+	trackerStopped
+)
+
+type verdictKey struct {
+	processor string
+	status    schemas.Status
+}
+
+type targetState struct {
+	version uint64
+	state   schemas.BreakerState
+}
+
+func newTracker() *tracker {
+	h, err := observe.NewHistogram(nil)
+	if err != nil {
+		panic(err) // the default buckets are valid
+	}
+	return &tracker{
+		latency:  h,
+		verdicts: map[verdictKey]int64{},
+		commands: map[schemas.Action]int64{},
+		targets:  map[schemas.Key]targetState{},
+	}
+}
+
+// count records one Output.
+func (t *tracker) count(out schemas.Output) {
+	if len(out.Verdicts) == 0 && len(out.Commands) == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range out.Verdicts {
+		v := &out.Verdicts[i]
+		t.verdicts[verdictKey{v.Processor, v.Status}]++
+	}
+	for i := range out.Commands {
+		c := &out.Commands[i]
+		t.commands[c.Action]++
+		old, seen := t.targets[c.Target]
+		if seen && c.Version <= old.version {
+			continue // a replay after a restart: not newer
+		}
+		if !seen && len(t.targets) >= maxTrackedTargets {
+			for k, s := range t.targets {
+				if s.state == schemas.StateClosed {
+					delete(t.targets, k)
+				}
+			}
+			if len(t.targets) >= maxTrackedTargets {
+				continue
+			}
+		}
+		t.targets[c.Target] = targetState{version: c.Version, state: c.State}
+	}
+}
+
+// sink is the counting sink the keyed stage writes to last.
+func (t *tracker) sink() countingSink { return countingSink{t} }
+
+// countingSink hands every Output to the tracker. It never fails or
+// blocks.
+type countingSink struct{ t *tracker }
+
+func (s countingSink) Write(_ context.Context, out schemas.Output) error {
+	s.t.count(out)
+	return nil
+}
+func (countingSink) Flush(context.Context) error { return nil }
+func (countingSink) Close(context.Context) error { return nil }
+
+// routerHandlers wraps the router's handler factory to count the source
+// partitions owned.
+func (t *tracker) routerHandlers(f ingest.HandlerFactory) ingest.HandlerFactory {
+	return func(topic string, partition int32) ingest.PartitionHandler {
+		h := f(topic, partition)
+		if h == nil {
+			return nil
+		}
+		t.routerParts.Add(1)
+		return &trackedHandler{inner: h, t: t, parts: &t.routerParts}
+	}
+}
+
+// keyedHandlers wraps the keyed stage's handler factory to count the keyed
+// partitions owned and restoring, and to time every batch.
+func (t *tracker) keyedHandlers(f ingest.HandlerFactory) ingest.HandlerFactory {
+	return func(topic string, partition int32) ingest.PartitionHandler {
+		h := f(topic, partition)
+		if h == nil {
+			return nil
+		}
+		t.keyedParts.Add(1)
+		t.keyedStarting.Add(1) // until Start returns: its checkpoint is not restored yet
+		th := &trackedHandler{inner: h, t: t, parts: &t.keyedParts, starting: &t.keyedStarting, keyed: true}
+		th.unstarted.Store(true)
+		return th
+	}
+}
+
+// trackedHandler forwards to the stage's handler. It always implements
+// ingest.Starter; for a handler that does not, Start keeps the committed
+// offset (-1), which is what ingest does without a Starter.
+type trackedHandler struct {
+	inner    ingest.PartitionHandler
+	t        *tracker
+	parts    *atomic.Int64
+	starting *atomic.Int64 // nil: not counted
+	// keyed handlers are timed.
+	keyed bool
+	// unstarted is true from creation until Start succeeds (or Close),
+	// while the handler is counted in *starting.
+	unstarted atomic.Bool
+	closed    atomic.Bool
+}
+
+func (h *trackedHandler) Start(ctx context.Context, committed int64) (int64, error) {
+	s, ok := h.inner.(ingest.Starter)
+	if !ok {
+		h.started()
+		return -1, nil
+	}
+	off, err := s.Start(ctx, committed)
+	if err == nil {
+		h.started()
+	}
+	return off, err
+}
+
+// started ends the handler's count as restoring.
+func (h *trackedHandler) started() {
+	if h.starting != nil && h.unstarted.CompareAndSwap(true, false) {
+		h.starting.Add(-1)
+	}
+}
+
+// Handle times the keyed stage's batches: from the moment the batch is
+// handed over (right after its fetch and decode) to the moment the worker
+// has applied it and every sink accepted its output (Write returned; a
+// checkpoint in the same call is included).
+func (h *trackedHandler) Handle(ctx context.Context, b *ingest.Batch) error {
+	if !h.keyed {
+		return h.inner.Handle(ctx, b)
+	}
+	t0 := time.Now()
+	err := h.inner.Handle(ctx, b)
+	h.t.latency.ObserveDuration(time.Since(t0))
+	return err
+}
+
+func (h *trackedHandler) Close(ctx context.Context, reason ingest.CloseReason) {
+	h.inner.Close(ctx, reason)
+	if h.closed.CompareAndSwap(false, true) {
+		h.started()
+		h.parts.Add(-1)
+	}
+}
+
+// onCheckpoint counts checkpoints and calls next (Options.OnCheckpoint).
+func (t *tracker) onCheckpoint(next func(int32, int64)) func(int32, int64) {
+	return func(p int32, off int64) {
+		t.checkpoints.Add(1)
+		if next != nil {
+			next(p, off)
+		}
+	}
+}
+
+// ready implements Pipeline.Ready: nil, or every reason, joined by "; ".
+func (t *tracker) ready(routerGroup, keyedGroup string) error {
+	switch t.state.Load() {
+	case trackerNew:
+		return errors.New("the pipeline is not running yet")
+	case trackerStopped:
+		return errors.New("the pipeline has stopped")
+	}
+	var why []string
+	if t.routerParts.Load() <= 0 {
+		why = append(why, "consumer group "+routerGroup+" has assigned no source partition to this process yet")
+	}
+	if t.keyedParts.Load() <= 0 {
+		why = append(why, "consumer group "+keyedGroup+" has assigned no keyed partition to this process yet")
+	} else if n := t.keyedStarting.Load(); n > 0 {
+		why = append(why, fmt.Sprintf("%d keyed partition(s) still restoring their checkpoint", n))
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(why, "; "))
+}

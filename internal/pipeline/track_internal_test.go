@@ -1,0 +1,135 @@
+package pipeline
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/ingest"
+	"github.com/fusebox-dev/fusebox/internal/observe"
+	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/sinks"
+)
+
+func TestTrackerCountsOutput(t *testing.T) {
+	tr := newTracker()
+	a := schemas.Key{Tenant: "acme", Service: "chat", Model: "m", Variant: schemas.Wildcard}
+	b := schemas.Key{Tenant: "globex", Service: "chat", Model: "m", Variant: schemas.Wildcard}
+	cmd := func(k schemas.Key, v uint64, act schemas.Action, st schemas.BreakerState) schemas.FuseCommand {
+		return schemas.FuseCommand{Target: k, Version: v, Action: act, State: st}
+	}
+	s := tr.sink()
+	for _, out := range []schemas.Output{
+		{Verdicts: []schemas.Verdict{{Processor: "tail", Status: schemas.StatusOK}, {Processor: "tail", Status: schemas.StatusBreach}},
+			Commands: []schemas.FuseCommand{cmd(a, 1, schemas.ActionTrip, schemas.StateOpen)}},
+		{Verdicts: []schemas.Verdict{{Processor: "tail", Status: schemas.StatusOK}},
+			Commands: []schemas.FuseCommand{cmd(a, 2, schemas.ActionHalfOpen, schemas.StateHalfOpen), cmd(b, 1, schemas.ActionDegrade, schemas.StateOpen)}},
+		// A replay of an older command of a: counted as emitted, but the
+		// target's state stays at its newest version.
+		{Commands: []schemas.FuseCommand{cmd(a, 1, schemas.ActionTrip, schemas.StateOpen)}},
+	} {
+		if err := s.Write(context.Background(), out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := tr.verdicts[verdictKey{"tail", schemas.StatusOK}]; got != 2 {
+		t.Errorf("tail ok = %d, want 2", got)
+	}
+	if got := tr.verdicts[verdictKey{"tail", schemas.StatusBreach}]; got != 1 {
+		t.Errorf("tail breach = %d, want 1", got)
+	}
+	if got := tr.commands[schemas.ActionTrip]; got != 2 {
+		t.Errorf("trip commands = %d, want 2", got)
+	}
+	if st := tr.targets[a]; st.state != schemas.StateHalfOpen || st.version != 2 {
+		t.Errorf("target a = %+v, want half_open v2", st)
+	}
+	if st := tr.targets[b]; st.state != schemas.StateOpen {
+		t.Errorf("target b = %+v, want open", st)
+	}
+}
+
+// TestTrackerReady follows /readyz through a start: not running, then
+// waiting for each group's assignment, then a keyed partition restoring
+// its checkpoint, then ready, then stopped.
+func TestTrackerReady(t *testing.T) {
+	tr := newTracker()
+	ready := func() error { return tr.ready("g.router", "g.engine") }
+	want := func(sub string) {
+		t.Helper()
+		err := ready()
+		switch {
+		case sub == "" && err != nil:
+			t.Fatalf("not ready: %v", err)
+		case sub != "" && (err == nil || !strings.Contains(err.Error(), sub)):
+			t.Fatalf("ready() = %v, want an error containing %q", err, sub)
+		}
+	}
+	want("not running yet")
+	tr.state.Store(trackerRunning)
+	want("g.router has assigned no source partition")
+	want("g.engine has assigned no keyed partition")
+
+	inner := &fakeHandler{started: make(chan struct{}), release: make(chan struct{})}
+	rh := tr.routerHandlers(func(string, int32) ingest.PartitionHandler { return &fakeHandler{} })("otlp_spans", 0)
+	kh := tr.keyedHandlers(func(string, int32) ingest.PartitionHandler { return inner })("fusebox.keyed", 0)
+	want("1 keyed partition(s) still restoring") // assigned, Start not called yet
+	_ = rh
+	go func() { _, _ = kh.(ingest.Starter).Start(context.Background(), -1) }()
+	<-inner.started
+	want("1 keyed partition(s) still restoring")
+	close(inner.release)
+	for ready() != nil {
+		time.Sleep(time.Millisecond)
+	}
+	if err := kh.Handle(context.Background(), &ingest.Batch{}); err != nil {
+		t.Fatal(err)
+	}
+	if snap := tr.latency.Snapshot(); snap.Count() != 1 {
+		t.Errorf("latency observations = %d, want 1", snap.Count())
+	}
+	kh.Close(context.Background(), ingest.CloseShutdown)
+	kh.Close(context.Background(), ingest.CloseShutdown) // counted once
+	want("g.engine has assigned no keyed partition")
+	if tr.keyedParts.Load() != 0 {
+		t.Errorf("keyed partitions = %d after close, want 0", tr.keyedParts.Load())
+	}
+	tr.state.Store(trackerStopped)
+	want("stopped")
+}
+
+// fakeHandler is a partition handler whose Start blocks until released.
+type fakeHandler struct {
+	started, release chan struct{}
+}
+
+func (f *fakeHandler) Start(context.Context, int64) (int64, error) {
+	if f.started != nil {
+		close(f.started)
+		<-f.release
+	}
+	return -1, nil
+}
+func (f *fakeHandler) Handle(context.Context, *ingest.Batch) error { return nil }
+func (f *fakeHandler) Close(context.Context, ingest.CloseReason)   {}
+
+func TestSinkSampleMapping(t *testing.T) {
+	var s observe.Snapshot
+	for _, m := range []sinks.Metric{
+		{Name: "fusebox_sink_records_total", Labels: []sinks.Label{{Name: "sink", Value: "clickhouse"}, {Name: "table", Value: "verdicts"}}, Value: 7},
+		{Name: "fusebox_sink_errors_total", Labels: []sinks.Label{{Name: "sink", Value: "kafka"}, {Name: "topic", Value: "fusebox.fuse"}}, Value: 2},
+		{Name: "fusebox_sink_pending_records", Kind: sinks.Gauge, Labels: []sinks.Label{{Name: "sink", Value: "kafka"}}, Value: 3},
+	} {
+		sinkSample(&s, m)
+	}
+	if len(s.SinkRecordsOut) != 1 || s.SinkRecordsOut[0] != (observe.SinkCount{Sink: "clickhouse", Topic: "verdicts", Count: 7}) {
+		t.Errorf("records: %+v", s.SinkRecordsOut)
+	}
+	if len(s.SinkErrors) != 1 || s.SinkErrors[0] != (observe.SinkCount{Sink: "kafka", Topic: "fusebox.fuse", Count: 2}) {
+		t.Errorf("errors: %+v", s.SinkErrors)
+	}
+	if len(s.Extra) != 1 || s.Extra[0].Name != "fusebox_sink_pending_records" || s.Extra[0].Kind != observe.GaugeSample || s.Extra[0].Value != 3 {
+		t.Errorf("extra: %+v", s.Extra)
+	}
+}
