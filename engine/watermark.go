@@ -33,6 +33,11 @@ type sourceState struct {
 	// maxEventTime is the newest event time the router had seen on this
 	// source partition (Unix ns), math.MinInt64 before any.
 	maxEventTime int64
+	// firstMax is the SourceMaxEventTime of the first record heard from
+	// this source that carried one: the newest event time of the source's
+	// first record the router read, which depends only on the source
+	// partition's contents, not on how the router interleaved sources.
+	firstMax int64
 	// idle is set when the router declared the source idle (no records for
 	// its idle timeout); an idle source does not hold the watermark back.
 	idle bool
@@ -63,7 +68,7 @@ func newWatermarks(latenessNanos int64) *watermarks {
 func (w *watermarks) source(id sourceID) *sourceState {
 	s := w.sources[id]
 	if s == nil {
-		s = &sourceState{lastOffset: -1, maxEventTime: math.MinInt64}
+		s = &sourceState{lastOffset: -1, maxEventTime: math.MinInt64, firstMax: math.MinInt64}
 		w.sources[id] = s
 	}
 	return s
@@ -102,6 +107,27 @@ func (w *watermarks) current() int64 {
 	return wm - w.lateness
 }
 
+// start is where a fresh worker starts evaluating: the smallest firstMax
+// over the announced sources, minus the allowed lateness — the earliest
+// event time a record can have and still count — or math.MaxInt64 when no
+// source has reported an event time. Unlike the watermark's first value,
+// it does not depend on the order in which the sources were heard from, so
+// two runs over the same input evaluate the same first boundary.
+func (w *watermarks) start() int64 {
+	st := int64(math.MaxInt64)
+	for topic, n := range w.partitions {
+		for p := int32(0); p < n; p++ {
+			if s := w.sources[sourceID{topic, p}]; s != nil && s.firstMax != math.MinInt64 {
+				st = min(st, s.firstMax)
+			}
+		}
+	}
+	if st == math.MaxInt64 {
+		return st
+	}
+	return st - w.lateness
+}
+
 func (w *watermarks) appendBinary(e *snapcodec.Encoder) {
 	topics := make([]string, 0, len(w.partitions))
 	for t := range w.partitions {
@@ -134,6 +160,7 @@ func (w *watermarks) appendBinary(e *snapcodec.Encoder) {
 		e.I64(s.lastOffset)
 		e.U32(uint32(s.lastPart))
 		e.I64(s.maxEventTime)
+		e.I64(s.firstMax)
 		e.Bool(s.idle)
 	}
 }
@@ -145,11 +172,11 @@ func (w *watermarks) decodeBinary(d *snapcodec.Decoder) {
 		t := d.String()
 		w.partitions[t] = int32(d.U32())
 	}
-	n = d.Count(33)
+	n = d.Count(41)
 	w.sources = map[sourceID]*sourceState{}
 	for i := 0; i < n && d.Err() == nil; i++ {
 		id := sourceID{Topic: d.String(), Partition: int32(d.U32())}
-		s := &sourceState{lastOffset: d.I64(), lastPart: int32(d.U32()), maxEventTime: d.I64(), idle: d.Bool()}
+		s := &sourceState{lastOffset: d.I64(), lastPart: int32(d.U32()), maxEventTime: d.I64(), firstMax: d.I64(), idle: d.Bool()}
 		w.sources[id] = s
 	}
 }

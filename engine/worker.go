@@ -96,10 +96,8 @@ type Worker struct {
 	wm         *watermarks
 	lastTopics string
 	watermark  int64
-	// earliest is the smallest event time of an on-time record while the
-	// watermark was still unknown: evaluations start at the first boundary
-	// after it, so a backlog read before every source was heard from still
-	// gets all its windows evaluated.
+	// earliest is where evaluations start: see startTime. It is fixed when
+	// the watermark first becomes known.
 	earliest int64
 	guard    *guard
 	slos     []sloState
@@ -210,6 +208,9 @@ func (w *Worker) Apply(rec *KeyedRecord) {
 	if rec.SourceMaxEventTime > src.maxEventTime {
 		src.maxEventTime = rec.SourceMaxEventTime
 	}
+	if src.firstMax == math.MinInt64 {
+		src.firstMax = rec.SourceMaxEventTime
+	}
 	w.advance()
 }
 
@@ -226,7 +227,6 @@ func (w *Worker) span(s *schemas.Span) {
 		return
 	}
 	w.stats.Spans++
-	w.earliest = min(w.earliest, t)
 	for i := range w.slos {
 		if w.slos[i].spec.Match.Matches(s.Key) {
 			w.slos[i].proc.ObserveSpan(key, s)
@@ -240,7 +240,6 @@ func (w *Worker) correction(c *schemas.Correction) {
 		return
 	}
 	w.stats.Corrections++
-	w.earliest = min(w.earliest, c.TimeUnixNano)
 	k := schemas.Key{Tenant: c.Tenant, Model: c.Model, Variant: c.Variant}
 	for i := range w.slos {
 		m := &w.slos[i].spec.Match
@@ -281,12 +280,13 @@ func (w *Worker) advance() {
 		return
 	}
 	w.watermark = wm
+	if w.earliest == math.MaxInt64 {
+		w.earliest = min(wm, w.wm.start())
+	}
 	for i := range w.slos {
 		s := &w.slos[i]
 		if s.next == math.MinInt64 {
-			// The first boundary after the earliest record (or after the
-			// watermark, when nothing came before it).
-			s.next = floorDiv(min(wm, w.earliest), s.every)*s.every + s.every
+			s.next = floorDiv(w.earliest, s.every)*s.every + s.every
 		}
 	}
 	for {

@@ -20,7 +20,7 @@ interval against the budget, the canary drift p-value, the alignment
 decline, the correction rate, the request-mix entropy and the burn rate,
 and the fuse commands as they happen.
 
-At the default speedup the 48 minutes of the scenario play in about two
+At the default speedup the 60 minutes of the scenario play in two and a half
 minutes of wall time; every incident trips its breaker and recovers.
 
 Verdicts and commands are appended to a JSONL file (named at start: in the

@@ -126,6 +126,27 @@ func publishScenario(t *testing.T, brokers []string, sc traffic.Scenario, start 
 	return sum
 }
 
+// publishScenarioPaced is publishScenario with event time running speedup
+// times faster than the wall clock, as a live service's traffic would.
+func publishScenarioPaced(t *testing.T, brokers []string, sc traffic.Scenario, start time.Time, speedup float64) gen.Summary {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.AllowAutoTopicCreation(), kgo.ProducerLinger(5*time.Millisecond))
+	if err != nil {
+		t.Error(err)
+		return gen.Summary{}
+	}
+	defer cl.Close()
+	cfg := gen.DefaultConfig()
+	cfg.Scenario, cfg.Start, cfg.Speedup, cfg.ProgressEvery = sc, start, speedup, 0
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sum, err := gen.Run(ctx, cfg, cl)
+	if err != nil {
+		t.Errorf("gen: %v", err)
+	}
+	return sum
+}
+
 // scrape returns the fusebox_* samples of /metrics, keyed as printed:
 // `name{label="v",...}` (labels in Prometheus's sorted order).
 func scrape(t *testing.T, addr string) map[string]float64 {

@@ -119,14 +119,14 @@ func (i *Incident) Covers(t schemas.Key) bool {
 
 // Scenario is the built-in traffic: the keys of traffic.Demo (three
 // tenants, two services, three models with canaries) at 200 calls per
-// second of event time, 48 minutes long, with six incidents about five
+// second of event time, 60 minutes long, with six incidents about five
 // minutes apart (see Incidents): they run from minute 8 to 38 and every
 // breaker has closed again by minute 42; the rest is warm-up and margin.
 func Scenario() traffic.Scenario {
 	sc := traffic.Demo()
 	sc.Name = "fusebox-demo"
 	sc.Rate = 200
-	sc.Duration = 48 * time.Minute
+	sc.Duration = 60 * time.Minute
 	sc.Incidents = make([]traffic.Incident, 0, len(incidents))
 	for _, i := range incidents {
 		sc.Incidents = append(sc.Incidents, i.Incident)

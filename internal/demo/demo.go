@@ -25,7 +25,7 @@ import (
 )
 
 // DefaultSpeedup is how many times faster than the wall clock the demo's
-// event time runs: the 48 minutes of the scenario play in about two.
+// event time runs: the 60 minutes of the scenario play in two and a half.
 const DefaultSpeedup = 24
 
 // Options configure Run. The zero value is the interactive demo.

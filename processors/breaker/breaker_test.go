@@ -235,11 +235,15 @@ func TestCoarseTargetGathersKeys(t *testing.T) {
 	if b.Targets() != 1 {
 		t.Fatalf("%d targets, want 1", b.Targets())
 	}
-	// Half-open: ok verdicts of either tenant count toward closing.
+	// Half-open: ok verdicts of either tenant count toward closing, one
+	// per evaluation: the two oks at 9 are one healthy evaluation.
 	one(t, b.Advance(at(8)))
 	b.Observe(mkVerdict("tail", "latency", "duration_ms", ka, at(9), O))
 	b.Observe(mkVerdict("tail", "latency", "duration_ms", kb, at(9), O))
-	if c := one(t, b.Observe(mkVerdict("tail", "latency", "duration_ms", ka, at(10), O))); c.State != schemas.StateClosed {
+	if got := b.Observe(mkVerdict("tail", "latency", "duration_ms", ka, at(10), O)); len(got) != 0 {
+		t.Fatalf("closed after two healthy evaluations (CloseAfter 3): %+v", got)
+	}
+	if c := one(t, b.Observe(mkVerdict("tail", "latency", "duration_ms", kb, at(11), O))); c.State != schemas.StateClosed {
 		t.Fatalf("state %s, want closed", c.State)
 	}
 }

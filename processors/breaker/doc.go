@@ -32,8 +32,10 @@
 //   - HALF_OPEN → OPEN (re-trip): any breach matched by a rule of the
 //     target; the action becomes the more severe of the active one and
 //     the breaching rule's; the backoff step increases.
-//   - HALF_OPEN → CLOSED: CloseAfter ok verdicts in a row (any matching
-//     rule's; one verdict counts once however many rules match it).
+//   - HALF_OPEN → CLOSED: CloseAfter healthy evaluations in a row: ok
+//     verdicts of any matching rule, one verdict counting once however
+//     many rules match it, and several ok verdicts of one evaluation time
+//     (a coarse target gathers several keys) counting as one evaluation.
 //
 // A trip clears the histories of the rules at or below the new active
 // level (those above keep counting toward escalation, so a ladder "degrade

@@ -59,6 +59,7 @@ type targetSnap struct {
 	Reasons    []reasonSnap         `json:"reasons"`
 	SLOs       []string             `json:"slos"`
 	Healthy    []reasonSnap         `json:"healthy"`
+	HealthyAt  int64                `json:"healthy_at"`
 	LastIssued int64                `json:"last_issued"`
 	Issued     bool                 `json:"issued"`
 	LastActive int64                `json:"last_active"`
@@ -93,7 +94,7 @@ func (b *Breaker) MarshalBinary() ([]byte, error) {
 		ts := targetSnap{
 			Key: tg.key, State: tg.state, Active: tg.active, Base: tg.base, Seq: tg.seq, Trips: tg.trips,
 			OpenUntil: tg.openUntil, ClosedAt: tg.closedAt, Incident: tg.incident,
-			Reasons: toReasonSnaps(tg.reasons), SLOs: slices.Clone(tg.slos), Healthy: toReasonSnaps(tg.healthy),
+			Reasons: toReasonSnaps(tg.reasons), SLOs: slices.Clone(tg.slos), Healthy: toReasonSnaps(tg.healthy), HealthyAt: tg.healthyAt,
 			LastIssued: tg.lastIssued, Issued: tg.issued, LastActive: tg.lastActive, Clock: tg.clock,
 			Series: make([]seriesSnap, 0, len(tg.series)),
 		}
@@ -144,7 +145,7 @@ func (b *Breaker) UnmarshalBinary(data []byte) error {
 		tg := &target{
 			key: ts.Key, state: ts.State, active: ts.Active, base: ts.Base, seq: ts.Seq, trips: ts.Trips,
 			openUntil: ts.OpenUntil, closedAt: ts.ClosedAt, incident: ts.Incident,
-			reasons: fromReasonSnaps(ts.Reasons), slos: ts.SLOs, healthy: fromReasonSnaps(ts.Healthy),
+			reasons: fromReasonSnaps(ts.Reasons), slos: ts.SLOs, healthy: fromReasonSnaps(ts.Healthy), healthyAt: ts.HealthyAt,
 			lastIssued: ts.LastIssued, issued: ts.Issued, lastActive: ts.LastActive, clock: ts.Clock,
 			series: make(map[seriesKey]*series, len(ts.Series)),
 		}

@@ -78,14 +78,18 @@ type target struct {
 	seq    uint64 // commands issued in this incarnation
 	// trips is the backoff step: transitions into open since the incident
 	// began (reset when a trip comes FlapWindow or more after a close).
-	trips      int
-	openUntil  int64
-	closedAt   int64
-	incident   string
-	reasons    []schemas.Reason // behind the current state
-	slos       []string         // SLO names behind the current incident
-	healthy    []schemas.Reason // the ok streak of a half-open target
-	lastIssued int64            // issued-at of the last command; 0 before the first
+	trips     int
+	openUntil int64
+	closedAt  int64
+	incident  string
+	reasons   []schemas.Reason // behind the current state
+	slos      []string         // SLO names behind the current incident
+	healthy   []schemas.Reason // the ok streak of a half-open target
+	// healthyAt is the evaluation time of the last ok counted in the
+	// streak: a target covering several keys or SLOs gets several ok
+	// verdicts per evaluation, and CloseAfter counts evaluations.
+	healthyAt  int64
+	lastIssued int64 // issued-at of the last command; 0 before the first
 	issued     bool
 	lastActive int64 // last breach or state change
 	clock      int64 // latest evaluation time applied
@@ -207,6 +211,10 @@ func (b *Breaker) observeTarget(tk schemas.Key, ruleIdx []int, v *schemas.Verdic
 			// Not yet healthy: the streak starts again.
 			tg.healthy = tg.healthy[:0]
 		case schemas.StatusOK:
+			if len(tg.healthy) > 0 && t == tg.healthyAt {
+				break // this evaluation is counted already
+			}
+			tg.healthyAt = t
 			tg.healthy = append(tg.healthy, schemas.Reason{VerdictID: v.ID,
 				Text: "healthy " + strconv.Itoa(len(tg.healthy)+1) + " of " + strconv.Itoa(b.pol.CloseAfter) + ": " + v.Processor + "/" + v.SLO + "/" + v.Metric + " ok value=" + fmtFloat(v.Value) + " threshold=" + fmtFloat(v.Threshold)})
 			if len(tg.healthy) >= b.pol.CloseAfter {
