@@ -112,6 +112,10 @@ type Worker struct {
 type sloState struct {
 	spec SLOSpec
 	proc processors.Processor
+	// reporter is set on the first corrections SLO: the corrections it
+	// attributes go to the counters (the rollups), once.
+	reporter processors.CorrectionReporter
+	counter  processors.CorrectionCounter
 	// every is the processor's Interval in ns; next the next boundary to
 	// evaluate, math.MinInt64 until the watermark is first known.
 	every int64
@@ -132,6 +136,7 @@ func NewWorker(cfg WorkerConfig, partition int32) (*Worker, error) {
 		earliest:  math.MaxInt64,
 		guard:     newGuard(cfg.Guard),
 	}
+	haveReporter := false
 	for _, spec := range cfg.SLOs {
 		p, err := spec.New()
 		if err != nil {
@@ -142,7 +147,12 @@ func NewWorker(cfg WorkerConfig, partition int32) (*Worker, error) {
 			return nil, fmt.Errorf("engine: SLO %q: processor interval must be positive", spec.Meta.SLO)
 		}
 		lo, _ := p.(LateObserver)
-		w.slos = append(w.slos, sloState{spec: spec, proc: p, every: every, next: math.MinInt64, late: lo})
+		st := sloState{spec: spec, proc: p, every: every, next: math.MinInt64, late: lo}
+		st.counter, _ = p.(processors.CorrectionCounter)
+		if r, ok := p.(processors.CorrectionReporter); ok && !haveReporter {
+			st.reporter, haveReporter = r, true
+		}
+		w.slos = append(w.slos, st)
 	}
 	if cfg.NewBreaker != nil {
 		b, err := cfg.NewBreaker()
@@ -312,6 +322,19 @@ func (w *Worker) evaluate(b int64) {
 		w.emit.reset()
 		s.proc.Evaluate(b, &w.emit)
 		w.stats.Evaluations++
+		if s.reporter != nil {
+			// Corrections attributed now count in the rollups, which the
+			// engine evaluates after (they come last in the SLO list).
+			for _, j := range s.reporter.TakeJoined() {
+				for k := range w.slos {
+					if c := w.slos[k].counter; c != nil {
+						c.CountCorrection(j.Key, j.TimeUnixNano)
+					}
+				}
+			}
+		} else if r, ok := s.proc.(processors.CorrectionReporter); ok {
+			r.TakeJoined() // a second corrections SLO: counted by the first only
+		}
 		// Processors emit in key order already; sorting again makes the
 		// order a property of the engine, not of every processor.
 		slices.SortStableFunc(w.emit.verdicts, compareVerdicts)

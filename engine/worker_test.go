@@ -14,6 +14,7 @@ import (
 	"github.com/fusebox-dev/fusebox/internal/traffic"
 	"github.com/fusebox-dev/fusebox/processors"
 	"github.com/fusebox-dev/fusebox/processors/burnrate"
+	"github.com/fusebox-dev/fusebox/processors/corrections"
 	"github.com/fusebox-dev/fusebox/processors/rollup"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
@@ -339,5 +340,32 @@ func TestSnapshotRejectsDamageAndKeepsPositionAcrossConfigChange(t *testing.T) {
 	}
 	if r.NextOffset() != w.NextOffset() {
 		t.Fatalf("position %d after a config change, want %d", r.NextOffset(), w.NextOffset())
+	}
+}
+
+func TestRollupsCountTheCorrectionsTheCorrectionsSLOAttributes(t *testing.T) {
+	srcs := sources(t, scenario(), 12*time.Minute, 2)
+	cfg := workerConfig(t)
+	cc := corrections.DefaultConfig()
+	meta := processors.Meta{SLO: "corrections", ConfigVersion: "test"}
+	cfg.SLOs = append([]engine.SLOSpec{{Meta: meta, New: func() (processors.Processor, error) { return corrections.New(meta, cc) }}}, cfg.SLOs...)
+	ks := keyed(srcs, func(rem []int) int { return rem[0] })
+	var published, counted int64
+	for _, recs := range srcs {
+		for _, r := range recs {
+			published += int64(len(r.corrections))
+		}
+	}
+	for p := int32(0); p < keyedPartitions; p++ {
+		out := run(t, cfg, p, ks[p], -1, -1)
+		for _, r := range out.Rollups {
+			counted += r.Corrections
+		}
+	}
+	// Corrections of the last minutes are not yet attributed (the
+	// watermark has not passed them) and repeats of a corrected response
+	// count once: most, not all, of the published ones.
+	if counted == 0 || counted > published || float64(counted) < 0.7*float64(published) {
+		t.Fatalf("rollups count %d corrections of %d published", counted, published)
 	}
 }

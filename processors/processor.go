@@ -58,6 +58,27 @@ type Processor interface {
 	encoding.BinaryUnmarshaler
 }
 
+// JoinedCorrection is a correction the corrections processor attributed
+// to a key: joined to one of its spans (first correction of that span), or
+// unjoined and counted under the correction's own tenant, model and
+// variant.
+type JoinedCorrection struct {
+	Key          schemas.Key
+	TimeUnixNano int64
+}
+
+// CorrectionReporter is implemented by the corrections processor: after
+// each Evaluate it hands over the corrections it attributed in it.
+type CorrectionReporter interface {
+	TakeJoined() []JoinedCorrection
+}
+
+// CorrectionCounter is implemented by the rollup processor, which counts
+// the corrections a CorrectionReporter attributed per key and minute.
+type CorrectionCounter interface {
+	CountCorrection(key schemas.Key, timeUnixNano int64)
+}
+
 // Meta is what the engine tells a processor about the SLO it serves.
 type Meta struct {
 	// SLO is the SLO's name in the configuration file.

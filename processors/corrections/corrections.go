@@ -131,6 +131,10 @@ type Processor struct {
 	unjoined map[schemas.Key]*unjoinedState
 	index    *spanIndex
 	pending  []pending
+	// joined are the corrections attributed by the current Evaluate, for
+	// the engine to hand to the rollups (TakeJoined); not part of the
+	// snapshot: the engine takes them right after each Evaluate.
+	joined []processors.JoinedCorrection
 }
 
 // keyState is one key's responses and corrections per slot of Every.
@@ -267,13 +271,26 @@ func (p *Processor) joinPending(now int64) {
 				e.corrected = true
 				sl.corrections++
 				sl.kinds[kindIndex(c.kind)]++
+				p.joined = append(p.joined, processors.JoinedCorrection{Key: e.ks.key, TimeUnixNano: c.tc})
 			}
 		} else {
-			p.unjoinedSlot(schemas.Key{Tenant: c.tenant, Model: c.model, Variant: c.variant}, start).n++
+			k := schemas.Key{Tenant: c.tenant, Model: c.model, Variant: c.variant}
+			p.unjoinedSlot(k, start).n++
+			p.joined = append(p.joined, processors.JoinedCorrection{Key: k, TimeUnixNano: c.tc})
 		}
 		done++
 	}
 	p.pending = slices.Delete(p.pending, 0, done)
+}
+
+// TakeJoined returns the corrections attributed by the last Evaluate (to
+// the key of the span they joined, or to their own fields when they joined
+// none; repeats of an already corrected response are left out) and
+// forgets them.
+func (p *Processor) TakeJoined() []processors.JoinedCorrection {
+	j := p.joined
+	p.joined = nil
+	return j
 }
 
 func (p *Processor) unjoinedSlot(k schemas.Key, start int64) *uslot {

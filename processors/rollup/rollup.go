@@ -35,15 +35,17 @@ type Processor struct {
 
 type keyState struct {
 	minutes []minute // sorted by start
-	// late counts late spans seen since the key's last emitted row; they
-	// are reported on the next row.
-	late int64
+	// late counts late spans seen since the key's last emitted row, and
+	// corrections those attributed to the key for a minute with no open
+	// row (its row already written, or a key without spans: corrections
+	// that joined no span); both are reported on the key's next row.
+	late, corrections int64
 }
 
 type minute struct {
-	start              int64
-	n, errors, in, out int64
-	durations, ttfts   *window.Store
+	start                           int64
+	n, errors, in, out, corrections int64
+	durations, ttfts                *window.Store
 }
 
 // New returns a rollup processor.
@@ -62,6 +64,22 @@ func (p *Processor) Keys() int { return len(p.keys) }
 
 // ObserveCorrection ignores corrections.
 func (p *Processor) ObserveCorrection(*schemas.Correction) {}
+
+// CountCorrection counts a correction the corrections processor attributed
+// to key: in the row of its minute when that is still open (the engine
+// evaluates the corrections SLOs before the rollups at each boundary, and
+// corrections are attributed once the watermark passed their time, so with
+// a one-minute corrections interval this is the usual case), else on the
+// key's next row.
+func (p *Processor) CountCorrection(key schemas.Key, t int64) {
+	ks := p.state(key)
+	start := t - processors.FloorMod(t, Minute)
+	if i, found := slices.BinarySearchFunc(ks.minutes, start, func(m minute, t int64) int { return cmp.Compare(m.start, t) }); found {
+		ks.minutes[i].corrections++
+		return
+	}
+	ks.corrections++
+}
 
 // ObserveLate counts a late span on the key's next row.
 func (p *Processor) ObserveLate(key schemas.Key, _ int64) {
@@ -114,26 +132,28 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 		done := 0
 		for done < len(ks.minutes) && ks.minutes[done].start+Minute <= now {
 			m := &ks.minutes[done]
-			r := schemas.Rollup{Key: k, MinuteUnixNano: m.start, N: m.n, Errors: m.errors, InputTokens: m.in, OutputTokens: m.out}
+			r := schemas.Rollup{Key: k, MinuteUnixNano: m.start, N: m.n, Errors: m.errors, InputTokens: m.in, OutputTokens: m.out,
+				Corrections: m.corrections}
 			buf, _ = m.durations.Collect(m.start, m.start+Minute, buf[:0])
 			r.DurationsMs = values(buf)
 			buf, _ = m.ttfts.Collect(m.start, m.start+Minute, buf[:0])
 			r.TTFTsMs = values(buf)
 			if done == 0 {
-				r.LateSpans = ks.late
-				ks.late = 0
+				r.LateSpans, r.Corrections = ks.late, r.Corrections+ks.corrections
+				ks.late, ks.corrections = 0, 0
 			}
 			emit.Rollup(r)
 			done++
 		}
-		if done == 0 && ks.late > 0 && len(ks.minutes) == 0 {
-			// Only late spans since the last row: report them on a row of
-			// their own for the minute just closed.
-			emit.Rollup(schemas.Rollup{Key: k, MinuteUnixNano: now - Minute, LateSpans: ks.late})
-			ks.late = 0
+		if done == 0 && (ks.late > 0 || ks.corrections > 0) && len(ks.minutes) == 0 {
+			// Only carried counts since the last row: report them on a row
+			// of their own for the minute just closed (no row of the key
+			// can exist for it: it would have been written now).
+			emit.Rollup(schemas.Rollup{Key: k, MinuteUnixNano: now - Minute, LateSpans: ks.late, Corrections: ks.corrections})
+			ks.late, ks.corrections = 0, 0
 		}
 		ks.minutes = slices.Delete(ks.minutes, 0, done)
-		if len(ks.minutes) == 0 && ks.late == 0 {
+		if len(ks.minutes) == 0 && ks.late == 0 && ks.corrections == 0 {
 			delete(p.keys, k)
 		}
 	}

@@ -97,3 +97,35 @@ func TestOrderAndSnapshotDoNotChangeRows(t *testing.T) {
 		return q
 	}, snap, ErrCorrupt)
 }
+
+func TestCorrectionsCountInTheirMinuteElseOnTheNextRow(t *testing.T) {
+	k := schemas.Key{Tenant: "t", Service: "s", Model: "m", Variant: "v"}
+	unjoined := schemas.Key{Tenant: "t", Model: "m"}
+	t0 := int64(2_000) * Minute
+	p, _ := New(Config{MaxSamplesPerMinute: 10})
+	s := schemas.Span{Key: k, StartUnixNano: t0 + 1e9, EndUnixNano: t0 + 2e9}
+	s.Derive()
+	p.ObserveSpan(k, &s)
+	p.CountCorrection(k, t0+30e9)        // its minute is open: counted in it
+	p.CountCorrection(unjoined, t0+40e9) // a key without spans: carried
+	var out proctest.Collector
+	p.Evaluate(t0+Minute, &out)
+	p.CountCorrection(k, t0+50e9) // its minute's row is written: carried
+	p.Evaluate(t0+2*Minute, &out)
+	got := map[schemas.Key][]int64{}
+	for _, r := range out.Rollups {
+		got[r.Key] = append(got[r.Key], r.MinuteUnixNano/Minute-2000, r.Corrections, r.N)
+	}
+	want := map[schemas.Key][]int64{
+		k:        {0, 1, 1, 1, 1, 0}, // minute 0: 1 correction, 1 span; minute 1: the carried one
+		unjoined: {0, 1, 0},
+	}
+	for key, w := range want {
+		if g := got[key]; len(g) != len(w) || (len(g) > 0 && (g[0] != w[0] || g[1] != w[1] || g[2] != w[2])) {
+			t.Fatalf("%v: rows (minute, corrections, spans) %v, want %v", key, g, w)
+		}
+	}
+	if p.Keys() != 0 {
+		t.Fatalf("%d keys left", p.Keys())
+	}
+}

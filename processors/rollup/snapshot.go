@@ -13,26 +13,28 @@ import (
 var ErrCorrupt = errors.New("rollup: corrupt snapshot")
 
 // snapshotFormat is the snapshot's header.
-var snapshotFormat = snapcodec.Format{Name: "fusebox.rollup", Version: 1, Err: ErrCorrupt}
+var snapshotFormat = snapcodec.Format{Name: "fusebox.rollup", Version: 2, Err: ErrCorrupt}
 
 // Encoded sizes in bytes, for the decoder's count checks: a key's state
 // without minutes (late count, minute count) and one minute (five counters
 // and two empty windows).
 const (
-	keyStateSize = 8 + 4
-	minuteSize   = 5*8 + 2*window.MinEncodedSize
+	keyStateSize = 8 + 8 + 4
+	minuteSize   = 6*8 + 2*window.MinEncodedSize
 )
 
 // MarshalBinary snapshots every open minute in the snapcodec layout: in
-// key order, the key, its late count and its minutes (start, n, errors,
-// input and output tokens, the durations and TTFT windows).
+// key order, the key, its carried late spans and corrections, and its
+// minutes (start, n, errors, input and output tokens, corrections, the
+// durations and TTFT windows).
 func (p *Processor) MarshalBinary() ([]byte, error) {
 	return snapshotFormat.Marshal(func(e *snapcodec.Encoder) {
 		snapcodec.PutKeyed(e, processors.SortedKeys(p.keys, &p.order), p.keys, func(ks *keyState, e *snapcodec.Encoder) {
 			e.I64(ks.late)
+			e.I64(ks.corrections)
 			e.Count(len(ks.minutes))
 			for _, m := range ks.minutes {
-				for _, v := range [...]int64{m.start, m.n, m.errors, m.in, m.out} {
+				for _, v := range [...]int64{m.start, m.n, m.errors, m.in, m.out, m.corrections} {
 					e.I64(v)
 				}
 				m.durations.Encode(e)
@@ -58,9 +60,9 @@ func (p *Processor) UnmarshalBinary(b []byte) error {
 }
 
 func decodeKey(d *snapcodec.Decoder, _ schemas.Key) *keyState {
-	st := &keyState{late: d.I64()}
+	st := &keyState{late: d.I64(), corrections: d.I64()}
 	for range d.Count(minuteSize) {
-		m := minute{start: d.I64(), n: d.I64(), errors: d.I64(), in: d.I64(), out: d.I64(),
+		m := minute{start: d.I64(), n: d.I64(), errors: d.I64(), in: d.I64(), out: d.I64(), corrections: d.I64(),
 			durations: &window.Store{}, ttfts: &window.Store{}}
 		m.durations.Decode(d, Minute, 0)
 		m.ttfts.Decode(d, Minute, 0)
