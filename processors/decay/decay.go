@@ -201,8 +201,12 @@ func (p *Processor) judge(k schemas.Key, from, to, total int64) schemas.Verdict 
 	}
 	lambda, lambdaN, zeros := p.decayRate(from)
 
+	t975, err := stats.StudentTQuantile(0.975, float64(n-2)) // n >= MinSamples >= 3
+	if err != nil {
+		return insufficient(MethodDegenerate)
+	}
 	decline := ols.Slope * p.spanH
-	half := studentT975(n-2) * ols.StdErr * p.spanH
+	half := t975 * ols.StdErr * p.spanH
 	v.Value = decline
 	v.Lower, v.Upper, v.IntervalLevel = decline-half, decline+half, Level
 	v.Status = p.cfg.Judge(decline, ols.P, ts.High)
