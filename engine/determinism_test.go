@@ -37,6 +37,7 @@ type determinismRun struct {
 // give the same output bit for bit (verdicts with their ids and numbers,
 // fuse commands, rollups).
 func TestSameInputSameVerdicts(t *testing.T) {
+	t.Parallel()
 	want, err := orderedRun()
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +64,7 @@ func TestSameInputSameVerdicts(t *testing.T) {
 // corrections first) change nothing: no record is late and the output is
 // the ordered input's, bit for bit.
 func TestOutOfOrderWithinLatenessSameVerdicts(t *testing.T) {
+	t.Parallel()
 	want, err := orderedRun()
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +98,7 @@ func TestOutOfOrderWithinLatenessSameVerdicts(t *testing.T) {
 // than the lateness behind its partition: each of its spans is counted
 // late, none is folded in, and every span is accounted for.
 func TestStragglerBeyondLatenessIsCounted(t *testing.T) {
+	t.Parallel()
 	cfg, _, err := enginebench.Production()
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ var updateGolden = flag.Bool("update", false, "rewrite engine/testdata golden fi
 
 // goldenRun is the golden scenario through the router's splitters and one
 // worker per keyed partition, with every processor of the production SLO
-// file; it is computed once per test binary (about 30 s of CPU).
+// file; it is computed once per test binary (about 15 s of CPU).
 var goldenRun = sync.OnceValues(func() (enginebench.Result, error) {
 	cfg, _, err := enginebench.Production()
 	if err != nil {
@@ -41,6 +41,7 @@ var goldenRun = sync.OnceValues(func() (enginebench.Result, error) {
 // key no incident touches, and the alert stream, the fuse commands and a
 // digest of every verdict match testdata/golden_incidents.txt.
 func TestGoldenIncidentsAllProcessors(t *testing.T) {
+	t.Parallel()
 	res, err := goldenRun()
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +119,7 @@ func TestGoldenIncidentsAllProcessors(t *testing.T) {
 func goldenText(res enginebench.Result, ds []enginebench.Detection) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# engine golden run: internal/enginebench production.yaml on GoldenScenario (traffic.Demo seed 42,\n")
-	fmt.Fprintf(&b, "# 200 calls/s, plus an error burst), %v of event time from %s, 3 span partitions + 1\n", enginebench.GoldenDuration, enginebench.Start.UTC().Format("2006-01-02T15:04Z"))
+	fmt.Fprintf(&b, "# 100 calls/s, plus an error burst), %v of event time from %s, 3 span partitions + 1\n", enginebench.GoldenDuration, enginebench.Start.UTC().Format("2006-01-02T15:04Z"))
 	fmt.Fprintf(&b, "# correction partition, 4 keyed partitions. Times are offsets from the start. Regenerate: -update.\n")
 	fmt.Fprintf(&b, "\n## detection (first warn or breach of the processor on the incident's keys; deadline = 2 evaluations)\n")
 	for _, d := range ds {
