@@ -323,3 +323,18 @@ func (p *keyedPartition) Close(ctx context.Context, reason ingest.CloseReason) {
 			"partition", p.partition, "reason", reason, "err", err)
 	}
 }
+
+// Idle checkpoints a partition whose input went quiet once CheckpointEvery
+// has passed since its last checkpoint, so that its last output is flushed
+// and its offsets committed without waiting for more input.
+func (p *keyedPartition) Idle(ctx context.Context) error {
+	if p.w == nil || len(p.pending) == 0 || time.Since(p.last) < p.k.cfg.CheckpointEvery {
+		return nil
+	}
+	if err := p.checkpoint(ctx); err != nil {
+		return p.soft(ctx, err)
+	}
+	return nil
+}
+
+var _ ingest.Idler = (*keyedPartition)(nil)

@@ -128,6 +128,33 @@ func (w *watermarks) start() int64 {
 	return st - w.lateness
 }
 
+// allIdle reports whether every announced source partition has been heard
+// from and is idle: a pause of every publisher.
+func (w *watermarks) allIdle() bool {
+	if len(w.partitions) == 0 {
+		return false
+	}
+	for topic, n := range w.partitions {
+		for p := int32(0); p < n; p++ {
+			s := w.sources[sourceID{topic, p}]
+			if s == nil || !s.idle {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// wakeAll clears every source's idle mark: each holds the watermark at its
+// own newest event time again until it sends records or the router marks
+// it idle again (the router repeats its idle markers every idle timeout
+// while a source stays silent).
+func (w *watermarks) wakeAll() {
+	for _, s := range w.sources {
+		s.idle = false
+	}
+}
+
 func (w *watermarks) appendBinary(e *snapcodec.Encoder) {
 	topics := make([]string, 0, len(w.partitions))
 	for t := range w.partitions {

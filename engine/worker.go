@@ -205,6 +205,14 @@ func (w *Worker) Apply(rec *KeyedRecord) {
 		return
 	}
 	src.lastOffset, src.lastPart = rec.Source.Offset, rec.Source.Part
+	if src.idle && w.wm.allIdle() {
+		// Every source was idle (every publisher paused) and this one is
+		// back first. Were the others left idle, its backlog alone would
+		// move the watermark and theirs would arrive late; wake them, so
+		// that each holds the watermark at its own newest event time
+		// until its records come or the router marks it idle again.
+		w.wm.wakeAll()
+	}
 	src.idle = false
 	if len(rec.Spans) == 0 && len(rec.Corrections) == 0 {
 		w.stats.Heartbeats++

@@ -263,3 +263,72 @@ func TestCloseTimeoutCancelsHandle(t *testing.T) {
 		t.Errorf("committed %v with nothing acked", c)
 	}
 }
+
+// idleHandler acks its batches only from Idle, as the engine acks at a
+// checkpoint of a partition that went quiet.
+type idleHandler struct {
+	sinkHandler
+	mu      sync.Mutex
+	pending []*Batch
+	idles   int
+}
+
+func (h *idleHandler) Handle(ctx context.Context, b *Batch) error {
+	h.mu.Lock()
+	h.pending = append(h.pending, b)
+	h.mu.Unlock()
+	h.s.mu.Lock()
+	h.s.records = append(h.s.records, b.Records...)
+	h.s.mu.Unlock()
+	return nil
+}
+
+func (h *idleHandler) Idle(context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.idles++
+	for _, b := range h.pending {
+		b.Ack()
+	}
+	h.pending = nil
+	return nil
+}
+
+// TestIdlerRunsWhenThePartitionIsQuiet: Idle is called on a partition with
+// no new batch, and what it acknowledges gets committed.
+func TestIdlerRunsWhenThePartitionIsQuiet(t *testing.T) {
+	k := testharness.StartKafka(t)
+	k.CreateTopic(t, "in", 1, nil)
+	k.CreateTopic(t, "dlq", 1, nil)
+	pub := newPublisher(t, k, "in")
+	pub.publish(t, okMsgs(1, 5, "q")...)
+	s := &sink{}
+	var h *idleHandler
+	r := start(t, k, "g-idle", SpanTopics(), CorrectionTopics(), TopicDecoder("in", testDecoder), DLQTopic("dlq"),
+		IdleInterval(50*time.Millisecond), CommitInterval(50*time.Millisecond),
+		Handlers(func(topic string, p int32) PartitionHandler {
+			h = &idleHandler{sinkHandler: sinkHandler{s: s, topic: topic, partition: p}}
+			return h
+		}))
+	waitFor(t, "the records", 30*time.Second, func() bool { return s.count() == 5 })
+	waitFor(t, "an Idle call", 30*time.Second, func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.idles > 0 && len(h.pending) == 0
+	})
+	if err := r.shutdown(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	// A new consumer of the group sees nothing again: the idle ack was
+	// committed.
+	s2 := &sink{}
+	r2 := start(t, k, "g-idle", machineryOpts(s2)...)
+	pub.publish(t, msg(0, "x", []byte("ok:after")))
+	waitFor(t, "the new record", 30*time.Second, func() bool { return s2.count() >= 1 })
+	if err := r2.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+	if got := payloads(s2.snapshot()); len(got) != 1 || got[0] != "ok:after" {
+		t.Fatalf("after the idle ack the group re-read %v, want only the new record", got)
+	}
+}

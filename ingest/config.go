@@ -98,6 +98,7 @@ type config struct {
 	maxUnackedBytes  int64
 	commitInterval   time.Duration
 	closeTimeout     time.Duration
+	idleInterval     time.Duration
 	dlqBackoffMax    time.Duration
 	kgoOpts          []kgo.Opt
 	log              *slog.Logger
@@ -118,6 +119,7 @@ func defaultConfig() config {
 		maxUnackedBytes:  DefaultMaxUnackedBytes,
 		commitInterval:   DefaultCommitInterval,
 		closeTimeout:     DefaultCloseTimeout,
+		idleInterval:     time.Second,
 		dlqBackoffMax:    DefaultDLQRetryBackoffMax,
 		log:              slog.New(slog.DiscardHandler),
 	}
@@ -207,6 +209,10 @@ func MaxUnackedBytes(n int64) Opt { return optFunc(func(c *config) { c.maxUnacke
 // and at shutdown.
 func CommitInterval(d time.Duration) Opt { return optFunc(func(c *config) { c.commitInterval = d }) }
 
+// IdleInterval is how long a partition whose handler implements Idler may
+// go without a batch before Idle is called (default 1s).
+func IdleInterval(d time.Duration) Opt { return optFunc(func(c *config) { c.idleInterval = d }) }
+
 // CloseTimeout bounds how long revoking a partition may take (default 20s):
 // the in-flight Handle call, PartitionHandler.Close and the wait for the
 // partition's pending DLQ writes all share it. When it passes, the handler's
@@ -288,6 +294,9 @@ func (c *config) validate() error {
 	}
 	if c.commitInterval <= 0 {
 		bad("CommitInterval", "must be positive")
+	}
+	if c.idleInterval <= 0 {
+		bad("IdleInterval", "must be positive")
 	}
 	if c.closeTimeout <= 0 {
 		bad("CloseTimeout", "must be positive")

@@ -108,7 +108,15 @@ func (p *partition) overLocked() bool {
 
 // next returns the next queued chunk, waiting for one; ok is false once
 // the partition is stopping.
-func (p *partition) next() (chunk, bool) {
+// next waits for the next chunk. With idle > 0 it returns (chunk{}, true)
+// with a zero chunk when none came for that long.
+func (p *partition) next(idle time.Duration) (chunk, bool) {
+	var timeout <-chan time.Time
+	if idle > 0 {
+		t := time.NewTimer(idle)
+		defer t.Stop()
+		timeout = t.C
+	}
 	for {
 		p.qmu.Lock()
 		if p.stopping {
@@ -126,6 +134,8 @@ func (p *partition) next() (chunk, bool) {
 		select {
 		case <-p.wake:
 		case <-p.stop:
+		case <-timeout:
+			return chunk{}, true
 		}
 	}
 }
@@ -140,13 +150,23 @@ func (p *partition) isStopping() bool {
 // one chunk at a time in offset order.
 func (p *partition) run() {
 	defer close(p.done)
+	idler, _ := p.handler.(Idler)
+	var idle time.Duration
+	if idler != nil {
+		idle = p.c.cfg.idleInterval
+	}
 	for {
-		ch, ok := p.next()
+		ch, ok := p.next(idle)
 		if !ok {
 			return
 		}
-		b := p.build(ch)
-		if err := p.handler.Handle(p.ctx, b); err != nil {
+		var err error
+		if ch.recs == nil {
+			err = idler.Idle(p.ctx)
+		} else {
+			err = p.handler.Handle(p.ctx, p.build(ch))
+		}
+		if err != nil {
 			if p.isStopping() || p.ctx.Err() != nil {
 				return // the partition is closing: not a failure
 			}

@@ -194,6 +194,17 @@ type PartitionHandler interface {
 	Close(ctx context.Context, reason CloseReason)
 }
 
+// Idler is implemented by a PartitionHandler that has periodic work to do
+// on its partition's goroutine while no batch arrives — the engine uses it
+// to checkpoint a partition whose input went quiet, so that what it
+// produced last is flushed and its offsets committed without waiting for
+// more input. Idle is called after IdleInterval without a batch, then
+// again after every further IdleInterval; an error stops the consumer like
+// one from Handle.
+type Idler interface {
+	Idle(ctx context.Context) error
+}
+
 // Starter is implemented by a PartitionHandler that chooses where its
 // partition starts, e.g. the engine restoring a snapshot. Start is called
 // once per assignment, after the handler is created and before the first

@@ -244,6 +244,9 @@ type handler struct {
 	mu       sync.Mutex
 	split    *Splitter
 	lastSeen time.Time
+	// lastMarked is when idle markers were last written; they are
+	// repeated every IdleTimeout while the source stays silent.
+	lastMarked time.Time
 	// next is the next source offset to route: the group's committed
 	// offset at assignment (-1: none, reading from the log start), then
 	// each batch's NextOffset.
@@ -304,7 +307,7 @@ func (h *handler) silentSince(now time.Time) bool {
 		return false
 	}
 	defer h.mu.Unlock()
-	return !h.split.Idle() && now.Sub(h.lastSeen) >= h.r.cfg.IdleTimeout
+	return now.Sub(h.lastSeen) >= h.r.cfg.IdleTimeout && (!h.split.Idle() || now.Sub(h.lastMarked) >= h.r.cfg.IdleTimeout)
 }
 
 // markIdleIfCaughtUp writes the idle markers when the partition is still
@@ -321,7 +324,11 @@ func (h *handler) markIdleIfCaughtUp(now time.Time, start, end int64) {
 	if now.Sub(h.lastSeen) < h.r.cfg.IdleTimeout || next < end {
 		return
 	}
-	for _, out := range h.split.MarkIdle() {
+	if h.split.Idle() && now.Sub(h.lastMarked) < h.r.cfg.IdleTimeout {
+		return
+	}
+	h.lastMarked = now
+	for _, out := range h.split.IdleMarkers() {
 		h.produce(context.Background(), out, nil)
 	}
 	h.r.cfg.Logger.Debug("router: source partition idle", "topic", h.topic, "partition", h.partition)

@@ -194,6 +194,15 @@ func (s *Splitter) MarkIdle() []Out {
 	if s.idle {
 		return nil
 	}
+	return s.IdleMarkers()
+}
+
+// IdleMarkers marks the source idle and returns idle markers for every
+// keyed partition, even when it is idle already: the router repeats them
+// while the source stays silent, because a keyed partition whose sources
+// were all idle wakes them all when the first comes back (see
+// engine.Worker.Apply) and must hear again about those still silent.
+func (s *Splitter) IdleMarkers() []Out {
 	s.idle = true
 	out := make([]Out, s.partitions)
 	for p := range out {

@@ -272,16 +272,18 @@ func (r *e2eRun) checkpoints() map[int32]int64 {
 
 // waitDrained waits until the keyed stage has applied every one of the
 // wantSpans published LLM spans and every record of the keyed topic, and
-// the keyed topic has stopped growing for longer than the router's idle
+// its evaluations have stopped moving for longer than the router's idle
 // timeout: the idle markers that close the last windows are in and
-// applied. It fails the test after timeout, saying where the pipeline is.
+// applied. (The router repeats its idle markers while the sources stay
+// silent, so the keyed topic itself keeps growing.) It fails the test
+// after timeout, saying where the pipeline is.
 func (r *e2eRun) waitDrained(t testing.TB, k *testharness.Kafka, cfg *config.File, wantSpans int64, timeout time.Duration) {
 	t.Helper()
 	// The router checks for silence every IdleSourceTimeout/4, so its idle
 	// markers follow the last data by at most 1.25 timeouts.
 	stable := cfg.Time.IdleSourceTimeout*3/2 + 500*time.Millisecond
 	deadline := time.Now().Add(timeout)
-	var lastSum int64 = -1
+	var lastEval int64 = -1
 	var since time.Time
 	for {
 		select {
@@ -296,8 +298,8 @@ func (r *e2eRun) waitDrained(t testing.TB, k *testharness.Kafka, cfg *config.Fil
 		for _, o := range ends {
 			sum += o
 		}
-		if sum != lastSum {
-			lastSum, since = sum, time.Now()
+		if st.Evaluations != lastEval {
+			lastEval, since = st.Evaluations, time.Now()
 		}
 		if st.Spans+st.LateSpans == wantSpans && st.Records == sum && time.Since(since) >= stable {
 			return

@@ -196,6 +196,16 @@ func (h *trackedHandler) Handle(ctx context.Context, b *ingest.Batch) error {
 	return err
 }
 
+// Idle forwards to the inner handler when it is an ingest.Idler (the keyed
+// stage checkpoints a quiet partition); ingest calls it only because the
+// tracked handler implements Idler, so for others it does nothing.
+func (h *trackedHandler) Idle(ctx context.Context) error {
+	if i, ok := h.inner.(ingest.Idler); ok {
+		return i.Idle(ctx)
+	}
+	return nil
+}
+
 func (h *trackedHandler) Close(ctx context.Context, reason ingest.CloseReason) {
 	h.inner.Close(ctx, reason)
 	if h.closed.CompareAndSwap(false, true) {

@@ -186,6 +186,7 @@ type ruleResult struct {
 	rule        Rule
 	long, short float64 // burn rates
 	total       float64 // calls in the long window
+	bad         float64 // bad calls in the long window
 	counted     bool    // the long window held MinEvents calls
 	fired       bool
 }
@@ -223,7 +224,7 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 			for i, r := range set.rules {
 				long, total, bad := rate(r.Long)
 				short, _, _ := rate(r.Short)
-				res[i] = ruleResult{rule: r, long: long, short: short, total: total,
+				res[i] = ruleResult{rule: r, long: long, short: short, total: total, bad: bad,
 					counted: total >= float64(p.cfg.MinEvents) && total > 0}
 				res[i].fired = res[i].counted && long > r.Factor && short > r.Factor && p.significant(bad, total, r.Factor*budget)
 			}
@@ -278,8 +279,12 @@ func (p *Processor) verdict(k schemas.Key, now int64, metric string, res []ruleR
 				v.Status = schemas.StatusBreach
 				break
 			}
-			if r.counted && r.long > r.rule.Factor {
-				v.Status = schemas.StatusWarn // the long window burns, the short one has recovered
+			// The long window burns (beyond the low-traffic guard that
+			// firing needs: one error in a few hundred calls is a burn
+			// rate of 7 at 99.9% but no incident), the short one has
+			// recovered.
+			if r.counted && r.long > r.rule.Factor && p.significant(r.bad, r.total, r.rule.Factor*(1-p.cfg.Target)) {
+				v.Status = schemas.StatusWarn
 			}
 		}
 	}
