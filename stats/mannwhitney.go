@@ -32,50 +32,59 @@ func MannWhitneyU(x, y []float64) (MannWhitneyResult, error) {
 	if n == 0 || m == 0 {
 		return MannWhitneyResult{}, errf(ErrTooFewSamples, "Mann–Whitney test needs two non-empty samples, got sizes %d and %d", n, m)
 	}
-	type obs struct {
-		v   float64
-		inX bool
+	xs, ys := slices.Clone(x), slices.Clone(y)
+	slices.Sort(xs)
+	slices.Sort(ys)
+	return MannWhitneyUSorted(xs, ys)
+}
+
+// MannWhitneyUSorted is MannWhitneyU for samples already sorted in
+// ascending order (as slices.Sort leaves them: NaN first), without copying:
+// one merge of the two, O(n+m), no allocation. Unsorted input gives wrong
+// results, not an error.
+func MannWhitneyUSorted(xs, ys []float64) (MannWhitneyResult, error) {
+	n, m := len(xs), len(ys)
+	if n == 0 || m == 0 {
+		return MannWhitneyResult{}, errf(ErrTooFewSamples, "Mann–Whitney test needs two non-empty samples, got sizes %d and %d", n, m)
 	}
-	all := make([]obs, 0, n+m)
-	for i, v := range x {
-		if math.IsNaN(v) {
-			return MannWhitneyResult{}, errf(ErrInvalidInput, "Mann–Whitney x[%d] is NaN", i)
-		}
-		all = append(all, obs{v, true})
+	// Sorted, NaN sorts first: checking the first value of each is enough.
+	if math.IsNaN(xs[0]) {
+		return MannWhitneyResult{}, errf(ErrInvalidInput, "Mann–Whitney x has a NaN value")
 	}
-	for i, v := range y {
-		if math.IsNaN(v) {
-			return MannWhitneyResult{}, errf(ErrInvalidInput, "Mann–Whitney y[%d] is NaN", i)
-		}
-		all = append(all, obs{v, false})
+	if math.IsNaN(ys[0]) {
+		return MannWhitneyResult{}, errf(ErrInvalidInput, "Mann–Whitney y has a NaN value")
 	}
-	slices.SortFunc(all, func(a, b obs) int {
-		switch {
-		case a.v < b.v:
-			return -1
-		case a.v > b.v:
-			return 1
-		}
-		return 0
-	})
-	N := n + m
+	// Walk the merged order one group of tied values at a time: a values
+	// of x and b of y equal to v take positions pos..pos+a+b-1 and each
+	// gets their mid-rank. Every term is a half-integer below 2^52, so the
+	// sums are exact whatever the order of addition.
 	var rx, tie float64
-	for i := 0; i < N; {
-		j := i + 1
-		for j < N && all[j].v == all[i].v {
+	pos, i, j := 0, 0, 0
+	for i < n || j < m {
+		var v float64
+		switch {
+		case j == m || (i < n && xs[i] <= ys[j]):
+			v = xs[i]
+		default:
+			v = ys[j]
+		}
+		a, b := 0, 0
+		for i < n && xs[i] == v {
+			i++
+			a++
+		}
+		for j < m && ys[j] == v {
 			j++
+			b++
 		}
-		// Mid-rank of positions i..j-1 (1-based ranks i+1..j).
-		mid := float64(i+1+j) / 2
-		for k := i; k < j; k++ {
-			if all[k].inX {
-				rx += mid
-			}
-		}
-		t := float64(j - i)
-		tie += t*t*t - t
-		i = j
+		t := a + b
+		mid := float64(2*pos+t+1) / 2 // mid-rank of 1-based ranks pos+1..pos+t
+		rx += float64(a) * mid
+		ft := float64(t)
+		tie += ft*ft*ft - ft
+		pos += t
 	}
+	N := n + m
 	fn, fm, fN := float64(n), float64(m), float64(N)
 	u := rx - fn*(fn+1)/2
 	s := math.Sqrt(fn * fm / 12 * ((fN + 1) - tie/(fN*(fN-1))))
@@ -102,29 +111,61 @@ func MannWhitneyU(x, y []float64) (MannWhitneyResult, error) {
 // step counting the differences <= t in O(n+m). Errors: an empty sample
 // (ErrTooFewSamples), NaN or infinite values (ErrInvalidInput).
 func HodgesLehmann(x, y []float64) (float64, error) {
-	n, m := len(x), len(y)
+	if len(x) == 0 || len(y) == 0 {
+		return 0, errf(ErrTooFewSamples, "Hodges–Lehmann shift needs two non-empty samples, got sizes %d and %d", len(x), len(y))
+	}
+	xs, ys := slices.Clone(x), slices.Clone(y)
+	slices.Sort(xs)
+	slices.Sort(ys)
+	return HodgesLehmannSorted(xs, ys)
+}
+
+// HodgesLehmannSorted is HodgesLehmann for samples already sorted in
+// ascending order, without copying or allocating. Unsorted input gives
+// wrong results, not an error.
+func HodgesLehmannSorted(xs, ys []float64) (float64, error) {
+	n, m := len(xs), len(ys)
 	if n == 0 || m == 0 {
 		return 0, errf(ErrTooFewSamples, "Hodges–Lehmann shift needs two non-empty samples, got sizes %d and %d", n, m)
 	}
-	for _, s := range [][]float64{x, y} {
+	for _, s := range [][]float64{xs, ys} {
 		for i, v := range s {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				return 0, errf(ErrInvalidInput, "Hodges–Lehmann value[%d]=%v: must be finite", i, v)
 			}
 		}
 	}
-	xs := slices.Clone(x)
-	ys := slices.Clone(y)
-	slices.Sort(xs)
-	slices.Sort(ys)
 	total := int64(n) * int64(m)
 	k := (total + 1) / 2 // 1-based rank of the lower median
 	lo := kthDifference(xs, ys, k)
 	if total%2 == 1 {
 		return lo, nil
 	}
-	hi := kthDifference(xs, ys, k+1)
+	hi := nextDifference(xs, ys, lo, k)
 	return lo + (hi-lo)/2, nil
+}
+
+// nextDifference returns the (k+1)-th smallest difference given the k-th,
+// d: d itself when more than k differences are <= d, else the smallest
+// difference above d. One two-pointer walk, O(n+m).
+func nextDifference(xs, ys []float64, d float64, k int64) float64 {
+	var c int64
+	next := math.Inf(1)
+	jj := 0
+	for _, xv := range xs {
+		// ys[jj:] give differences <= d; ys[jj-1] the smallest above d.
+		for jj < len(ys) && xv-ys[jj] > d {
+			jj++
+		}
+		c += int64(len(ys) - jj)
+		if jj > 0 {
+			next = min(next, xv-ys[jj-1])
+		}
+	}
+	if c > k {
+		return d
+	}
+	return next
 }
 
 // kthDifference returns the k-th smallest (1-based) of the differences

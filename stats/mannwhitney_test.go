@@ -51,6 +51,13 @@ func TestMannWhitneyProperties(t *testing.T) {
 	if _, err := MannWhitneyU([]float64{math.NaN()}, y); !errors.Is(err, ErrInvalidInput) {
 		t.Error(err)
 	}
+	if _, err := MannWhitneyU(y, []float64{2, math.NaN()}); !errors.Is(err, ErrInvalidInput) {
+		t.Errorf("NaN in y: %v", err)
+	}
+	// Infinite values rank like any other: +Inf above everything.
+	if r, err := MannWhitneyU([]float64{math.Inf(1), 1}, []float64{0, math.Inf(-1), 1}); err != nil || r.U != 5.5 {
+		t.Errorf("infinities: %+v %v, want U 5.5", r, err)
+	}
 }
 
 func TestHodgesLehmannMatchesBruteForce(t *testing.T) {

@@ -88,6 +88,10 @@ type TailEstimate struct {
 	LogLik               float64 // of the GPD fit
 	NExceed              int     // values strictly above Threshold
 	N                    int     // sample size
+	// Empirical is the type-7 empirical P-quantile of the sample (as
+	// Quantile on the sorted sample), whatever Method is: the estimate a
+	// report compares the model with.
+	Empirical float64
 }
 
 // TailQuantile estimates the cfg.P-quantile of values (in any order, not
@@ -182,7 +186,8 @@ func (e *TailEstimator) estimateTop(top []float64, n int, cfg TailConfig) (TailE
 	u := quantile7(top, off, n, cfg.ThresholdQuantile)
 	first, _ := slices.BinarySearch(top, math.Nextafter(u, math.Inf(1)))
 	exc := top[first:]
-	est := TailEstimate{Level: cfg.Level, Threshold: u, NExceed: len(exc), N: n}
+	est := TailEstimate{Level: cfg.Level, Threshold: u, NExceed: len(exc), N: n,
+		Empirical: quantile7(top, off, n, cfg.P)}
 	if len(exc) < cfg.MinExceedances {
 		return e.empirical(top, off, n, cfg, est), nil
 	}

@@ -90,6 +90,10 @@ func TestTailQuantileGPD(t *testing.T) {
 		if est.NExceed < 2400 || est.NExceed > 2501 || est.N != 50000 || math.Abs(est.Xi-1.0/3) > 0.1 {
 			t.Errorf("%v: model %+v", m, est)
 		}
+		sorted := slices.Sorted(slices.Values(values))
+		if want, _ := Quantile(sorted, 0.999); est.Empirical != want {
+			t.Errorf("%v: Empirical %v, want the sorted sample's P99.9 %v", m, est.Empirical, want)
+		}
 		if m == IntervalDelta {
 			if d := (est.Upper - est.Estimate) - (est.Estimate - est.Lower); math.Abs(d) > 1e-9*est.Estimate {
 				t.Errorf("delta interval not symmetric: %+v", est)
@@ -106,7 +110,7 @@ func TestTailQuantileEmpiricalFallback(t *testing.T) {
 	}
 	sorted := slices.Sorted(slices.Values(values))
 	want, _ := Quantile(sorted, 0.999)
-	if est.Method != MethodEmpirical || est.Estimate != want || est.NExceed != 20 || est.Xi != 0 {
+	if est.Method != MethodEmpirical || est.Estimate != want || est.Empirical != want || est.NExceed != 20 || est.Xi != 0 {
 		t.Errorf("fallback: %+v, want empirical %v", est, want)
 	}
 	// n*(1-p) = 0.4: no order statistic bounds P99.9 from above.

@@ -106,6 +106,7 @@ func TestRunServesMetrics(t *testing.T) {
 		wm := m[`fusebox_watermark_seconds{partition="0",topic="fusebox.keyed"}`]
 		return m[`fusebox_records_in_total{topic="otlp_spans"}`] == float64(sum.SpanMessages+1) &&
 			m[`fusebox_fuse_commands_total{action="trip"}`] >= 1 && written > 0 && written == counted &&
+			m[`fusebox_sink_records_total{sink="kafka",topic="fusebox.fuse"}`] > 0 &&
 			wm >= float64(start.Add(14*time.Minute).Unix())
 	})
 	t.Logf("metrics: %v", m)

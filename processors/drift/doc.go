@@ -19,7 +19,10 @@
 // slot overflows MaxSamplesPerSlot; see collectUniform), so verdicts do not
 // depend on arrival order. The p-value is stats.KS2SampSorted with
 // stats.KSAuto (as scipy.stats.ks_2samp: exact while both samples have at
-// most 10000 values, else SciPy's asymptotic form).
+// most 10000 values, else SciPy's asymptotic form) when D >= MinEffect.
+// When D < MinEffect the evaluation cannot be significant whatever p is,
+// and the cheap asymptotic p-value is reported instead: the exact one
+// costs O(n·m) for samples of unequal size.
 //
 // # The k-consecutive rule
 //
@@ -46,7 +49,8 @@
 //     interval (Lower = Upper = IntervalLevel = 0).
 //   - Status: insufficient_data when a side has fewer than MinSamples
 //     values (Value 0, Method "none"); else by the k-consecutive rule.
-//   - Method: "ks_exact" or "ks_asymp", how the KS p-value was computed.
+//   - Method: "ks_exact" or "ks_asymp", how the KS p-value was computed
+//     ("ks_asymp" whenever D < MinEffect).
 //     The Mann–Whitney p-value is always the normal approximation with tie
 //     and continuity corrections.
 //   - N: the values tested, both sides.

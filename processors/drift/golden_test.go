@@ -220,14 +220,29 @@ func TestSnapshotRejectsDamage(t *testing.T) {
 	}
 }
 
-// The exact p-value is used while both sides have at most 10000 values.
+// The exact p-value is used while both sides have at most 10000 values
+// and D >= MinEffect (where p can decide); the asymptotic one otherwise.
 func TestMethodIsReported(t *testing.T) {
-	tr := canaryTraffic(3)
-	tr.duration = 20 * time.Minute
+	tr := shiftDown(canaryTraffic(3), 1) // a shift: some evaluations reach MinEffect
+	tr.duration = 70 * time.Minute
+	var exact, asymp int
 	for _, v := range proctest.ReplayAll(t, newDrift(t, canaryConfig()), tr.spans()) {
-		if v.Status != schemas.StatusInsufficientData && v.Method != stats.MethodKSExact {
-			t.Fatalf("method %q with %d values", v.Method, v.N)
+		if v.Status == schemas.StatusInsufficientData {
+			continue
 		}
+		want := stats.MethodKSExact
+		if v.Value < canaryConfig().MinEffect {
+			want = stats.MethodKSAsymp
+			asymp++
+		} else {
+			exact++
+		}
+		if v.Method != want {
+			t.Fatalf("method %q with D %v and %d values, want %q", v.Method, v.Value, v.N, want)
+		}
+	}
+	if exact == 0 || asymp == 0 {
+		t.Fatalf("%d exact and %d asymptotic verdicts: the traffic does not exercise both", exact, asymp)
 	}
 	rtr := referenceTraffic(3)
 	rtr.duration = 70 * time.Minute

@@ -1,11 +1,8 @@
 package tail
 
 import (
-	"slices"
-
 	"github.com/fusebox-dev/fusebox/processors/window"
 	"github.com/fusebox-dev/fusebox/schemas"
-	"github.com/fusebox-dev/fusebox/stats"
 )
 
 // Method labels. A verdict with a value carries the label of package stats
@@ -61,10 +58,10 @@ func (p *Processor) judge(v *schemas.Verdict, samples []window.Sample, n int64, 
 	for _, x := range samples {
 		p.values = append(p.values, x.V)
 	}
-	slices.Sort(p.values)
-	emp, err1 := stats.Quantile(p.values, p.cfg.P)
-	est, err2 := p.est.Estimate(p.values, p.tcfg)
-	if err1 != nil || err2 != nil {
+	// Estimate selects the threshold's order statistic and sorts only the
+	// values above it: the window is never sorted whole.
+	est, err := p.est.Estimate(p.values, p.tcfg)
+	if err != nil {
 		// Unreachable: values are finite and non-empty, the config valid.
 		p.insufficient(v, n, kept)
 		return
@@ -84,7 +81,7 @@ func (p *Processor) judge(v *schemas.Verdict, samples []window.Sample, n int64, 
 		{Name: DetailNExceedances, Value: float64(est.NExceed)},
 		{Name: DetailN, Value: float64(n)},
 		{Name: DetailKept, Value: float64(kept)},
-		{Name: DetailEmpirical, Value: emp},
+		{Name: DetailEmpirical, Value: est.Empirical},
 		{Name: DetailUpperUnbounded, Value: unbounded},
 		{Name: DetailSampleRate, Value: rate},
 	}

@@ -3,9 +3,15 @@ package window
 import "math"
 
 // CollectUniform returns the samples in [from, to) as one uniform sample of
-// the window's records, sorted by (T, H, V) like Collect, with n, the count
-// of every record added in those slots (kept or sampled out). from and to
-// should be slot boundaries.
+// the window's records, with n, the count of every record added in those
+// slots (kept or sampled out). from and to should be slot boundaries.
+//
+// The samples come in no particular order (slot by slot, in arrival
+// order): unlike Collect they are not sorted, so a caller must compute
+// something that depends only on the set of samples — sort the values, or
+// select order statistics — or sort them itself with CompareSamples. The
+// tail and drift processors do the former, and skip an O(n log n) sort of
+// the window per evaluation.
 //
 // Why: a slot that overflowed its cap keeps the Cap smallest hashes, i.e.
 // exactly the records with hash <= t_j (t_j its largest kept hash), while a
@@ -32,7 +38,7 @@ func (s *Store) CollectUniform(from, to int64, dst []Sample) (kept []Sample, n i
 		}
 		limit = min(limit, top)
 	}
-	kept, n = s.Collect(from, to, dst[:0])
+	kept, n = s.collect(from, to, dst[:0])
 	if !capped {
 		return kept, n, 1
 	}
