@@ -54,11 +54,14 @@ type KSResult struct {
 // them). Errors: an empty sample (ErrTooFewSamples), a NaN value
 // (ErrInvalidInput), an unknown method (ErrInvalidParameter).
 func KS2Samp(x, y []float64, method KSMethod) (KSResult, error) {
-	xs := slices.Clone(x)
-	ys := slices.Clone(y)
-	slices.Sort(xs)
-	slices.Sort(ys)
-	return KS2SampSorted(xs, ys, method)
+	return KS2SampSorted(sortedCopy(x), sortedCopy(y), method)
+}
+
+// sortedCopy returns a sorted copy of v (NaN first, as slices.Sort).
+func sortedCopy(v []float64) []float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s
 }
 
 // KS2SampSorted is KS2Samp on samples already sorted ascending (not

@@ -1,9 +1,6 @@
 package stats
 
-import (
-	"math"
-	"slices"
-)
+import "math"
 
 // MannWhitneyResult is a two-sided Mann–Whitney U test.
 type MannWhitneyResult struct {
@@ -28,14 +25,7 @@ type MannWhitneyResult struct {
 // Errors: an empty sample (ErrTooFewSamples), NaN (ErrInvalidInput), all
 // N values tied (ErrDegenerate: s = 0).
 func MannWhitneyU(x, y []float64) (MannWhitneyResult, error) {
-	n, m := len(x), len(y)
-	if n == 0 || m == 0 {
-		return MannWhitneyResult{}, errf(ErrTooFewSamples, "Mann–Whitney test needs two non-empty samples, got sizes %d and %d", n, m)
-	}
-	xs, ys := slices.Clone(x), slices.Clone(y)
-	slices.Sort(xs)
-	slices.Sort(ys)
-	return MannWhitneyUSorted(xs, ys)
+	return MannWhitneyUSorted(sortedCopy(x), sortedCopy(y))
 }
 
 // MannWhitneyUSorted is MannWhitneyU for samples already sorted in
@@ -111,13 +101,7 @@ func MannWhitneyUSorted(xs, ys []float64) (MannWhitneyResult, error) {
 // step counting the differences <= t in O(n+m). Errors: an empty sample
 // (ErrTooFewSamples), NaN or infinite values (ErrInvalidInput).
 func HodgesLehmann(x, y []float64) (float64, error) {
-	if len(x) == 0 || len(y) == 0 {
-		return 0, errf(ErrTooFewSamples, "Hodges–Lehmann shift needs two non-empty samples, got sizes %d and %d", len(x), len(y))
-	}
-	xs, ys := slices.Clone(x), slices.Clone(y)
-	slices.Sort(xs)
-	slices.Sort(ys)
-	return HodgesLehmannSorted(xs, ys)
+	return HodgesLehmannSorted(sortedCopy(x), sortedCopy(y))
 }
 
 // HodgesLehmannSorted is HodgesLehmann for samples already sorted in
