@@ -117,6 +117,16 @@ type Time struct {
 	// CheckpointEvery (wall time): how often each partition makes its
 	// output durable, saves its state and commits. Default 10s.
 	CheckpointEvery time.Duration `yaml:"checkpoint_every"`
+	// CheckpointRecords also checkpoints a keyed partition once this many
+	// of its records are unacknowledged. The keyed consumer holds at most
+	// 4x this many unacknowledged records (and at most
+	// MaxUnackedBytes) per partition before it pauses fetching: this is
+	// the knob that bounds the memory a busy partition takes between
+	// checkpoints. Default 100000.
+	CheckpointRecords int `yaml:"checkpoint_records"`
+	// MaxUnackedBytes bounds the keyed record bytes a partition holds
+	// unacknowledged; fetching pauses above it. Default 1 GiB.
+	MaxUnackedBytes int64 `yaml:"max_unacked_bytes"`
 }
 
 // SLO is one entry of slos: a name, an optional match, and exactly one
@@ -231,7 +241,8 @@ func Default() File {
 			Dimensions: []string{"tenant", "service", "model", "variant"},
 			MaxTenants: 1000, MaxServices: 1000, MaxModels: 200, MaxVariants: 20, IdleTTL: 24 * time.Hour,
 		},
-		Time:    Time{AllowedLateness: 30 * time.Second, IdleSourceTimeout: 10 * time.Second, CheckpointEvery: 10 * time.Second},
+		Time: Time{AllowedLateness: 30 * time.Second, IdleSourceTimeout: 10 * time.Second, CheckpointEvery: 10 * time.Second,
+			CheckpointRecords: 100_000, MaxUnackedBytes: 1 << 30},
 		Rollups: Rollups{Enabled: true, MaxSamplesPerMinute: 2000},
 		Breaker: DefaultBreaker(),
 		Signing: Signing{KeysEnv: "FUSEBOX_FUSE_KEYS"},

@@ -52,6 +52,8 @@ func TestParseErrorsNameFileLineAndField(t *testing.T) {
 		{"broker", "kafka:\n  brokers: [localhost]\nslos:\n  - name: a\n    tail: {budget: 1}\n", []string{"x.yaml:2: kafka.brokers[0]: want host:port"}},
 		{"limits", "limits:\n  max_spans_per_message: 0\nslos:\n  - name: a\n    tail: {budget: 1}\n", []string{"x.yaml:2: limits.max_spans_per_message: must be positive"}},
 		{"scaling scope", "slos:\n  - name: a\n    scaling: {stddev_budget_ms: 100, scope: [service]}\n", []string{"slos[0].scaling.scope: must include tenant"}},
+		{"checkpoint records", "time:\n  checkpoint_records: 10\nslos:\n  - name: a\n    tail: {budget: 1}\n", []string{"x.yaml:2: time.checkpoint_records: must be at least 1000"}},
+		{"unacked bytes", "time:\n  max_unacked_bytes: 1000\nslos:\n  - name: a\n    tail: {budget: 1}\n", []string{"x.yaml:2: time.max_unacked_bytes: must be at least 1048576"}},
 		{"not yaml", "slos: [\n", []string{"x.yaml"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -85,6 +85,8 @@ func (f *File) validate() []fieldErr {
 	fail(f.Time.AllowedLateness < 0, "time.allowed_lateness", "must not be negative")
 	fail(f.Time.IdleSourceTimeout <= 0, "time.idle_source_timeout", "must be positive")
 	fail(f.Time.CheckpointEvery <= 0, "time.checkpoint_every", "must be positive")
+	fail(f.Time.CheckpointRecords < 1000, "time.checkpoint_records", "must be at least 1000")
+	fail(f.Time.MaxUnackedBytes < 1<<20, "time.max_unacked_bytes", "must be at least 1048576 (1 MiB)")
 
 	fail(len(f.SLOs) == 0, "slos", "define at least one SLO")
 	seen := map[string]int{}

@@ -135,7 +135,8 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 	store := statestore.New(p.stateCl, f.Topics.State, f.Kafka.Brokers, p.kopt...)
 	if p.keyed, err = engine.NewKeyed(engine.KeyedConfig{
 		Worker: wc, Store: store, Sinks: p.sinks, Signer: o.Signer,
-		CheckpointEvery: f.Time.CheckpointEvery, Logger: o.Logger.With("component", "engine"),
+		CheckpointEvery: f.Time.CheckpointEvery, CheckpointRecords: f.Time.CheckpointRecords,
+		Logger:       o.Logger.With("component", "engine"),
 		OnCheckpoint: p.tr.onCheckpoint(o.OnCheckpoint),
 	}); err != nil {
 		return nil, err
@@ -171,7 +172,9 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 		ingest.SpanTopics(), ingest.CorrectionTopics(),
 		ingest.TopicDecoder(f.Topics.Keyed, engine.KeyedDecoder),
 		ingest.DLQTopic(f.Topics.DLQ), ingest.Handlers(p.tr.keyedHandlers(p.keyed.Handler)),
-		ingest.MaxUnackedRecords(400_000), ingest.MaxUnackedBytes(1<<30),
+		// 4x the checkpoint trigger: a partition checkpoints long before
+		// its consumer would pause it.
+		ingest.MaxUnackedRecords(4*f.Time.CheckpointRecords), ingest.MaxUnackedBytes(f.Time.MaxUnackedBytes),
 		ingest.ClientOpts(p.kopt...), ingest.Logger(o.Logger.With("component", "engine-ingest")),
 	); err != nil {
 		return nil, err
