@@ -61,13 +61,19 @@ func TestRestartAfterSIGKILLMatchesUninterrupted(t *testing.T) {
 		t.Logf("child %d SIGKILLed at %d of %d distinct verdicts", i, reached, total)
 	}
 	last := startRestartChild(t, cfgPath, filepath.Join(dir, "child-last.log"))
+	// Wait for the commands too: a child killed after its last verdicts
+	// were durable but before the commands citing them were produced
+	// leaves those commands to the last child's replay, which on a loaded
+	// machine can take longer than the grace period below.
 	if !clusterWait(120*time.Second, func() bool {
 		n, _ := col.missing(want, 1<<62)
-		return n == 0 || last.exited()
+		nc, _ := col.missingCommands(want)
+		return (n == 0 && nc == 0) || last.exited()
 	}) || last.exited() {
 		n, example := col.missing(want, 1<<62)
-		t.Fatalf("after the last restart %d verdicts of the uninterrupted run are still missing (e.g. %s); child exited %v: %v; log %s",
-			n, example, last.exited(), last.err, last.logPath)
+		nc, exampleCmd := col.missingCommands(want)
+		t.Fatalf("after the last restart %d verdicts (e.g. %s) and %d fuse commands (e.g. %s) of the uninterrupted run are still missing; child exited %v: %v; log %s",
+			n, example, nc, exampleCmd, last.exited(), last.err, last.logPath)
 	}
 	// Let anything the last child would still write arrive, then stop it
 	// the polite way.

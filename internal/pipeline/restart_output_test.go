@@ -134,6 +134,21 @@ func (c *clusterCollector) missing(want *clusterOutput, until int64) (int, strin
 	return n, example
 }
 
+// missingCommands returns how many of want's fuse commands (target and
+// version) have not been seen yet, and one of them.
+func (c *clusterCollector) missingCommands(want *clusterOutput) (int, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, example := 0, ""
+	for key := range want.commands {
+		if _, ok := c.out.commands[key]; !ok {
+			n++
+			example = key
+		}
+	}
+	return n, example
+}
+
 // clusterWait polls cond every 50 ms until it holds or d passes.
 func clusterWait(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
