@@ -11,9 +11,9 @@ import (
 // Method labels: the KS p-value's computation, from package stats.
 // stats.MethodKSExact ("ks_exact": the exact null distribution, used when
 // D >= MinEffect and both samples have at most 10000 values) or
-// stats.MethodKSAsymp ("ks_asymp": SciPy's asymptotic p-value, otherwise). The Mann–Whitney p-value of
-// canary mode is always the normal approximation with tie and continuity
-// corrections.
+// stats.MethodKSAsymp ("ks_asymp": SciPy's asymptotic p-value, otherwise).
+// The Mann–Whitney p-value of canary mode is always the normal
+// approximation with tie and continuity corrections.
 const (
 	// MethodNone labels insufficient_data verdicts: no test was run.
 	MethodNone = "none"
@@ -122,8 +122,8 @@ func (p *Processor) ksMethod() stats.KSMethod {
 	return stats.KSAuto
 }
 
-// mannWhitney returns U of the sorted xs against the sorted ys, its p-value and the Hodges–Lehmann shift
-// xs − ys. When every value of both samples is tied (stats reports
+// mannWhitney returns U of the sorted xs against the sorted ys, its
+// p-value and the Hodges–Lehmann shift xs − ys. When every value of both samples is tied (stats reports
 // ErrDegenerate) there is no evidence of a shift: U = n*m/2, p = 1,
 // shift 0.
 func mannWhitney(xs, ys []float64) (u, p, shift float64) {
