@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -118,4 +119,44 @@ func (j *JSONL) Close(ctx context.Context) error {
 		j.f = nil
 	}
 	return err
+}
+
+// ReadJSONL decodes what a JSONL sink wrote: the verdicts and the fuse
+// commands, in file order. A last line without its newline (a write in
+// progress) is ignored; any other undecodable line is an error naming its
+// line number.
+func ReadJSONL(data []byte) ([]schemas.Verdict, []schemas.FuseCommand, error) {
+	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+		data = data[:i+1]
+	} else {
+		data = nil
+	}
+	var vs []schemas.Verdict
+	var cs []schemas.FuseCommand
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		var line struct {
+			Verdict json.RawMessage `json:"verdict"`
+			Fuse    json.RawMessage `json:"fuse_command"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			return nil, nil, fmt.Errorf("jsonl line %d: %w", n, err)
+		}
+		if line.Verdict != nil {
+			v, err := sinks.UnmarshalVerdictJSON(line.Verdict)
+			if err != nil {
+				return nil, nil, fmt.Errorf("jsonl line %d: verdict: %w", n, err)
+			}
+			vs = append(vs, v)
+		}
+		if line.Fuse != nil {
+			c, err := schemas.DecodeFuseCommand(line.Fuse)
+			if err != nil {
+				return nil, nil, fmt.Errorf("jsonl line %d: fuse_command: %w", n, err)
+			}
+			cs = append(cs, c)
+		}
+	}
+	return vs, cs, sc.Err()
 }

@@ -1,8 +1,6 @@
 package pipeline_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -88,38 +86,9 @@ func readJSONL(t *testing.T, path string) ([]schemas.Verdict, []schemas.FuseComm
 	if err != nil {
 		return nil, nil
 	}
-	// The last line may still be being written: only whole lines count.
-	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
-		b = b[:i+1]
-	} else {
-		b = nil
-	}
-	var vs []schemas.Verdict
-	var cs []schemas.FuseCommand
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var line struct {
-			Verdict json.RawMessage `json:"verdict"`
-			Fuse    json.RawMessage `json:"fuse_command"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			t.Fatalf("bad JSONL line %q: %v", sc.Text(), err)
-		}
-		if line.Verdict != nil {
-			v, err := sinks.UnmarshalVerdictJSON(line.Verdict)
-			if err != nil {
-				t.Fatal(err)
-			}
-			vs = append(vs, v)
-		}
-		if line.Fuse != nil {
-			c, err := schemas.DecodeFuseCommand(line.Fuse)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cs = append(cs, c)
-		}
+	vs, cs, err := pipeline.ReadJSONL(b)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 	return vs, cs
 }
