@@ -421,11 +421,11 @@ func EncodeCorrection(c Correction) ([]byte, error) {
 	b = append(b, `{"schema_version":`...)
 	b = strconv.AppendInt(b, CorrectionSchemaVersion, 10)
 	b = append(b, `,"event_id":`...)
-	b = appendJSONString(b, c.EventID)
+	b = AppendJSONString(b, c.EventID)
 	b = append(b, `,"time":"`...)
 	b = time.Unix(0, c.TimeUnixNano).UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","tenant":`...)
-	b = appendJSONString(b, c.Tenant)
+	b = AppendJSONString(b, c.Tenant)
 	if !c.TraceID.IsZero() {
 		b = append(b, `,"trace_id":"`...)
 		b = append(b, c.TraceID.String()...)
@@ -436,20 +436,20 @@ func EncodeCorrection(c Correction) ([]byte, error) {
 			b = append(b, `,"`...)
 			b = append(b, f.key...)
 			b = append(b, `":`...)
-			b = appendJSONString(b, f.v)
+			b = AppendJSONString(b, f.v)
 		}
 	}
 	b = append(b, `,"kind":`...)
-	b = appendJSONString(b, string(c.Kind))
+	b = AppendJSONString(b, string(c.Kind))
 	if len(c.Context) > 0 {
 		b = append(b, `,"context":{`...)
 		for i, kv := range c.Context {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, kv.Key)
+			b = AppendJSONString(b, kv.Key)
 			b = append(b, ':')
-			b = appendJSONString(b, kv.Value)
+			b = AppendJSONString(b, kv.Value)
 		}
 		b = append(b, '}')
 	}

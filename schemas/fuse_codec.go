@@ -290,22 +290,8 @@ func appendCanonicalFloat(b []byte, f float64) []byte {
 	if f == 0 {
 		return append(b, '0')
 	}
-	format := byte('f')
-	if abs := math.Abs(f); abs < 1e-6 || abs >= 1e21 {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// e-07 → e-7, as encoding/json does.
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
+	return AppendJSONFloat(b, f)
 }
-
-const hexDigits = "0123456789abcdef"
 
 // appendCanonicalString writes s quoted and escaped as encoding/json does
 // with HTML escaping on. s must be valid UTF-8.
@@ -333,7 +319,7 @@ func appendCanonicalString(b []byte, s string) []byte {
 				esc = `\t`
 			case c < 0x20 || c == '<' || c == '>' || c == '&':
 				b = append(b, s[start:i]...)
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+				b = append(b, '\\', 'u', '0', '0', lowerHex[c>>4], lowerHex[c&0xF])
 				i++
 				start = i
 				continue
@@ -350,7 +336,7 @@ func appendCanonicalString(b []byte, s string) []byte {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == '\u2028' || r == '\u2029' {
 			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			b = append(b, '\\', 'u', '2', '0', '2', lowerHex[r&0xF])
 			i += size
 			start = i
 			continue

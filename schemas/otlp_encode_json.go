@@ -4,7 +4,6 @@ import (
 	"encoding/hex"
 	"math"
 	"strconv"
-	"unicode/utf8"
 )
 
 // EncodeOTLPJSON is EncodeOTLPProto for OTLP/JSON: the same layout, written as
@@ -24,7 +23,7 @@ func EncodeOTLPJSON(dst []byte, spans []Span, names AttributeNames) []byte {
 			dst = append(dst, "]},"...)
 		}
 		dst = append(dst, `"scopeSpans":[{"scope":{"name":`...)
-		dst = appendJSONString(dst, encoderScope)
+		dst = AppendJSONString(dst, encoderScope)
 		dst = append(dst, `},"spans":[`...)
 		for si, i := range g.spans {
 			if si > 0 {
@@ -45,7 +44,7 @@ func appendJSONSpan(b []byte, sp *Span, n *AttributeNames) []byte {
 	b = append(b, '"')
 	if name := spanName(sp); name != "" {
 		b = append(b, `,"name":`...)
-		b = appendJSONString(b, name)
+		b = AppendJSONString(b, name)
 	}
 	b = append(b, `,"kind":`...)
 	b = strconv.AppendInt(b, otlpSpanKindClient, 10)
@@ -72,7 +71,7 @@ func appendJSONSpan(b []byte, sp *Span, n *AttributeNames) []byte {
 
 func appendJSONKV(b []byte, key string, v attrVal, s string) []byte {
 	b = append(b, `{"key":`...)
-	b = appendJSONString(b, key)
+	b = AppendJSONString(b, key)
 	b = append(b, `,"value":`...)
 	b = appendJSONValue(b, v, s)
 	return append(b, '}')
@@ -82,7 +81,7 @@ func appendJSONValue(b []byte, v attrVal, s string) []byte {
 	switch v.kind {
 	case kindString:
 		b = append(b, `{"stringValue":`...)
-		b = appendJSONString(b, s)
+		b = AppendJSONString(b, s)
 	case kindInt:
 		b = append(b, `{"intValue":"`...)
 		b = strconv.AppendInt(b, v.i, 10)
@@ -113,48 +112,4 @@ func appendJSONDouble(b []byte, f float64) []byte {
 		return append(b, `"-Infinity"`...)
 	}
 	return strconv.AppendFloat(b, f, 'g', -1, 64)
-}
-
-// appendJSONString writes s as a JSON string. Invalid UTF-8 is replaced by
-// U+FFFD so that the output is always valid JSON.
-func appendJSONString(b []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r != utf8.RuneError || size != 1 {
-				i += size
-				continue
-			}
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		i++
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

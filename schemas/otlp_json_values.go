@@ -289,42 +289,38 @@ func (d *jsonDecoder) arrayFirst(v *attrVal) error {
 	}
 }
 
+// numberToken reads the text of a number written as a JSON string or as a
+// JSON number (protobuf's JSON mapping allows both for 64-bit integers).
+func (d *jsonDecoder) numberToken() ([]byte, error) {
+	if d.r.peek() == '"' {
+		b, _, err := d.r.str()
+		return b, err
+	}
+	return d.r.number()
+}
+
 // int64Value reads a 64-bit integer written as a string or a number.
 func (d *jsonDecoder) int64Value() (int64, error) {
-	r := &d.r
-	var b []byte
-	var err error
-	if r.peek() == '"' {
-		b, _, err = r.str()
-	} else {
-		b, err = r.number()
-	}
+	b, err := d.numberToken()
 	if err != nil {
 		return 0, err
 	}
 	i, ok := parseInt64(b)
 	if !ok {
-		return 0, r.fail("want a 64-bit integer, got " + strconv.Quote(string(b)))
+		return 0, d.r.fail("want a 64-bit integer, got " + strconv.Quote(string(b)))
 	}
 	return i, nil
 }
 
 // uint64Value reads an unsigned 64-bit integer written as a string or a number.
 func (d *jsonDecoder) uint64Value() (uint64, error) {
-	r := &d.r
-	var b []byte
-	var err error
-	if r.peek() == '"' {
-		b, _, err = r.str()
-	} else {
-		b, err = r.number()
-	}
+	b, err := d.numberToken()
 	if err != nil {
 		return 0, err
 	}
 	u, ok := parseUint64(b)
 	if !ok {
-		return 0, r.fail("want an unsigned 64-bit integer, got " + strconv.Quote(string(b)))
+		return 0, d.r.fail("want an unsigned 64-bit integer, got " + strconv.Quote(string(b)))
 	}
 	return u, nil
 }

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/fusebox-dev/fusebox/schemas"
 )
@@ -44,21 +42,21 @@ func MarshalVerdictJSON(dst []byte, v *schemas.Verdict) ([]byte, error) {
 	}
 	b := dst
 	b = append(b, `{"id":`...)
-	b = appendJSONString(b, v.ID)
+	b = schemas.AppendJSONString(b, v.ID)
 	b = append(b, `,"processor":`...)
-	b = appendJSONString(b, v.Processor)
+	b = schemas.AppendJSONString(b, v.Processor)
 	b = append(b, `,"slo":`...)
-	b = appendJSONString(b, v.SLO)
+	b = schemas.AppendJSONString(b, v.SLO)
 	b = append(b, `,"metric":`...)
-	b = appendJSONString(b, v.Metric)
+	b = schemas.AppendJSONString(b, v.Metric)
 	b = append(b, `,"key":{"tenant":`...)
-	b = appendJSONString(b, v.Key.Tenant)
+	b = schemas.AppendJSONString(b, v.Key.Tenant)
 	b = append(b, `,"service":`...)
-	b = appendJSONString(b, v.Key.Service)
+	b = schemas.AppendJSONString(b, v.Key.Service)
 	b = append(b, `,"model":`...)
-	b = appendJSONString(b, v.Key.Model)
+	b = schemas.AppendJSONString(b, v.Key.Model)
 	b = append(b, `,"variant":`...)
-	b = appendJSONString(b, v.Key.Variant)
+	b = schemas.AppendJSONString(b, v.Key.Variant)
 	b = append(b, `},"window_start_unix_nano":`...)
 	b = strconv.AppendInt(b, v.WindowStartUnixNano, 10)
 	b = append(b, `,"window_end_unix_nano":`...)
@@ -68,19 +66,19 @@ func MarshalVerdictJSON(dst []byte, v *schemas.Verdict) ([]byte, error) {
 	b = append(b, `","window_end":"`...)
 	b = time.Unix(0, v.WindowEndUnixNano).UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","value":`...)
-	b = appendJSONFloat(b, v.Value)
+	b = schemas.AppendJSONFloat(b, v.Value)
 	b = append(b, `,"threshold":`...)
-	b = appendJSONFloat(b, v.Threshold)
+	b = schemas.AppendJSONFloat(b, v.Threshold)
 	b = append(b, `,"lower":`...)
-	b = appendJSONFloat(b, v.Lower)
+	b = schemas.AppendJSONFloat(b, v.Lower)
 	b = append(b, `,"upper":`...)
-	b = appendJSONFloat(b, v.Upper)
+	b = schemas.AppendJSONFloat(b, v.Upper)
 	b = append(b, `,"interval_level":`...)
-	b = appendJSONFloat(b, v.IntervalLevel)
+	b = schemas.AppendJSONFloat(b, v.IntervalLevel)
 	b = append(b, `,"status":`...)
-	b = appendJSONString(b, string(v.Status))
+	b = schemas.AppendJSONString(b, string(v.Status))
 	b = append(b, `,"method":`...)
-	b = appendJSONString(b, v.Method)
+	b = schemas.AppendJSONString(b, v.Method)
 	b = append(b, `,"n":`...)
 	b = strconv.AppendInt(b, v.N, 10)
 	b = append(b, `,"details":{`...)
@@ -88,12 +86,12 @@ func MarshalVerdictJSON(dst []byte, v *schemas.Verdict) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, d.Name)
+		b = schemas.AppendJSONString(b, d.Name)
 		b = append(b, ':')
-		b = appendJSONFloat(b, d.Value)
+		b = schemas.AppendJSONFloat(b, d.Value)
 	}
 	b = append(b, `},"config_version":`...)
-	b = appendJSONString(b, v.ConfigVersion)
+	b = schemas.AppendJSONString(b, v.ConfigVersion)
 	b = append(b, '}')
 	return b, nil
 }
@@ -197,78 +195,4 @@ func decodeDetails(raw json.RawMessage) ([]schemas.Detail, error) {
 		return nil, errors.New("trailing data after the object")
 	}
 	return out, nil
-}
-
-// appendJSONFloat writes f as encoding/json does: the shortest decimal that
-// round-trips, in exponent form below 1e-6 and from 1e21 on. f is finite
-// (the caller validated it).
-func appendJSONFloat(b []byte, f float64) []byte {
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// Turn e-09 into e-9, as encoding/json does.
-		n := len(b)
-		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString writes s as a JSON string: quotes, backslashes and
-// control characters escaped, invalid UTF-8 replaced by U+FFFD, U+2028 and
-// U+2029 escaped (as encoding/json does). HTML characters are not escaped.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

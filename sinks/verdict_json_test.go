@@ -75,19 +75,19 @@ func TestVerdictJSONRoundTrip(t *testing.T) {
 	// Numbers are written as encoding/json writes them.
 	for _, f := range []float64{0, -0.0, 1, 0.1, 1e-7, 123456789.125, 1e20, 1e21, -3.5e-300, math.MaxFloat64, math.SmallestNonzeroFloat64} {
 		want, _ := json.Marshal(f)
-		if got := appendJSONFloat(nil, f); string(got) != string(want) {
+		if got := schemas.AppendJSONFloat(nil, f); string(got) != string(want) {
 			t.Errorf("float %v: %s, want %s", f, got, want)
 		}
 	}
 	// Strings decode back to themselves (invalid UTF-8 becomes U+FFFD).
 	for _, s := range []string{"", "plain", "a\"b\\c", "\t\n\r\x00\x1f", "é ü 漢字 😀", "\u2028\u2029", "<&>"} {
 		var back string
-		if err := json.Unmarshal(appendJSONString(nil, s), &back); err != nil || back != s {
+		if err := json.Unmarshal(schemas.AppendJSONString(nil, s), &back); err != nil || back != s {
 			t.Errorf("string %q: decoded %q, %v", s, back, err)
 		}
 	}
 	var back2 string
-	if err := json.Unmarshal(appendJSONString(nil, "a\xffb"), &back2); err != nil || back2 != "a\ufffdb" {
+	if err := json.Unmarshal(schemas.AppendJSONString(nil, "a\xffb"), &back2); err != nil || back2 != "a\ufffdb" {
 		t.Errorf("invalid UTF-8: decoded %q, %v", back2, err)
 	}
 }
