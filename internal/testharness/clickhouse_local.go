@@ -49,6 +49,42 @@ type localServer struct {
 // Addr is the native-protocol address, "127.0.0.1:PORT".
 func (s *localServer) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)) }
 
+// startProcess starts clickhouse-server on s.Dir's config, its output
+// appended to log/console.log. If the test binary dies without stopping the
+// server (a panic, a -timeout), the kernel kills the server too instead of
+// leaving it: Pdeathsig. The kernel sends it when the *thread* that started
+// the child exits, and Go may retire threads, so the process is started
+// and waited for on one goroutine locked to its thread, which lives as long
+// as the server. s.exited is closed once the process has been waited for.
+func (s *localServer) startProcess() error {
+	console, err := os.OpenFile(filepath.Join(s.Dir, "log", "console.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("clickhouse-server: console log: %w", err)
+	}
+	s.cmd = exec.Command(s.Binary, "--config-file="+filepath.Join(s.Dir, "config.xml"))
+	s.cmd.Dir = s.Dir
+	s.cmd.Stdout = console
+	s.cmd.Stderr = console
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		if err := s.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		s.waitErr = s.cmd.Wait()
+		console.Close()
+		close(s.exited)
+	}()
+	if err := <-started; err != nil {
+		console.Close()
+		return fmt.Errorf("clickhouse-server: start %s: %w", s.Binary, err)
+	}
+	return nil
+}
+
 // Pid is the server's process id.
 func (s *localServer) Pid() int { return s.cmd.Process.Pid }
 
@@ -86,37 +122,9 @@ func startLocalServerOnce(ctx context.Context, binary string) (*localServer, err
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	console, err := os.Create(filepath.Join(dir, "log", "console.log"))
-	if err != nil {
+	if err := s.startProcess(); err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("clickhouse-server: console log: %w", err)
-	}
-	s.cmd = exec.Command(binary, "--config-file="+filepath.Join(dir, "config.xml"))
-	s.cmd.Dir = dir
-	s.cmd.Stdout = console
-	s.cmd.Stderr = console
-	// If the test binary dies without stopping the server (a panic, a
-	// -timeout), the kernel kills the server too instead of leaving it.
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	// The kernel sends Pdeathsig when the *thread* that started the child
-	// exits, and Go may retire threads. Start and wait on one goroutine
-	// locked to its thread, so that thread lives as long as the server.
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
-		if err := s.cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		s.waitErr = s.cmd.Wait()
-		console.Close()
-		close(s.exited)
-	}()
-	if err := <-started; err != nil {
-		console.Close()
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("clickhouse-server: start %s: %w", binary, err)
+		return nil, err
 	}
 	if err := s.waitReady(ctx); err != nil {
 		tail := s.logTail()

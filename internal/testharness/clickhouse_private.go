@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -200,33 +197,8 @@ func (p *PrivateClickHouse) StartErr() error {
 // launch starts s's process and waits until it is ready; on failure the
 // process is killed and the error carries the tail of its logs.
 func (p *PrivateClickHouse) launch(s *localServer) error {
-	console, err := os.OpenFile(filepath.Join(s.Dir, "log", "console.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return fmt.Errorf("clickhouse-server: console log: %w", err)
-	}
-	s.cmd = exec.Command(s.Binary, "--config-file="+filepath.Join(s.Dir, "config.xml"))
-	s.cmd.Dir = s.Dir
-	s.cmd.Stdout = console
-	s.cmd.Stderr = console
-	// As in startLocalServerOnce: the kernel kills the server if the test
-	// binary dies, and the starting thread must live as long as the server
-	// for Pdeathsig to fire only then.
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
-		if err := s.cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		s.waitErr = s.cmd.Wait()
-		console.Close()
-		close(s.exited)
-	}()
-	if err := <-started; err != nil {
-		console.Close()
-		return fmt.Errorf("clickhouse-server: start %s: %w", s.Binary, err)
+	if err := s.startProcess(); err != nil {
+		return err
 	}
 	p.mu.Lock()
 	p.srv = s
