@@ -115,7 +115,7 @@ func (k *Keyed) Stats() WorkerStats {
 	s := k.retired
 	s.Watermark = 0
 	for _, ws := range k.stats {
-		addStats(&s, ws)
+		s.Add(ws)
 	}
 	return s
 }
@@ -140,19 +140,21 @@ func (p *keyedPartition) publish() {
 	p.k.mu.Unlock()
 }
 
-func addStats(dst *WorkerStats, s WorkerStats) {
-	dst.Records += s.Records
-	dst.Duplicates += s.Duplicates
-	dst.Heartbeats += s.Heartbeats
-	dst.Spans += s.Spans
-	dst.LateSpans += s.LateSpans
-	dst.Corrections += s.Corrections
-	dst.LateCorrections += s.LateCorrections
-	dst.Evaluations += s.Evaluations
-	dst.Verdicts += s.Verdicts
-	dst.Commands += s.Commands
-	for i := range dst.Overflowed {
-		dst.Overflowed[i] += s.Overflowed[i]
+// Add adds s's counters to st (Watermark is left alone: a sum of
+// watermarks means nothing; the caller combines them as it needs).
+func (st *WorkerStats) Add(s WorkerStats) {
+	st.Records += s.Records
+	st.Duplicates += s.Duplicates
+	st.Heartbeats += s.Heartbeats
+	st.Spans += s.Spans
+	st.LateSpans += s.LateSpans
+	st.Corrections += s.Corrections
+	st.LateCorrections += s.LateCorrections
+	st.Evaluations += s.Evaluations
+	st.Verdicts += s.Verdicts
+	st.Commands += s.Commands
+	for i := range st.Overflowed {
+		st.Overflowed[i] += s.Overflowed[i]
 	}
 }
 
@@ -312,7 +314,7 @@ func (p *keyedPartition) Close(ctx context.Context, reason ingest.CloseReason) {
 	p.k.mu.Lock()
 	if _, ok := p.k.stats[p.partition]; ok {
 		delete(p.k.stats, p.partition)
-		addStats(&p.k.retired, p.w.Stats())
+		p.k.retired.Add(p.w.Stats())
 	}
 	p.k.mu.Unlock()
 	if reason == ingest.CloseLost {

@@ -49,20 +49,9 @@ func take(dst *schemas.Output, o schemas.Output) {
 	dst.Rollups = append(dst.Rollups, o.Rollups...)
 }
 
+// addStats adds s to dst; dst's watermark is the lowest of the workers'.
 func addStats(dst *engine.WorkerStats, s engine.WorkerStats, first bool) {
-	dst.Records += s.Records
-	dst.Duplicates += s.Duplicates
-	dst.Heartbeats += s.Heartbeats
-	dst.Spans += s.Spans
-	dst.LateSpans += s.LateSpans
-	dst.Corrections += s.Corrections
-	dst.LateCorrections += s.LateCorrections
-	dst.Evaluations += s.Evaluations
-	dst.Verdicts += s.Verdicts
-	dst.Commands += s.Commands
-	for i := range dst.Overflowed {
-		dst.Overflowed[i] += s.Overflowed[i]
-	}
+	dst.Add(s)
 	if first || s.Watermark < dst.Watermark {
 		dst.Watermark = s.Watermark
 	}
