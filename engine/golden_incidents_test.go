@@ -12,7 +12,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/internal/enginebench"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
@@ -81,6 +83,21 @@ func TestGoldenIncidentsAllProcessors(t *testing.T) {
 			t.Errorf("incident %q (%s from +%v): SLO %s first alarmed at +%s on %s, later than 2 evaluations (+%s)",
 				inc.Name, inc.Kind, inc.Start, slo, offset(d.At), d.Key.String(), offset(d.Deadline))
 		}
+		// The warn is the detection; the breach, which trips the breaker,
+		// may follow one evaluation later (the tail's interval must clear
+		// the budget, decay's trend become significant), and drift's
+		// k-consecutive rule needs consecutive-1 more.
+		allow := every
+		if proc == "drift" {
+			allow = time.Duration(driftConsecutive(t, f)-1) * every
+		}
+		switch {
+		case !d.BreachFound:
+			t.Errorf("incident %q (%s from +%v): SLO %s never breached on its keys", inc.Name, inc.Kind, inc.Start, slo)
+		case d.BreachAt > d.Deadline+int64(allow):
+			t.Errorf("incident %q (%s from +%v): SLO %s first breached at +%s, later than +%s",
+				inc.Name, inc.Kind, inc.Start, slo, offset(d.BreachAt), offset(d.Deadline+int64(allow)))
+		}
 		if d.EarlyBreaches > 0 {
 			t.Errorf("incident %q: %d %s breaches on its keys before it started", inc.Name, d.EarlyBreaches, proc)
 		}
@@ -112,6 +129,18 @@ func TestGoldenIncidentsAllProcessors(t *testing.T) {
 	checkGolden(t, "golden_incidents.txt", goldenText(res, detections))
 }
 
+// driftConsecutive is the k of the drift SLO's k-consecutive rule.
+func driftConsecutive(t *testing.T, f *config.File) int {
+	t.Helper()
+	for _, s := range f.SLOs {
+		if s.Drift != nil {
+			return s.Drift.Consecutive
+		}
+	}
+	t.Fatal("the SLO file has no drift SLO")
+	return 0
+}
+
 // goldenText renders a run for the golden file: the detections, the
 // verdict counts, every warn and breach, every fuse command, and a digest
 // of every verdict line per processor (so a change in any ok verdict shows
@@ -127,8 +156,12 @@ func goldenText(res enginebench.Result, ds []enginebench.Detection) []byte {
 		if d.Found {
 			at = fmt.Sprintf("+%s %s %s %s", offset(d.At), d.Status, d.Metric, d.Key.String())
 		}
-		fmt.Fprintf(&b, "%-17s %-16s +%s..+%s %-11s deadline +%s first %s\n", d.Incident.Name, d.Incident.Kind,
-			offset(d.Start), offset(enginebench.Start.Add(d.Incident.End).UnixNano()), d.Processor, offset(d.Deadline), at)
+		breach := "none"
+		if d.BreachFound {
+			breach = "+" + offset(d.BreachAt)
+		}
+		fmt.Fprintf(&b, "%-17s %-16s +%s..+%s %-11s deadline +%s first %s; first breach %s\n", d.Incident.Name, d.Incident.Kind,
+			offset(d.Start), offset(enginebench.Start.Add(d.Incident.End).UnixNano()), d.Processor, offset(d.Deadline), at, breach)
 	}
 	fmt.Fprintf(&b, "\n## stats\nspans %d late %d corrections %d late %d evaluations %d verdicts %d commands %d\n",
 		res.Stats.Spans, res.Stats.LateSpans, res.Stats.Corrections, res.Stats.LateCorrections,

@@ -84,7 +84,7 @@ func randSpans(rng *rand.Rand, n int) []Span {
 			sp.Alignment = rng.Float64()
 			sp.Has |= HasAlignment
 		}
-		sp.Derive()
+		refDerive(sp)
 	}
 	return out
 }

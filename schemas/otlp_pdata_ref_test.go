@@ -232,12 +232,25 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 				if sp.Error && sp.ErrorType == "" {
 					sp.ErrorType = "status_error"
 				}
-				sp.Derive()
+				refDerive(&sp)
 				out = append(out, sp)
 			}
 		}
 	}
 	return out, stats, nil
+}
+
+// refDerive is Span.Derive written out again from the definitions in
+// DESIGN.md, so that the reference does not use the code under test:
+// duration = end - start; TPOT = (duration - TTFT) / (output tokens - 1),
+// only with a TTFT and at least two output tokens.
+func refDerive(sp *Span) {
+	sp.DurationMs = float64(sp.EndUnixNano-sp.StartUnixNano) / 1e6
+	sp.Has &^= HasTPOT
+	if sp.Has&HasTTFT != 0 && sp.Has&HasOutputTokens != 0 && sp.OutputTokens > 1 {
+		sp.TPOTMs = (sp.DurationMs - sp.TTFTMs) / float64(sp.OutputTokens-1)
+		sp.Has |= HasTPOT
+	}
 }
 
 // pdataCorpusOptions tunes genPdataTraces.

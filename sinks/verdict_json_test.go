@@ -7,7 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
+	"reflect"
 	"testing"
 
 	"github.com/fusebox-dev/fusebox/schemas"
@@ -67,9 +67,7 @@ func TestVerdictJSONRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back.ID != v.ID || back.Key != v.Key || back.Value != v.Value || back.Upper != v.Upper ||
-		back.WindowEndUnixNano != v.WindowEndUnixNano || back.ConfigVersion != v.ConfigVersion ||
-		back.Status != v.Status || back.N != v.N || !slices.Equal(back.Details, v.Details) {
+	if !reflect.DeepEqual(back, v) {
 		t.Errorf("round trip:\n got %+v\nwant %+v", back, v)
 	}
 	// Numbers are written as encoding/json writes them.

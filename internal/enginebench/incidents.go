@@ -57,6 +57,10 @@ type Detection struct {
 	Key    schemas.Key
 	Status schemas.Status
 	Metric string
+	// BreachFound reports whether a breach (what the breaker acts on)
+	// followed; BreachAt is the window end of the first one.
+	BreachFound bool
+	BreachAt    int64
 	// EarlyBreaches counts breaches of the processor on the incident's
 	// keys with windows ending at or before Start: an alarm that was on
 	// before the incident is no detection of it.
@@ -91,6 +95,9 @@ func Detect(vs []schemas.Verdict, start time.Time, inc traffic.Incident, process
 		}
 		if v.Status != schemas.StatusWarn && v.Status != schemas.StatusBreach {
 			continue
+		}
+		if v.Status == schemas.StatusBreach && (!d.BreachFound || v.WindowEndUnixNano < d.BreachAt) {
+			d.BreachFound, d.BreachAt = true, v.WindowEndUnixNano
 		}
 		if !d.Found || v.WindowEndUnixNano < d.At {
 			d.Found, d.At, d.Key, d.Status, d.Metric = true, v.WindowEndUnixNano, v.Key, v.Status, v.Metric

@@ -133,6 +133,9 @@ func TestRefreshBeforeExpiry(t *testing.T) {
 		c2.IssuedAtUnixNano != at(5) || c2.ExpiresAtUnixNano != at(15) {
 		t.Fatalf("refresh %+v after %+v", c2, c1)
 	}
+	if len(c2.Reasons) != len(c1.Reasons) || len(c1.Reasons) == 0 {
+		t.Fatalf("refresh cites %d verdicts, the trip %d", len(c2.Reasons), len(c1.Reasons))
+	}
 	for i := range c2.Reasons {
 		if c2.Reasons[i] != c1.Reasons[i] {
 			t.Fatalf("refresh changed reason %d", i)

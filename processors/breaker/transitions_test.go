@@ -175,6 +175,9 @@ func TestCommandFields(t *testing.T) {
 		h.ThrottleFraction != 0.1 || h.Version != base+2 || h.CorrelationIDs[0] != incident {
 		t.Fatalf("half-open command %+v", h)
 	}
+	if len(h.Reasons) != len(ids) {
+		t.Fatalf("half-open command cites %d verdicts, want the %d of the trip", len(h.Reasons), len(ids))
+	}
 	for i, r := range h.Reasons {
 		if r.VerdictID != ids[i] {
 			t.Fatalf("half-open reason %d cites %s, want %s", i, r.VerdictID, ids[i])
