@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -59,21 +58,6 @@ type manifest struct {
 // with short-lived clients made from seeds and opts (TLS, SASL).
 func New(cl *kgo.Client, topic string, seeds []string, opts ...kgo.Opt) *Store {
 	return &Store{topic: topic, cl: cl, seeds: seeds, opts: opts, chunk: DefaultChunkBytes, gen: map[int32]manifest{}, timeout: time.Minute}
-}
-
-// EnsureTopic creates the state topic (compacted, partitions partitions) if
-// it does not exist.
-func EnsureTopic(ctx context.Context, cl *kgo.Client, topic string, partitions int32) error {
-	adm := kadm.NewClient(cl)
-	compact := "compact"
-	resp, err := adm.CreateTopic(ctx, partitions, -1, map[string]*string{"cleanup.policy": &compact}, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil && !strings.Contains(err.Error(), "TOPIC_ALREADY_EXISTS") {
-		return fmt.Errorf("statestore: create %s: %w", topic, err)
-	}
-	return nil
 }
 
 func manifestKey(p int32) string { return "p" + strconv.Itoa(int(p)) + "/manifest" }

@@ -53,6 +53,9 @@ func TestDemoHeadless(t *testing.T) {
 	t.Logf("wall %v: %d verdicts, %d commands in the JSONL file; %d applied by the fuse client; all incidents done after %v",
 		res.Wall, len(vs), len(cmds), res.Applied, res.Outcome.AllDone)
 	checkIncidents(t, cmds, start)
+	if res.Outcome.AllDone <= 0 {
+		t.Errorf("the live view never saw every incident trip and recover (outcome %+v)", res.Outcome)
+	}
 	if int64(len(cmds)) != res.Commands || res.Applied != res.Commands {
 		t.Errorf("%d commands in the JSONL file, %d emitted, %d applied by the fuse client", len(cmds), res.Commands, res.Applied)
 	}

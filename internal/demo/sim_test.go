@@ -99,6 +99,9 @@ func checkIncidents(t *testing.T, cmds []schemas.FuseCommand, start time.Time) (
 		switch {
 		case c.State == schemas.StateOpen && tripAt[in] < 0:
 			tripAt[in] = at
+			if at < incs[in].Start {
+				t.Errorf("incident %q (from +%v): %s tripped at +%v, before it started", incs[in].Name, incs[in].Start, c.Target, at)
+			}
 			if c.Action != incs[in].Action {
 				t.Errorf("incident %q: trip with action %s, want %s (%v)", incs[in].Name, c.Action, incs[in].Action, reasons(c))
 			}
@@ -154,6 +157,11 @@ func TestScenarioTripsEveryIncident(t *testing.T) {
 		last = max(last, c)
 	}
 	t.Logf("last close at +%v of %v", last, Scenario().Duration)
+	// The demo promises every incident tripped and recovered by the end of
+	// the scenario (2.5 minutes of wall time at the default speedup).
+	if last > Scenario().Duration {
+		t.Errorf("the last incident closed at +%v, after the scenario's end +%v", last, Scenario().Duration)
+	}
 }
 
 func firstReason(c schemas.FuseCommand) string {

@@ -202,10 +202,15 @@ func TestE2EClickHouseOutage(t *testing.T) {
 	if n, u := chCount(t, conn, "SELECT count() FROM "+db+".verdicts FINAL"), chCount(t, conn, "SELECT uniqExact(id) FROM "+db+".verdicts"); n != u {
 		t.Fatalf("verdicts FINAL: %d rows for %d ids", n, u)
 	}
-	sameIDs(t, "ClickHouse after the outage", chVerdicts(t, conn, db), "replay", refV)
+	sameVerdicts(t, "ClickHouse after the outage", chVerdicts(t, conn, db), "replay", asCHVerdicts(refV))
 	want := refRollups(t, ref.out.Rollups)
 	got := chRollups(t, conn, db)
 	sameIDs(t, "ClickHouse span_rollups", got, "replay rollups", want)
+	for id, w := range want {
+		if got[id] != w {
+			t.Fatalf("rollup %s: ClickHouse %+v, replay %+v", id, got[id], w)
+		}
+	}
 	t.Logf("%d verdicts and %d rollups, none lost", len(refV), len(want))
 }
 

@@ -197,6 +197,48 @@ func sameFloat(a, b float64) bool {
 	return a == b || (math.IsNaN(a) && math.IsNaN(b))
 }
 
+// asCHVerdict is what a verdict row of v holds of chVerdict's fields.
+func asCHVerdict(v *schemas.Verdict) chVerdict {
+	return chVerdict{Status: string(v.Status), Method: v.Method, Value: v.Value, N: v.N}
+}
+
+// asCHVerdicts maps verdictIDs' result to chVerdicts.
+func asCHVerdicts(vs map[string]schemas.Verdict) map[string]chVerdict {
+	out := make(map[string]chVerdict, len(vs))
+	for id, v := range vs {
+		out[id] = asCHVerdict(&v)
+	}
+	return out
+}
+
+func sameCHVerdict(a, b chVerdict) bool {
+	return a.Status == b.Status && a.Method == b.Method && a.N == b.N && sameFloat(a.Value, b.Value)
+}
+
+// sameVerdicts fails unless got and want hold the same verdict ids with the
+// same status, method, n and value.
+func sameVerdicts(t testing.TB, gotName string, got map[string]chVerdict, wantName string, want map[string]chVerdict) {
+	t.Helper()
+	sameIDs(t, gotName, got, wantName, want)
+	for id, w := range want {
+		if g := got[id]; !sameCHVerdict(g, w) {
+			t.Fatalf("verdict %s in %s %+v, in %s %+v", id, gotName, g, wantName, w)
+		}
+	}
+}
+
+// sameVerdictMessages fails unless every message of msgs, duplicates
+// included, is a verdict of want with the same status, method, n and value.
+func sameVerdictMessages(t testing.TB, topic string, msgs []schemas.Verdict, wantName string, want map[string]chVerdict) {
+	t.Helper()
+	for i := range msgs {
+		w, ok := want[msgs[i].ID]
+		if g := asCHVerdict(&msgs[i]); !ok || !sameCHVerdict(g, w) {
+			t.Fatalf("verdict %s message %d on %s %+v, in %s %+v (present %v)", msgs[i].ID, i, topic, g, wantName, w, ok)
+		}
+	}
+}
+
 // chVerdicts reads db.verdicts FINAL.
 func chVerdicts(t testing.TB, conn driver.Conn, db string) map[string]chVerdict {
 	t.Helper()

@@ -224,6 +224,7 @@ func TestE2ESameInputTwice(t *testing.T) {
 	r1.waitDrained(t, k, cfg1, pub.Spans, time.Minute)
 	r1.stop(t)
 	first := chVerdicts(t, conn, db)
+	firstRollups := chRollups(t, conn, db)
 	rollups1 := chCount(t, conn, "SELECT sum(spans) FROM "+db+".span_rollups FINAL")
 	rollupRows1 := chCount(t, conn, "SELECT count() FROM "+db+".span_rollups FINAL")
 	commands1 := chCount(t, conn, "SELECT count() FROM "+db+".fuse_commands FINAL")
@@ -259,7 +260,16 @@ func TestE2ESameInputTwice(t *testing.T) {
 	if final != uniq || final != uint64(len(first)) {
 		t.Fatalf("after FINAL %d rows for %d ids; the first run wrote %d", final, uniq, len(first))
 	}
-	sameIDs(t, "after the second run", chVerdicts(t, conn, db), "after the first run", first)
+	// FINAL keeps the last row inserted (no version column), here the
+	// second run's: its values must equal the first run's.
+	sameVerdicts(t, "ClickHouse FINAL after the second run", chVerdicts(t, conn, db), "ClickHouse FINAL after the first run", first)
+	got := chRollups(t, conn, db)
+	sameIDs(t, "span_rollups after the second run", got, "after the first run", firstRollups)
+	for id, w := range firstRollups {
+		if got[id] != w {
+			t.Fatalf("rollup %s after the second run %+v, after the first run %+v", id, got[id], w)
+		}
+	}
 	if n := chCount(t, conn, "SELECT sum(spans) FROM "+db+".span_rollups FINAL"); n != rollups1 {
 		t.Fatalf("rollup spans after FINAL %d, after the first run %d", n, rollups1)
 	}
@@ -274,4 +284,5 @@ func TestE2ESameInputTwice(t *testing.T) {
 		t.Fatalf("fusebox.verdicts holds %d messages, want %d (every verdict twice)", len(all), 2*onKafka1)
 	}
 	sameIDs(t, "fusebox.verdicts", verdictIDs(t, all, false, ""), "ClickHouse", first)
+	sameVerdictMessages(t, cfg2.Topics.Verdicts, all, "ClickHouse FINAL after the first run", first)
 }

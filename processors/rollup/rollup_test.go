@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/fusebox-dev/fusebox/processors"
@@ -121,7 +122,7 @@ func TestCorrectionsCountInTheirMinuteElseOnTheNextRow(t *testing.T) {
 		unjoined: {0, 1, 0},
 	}
 	for key, w := range want {
-		if g := got[key]; len(g) != len(w) || (len(g) > 0 && (g[0] != w[0] || g[1] != w[1] || g[2] != w[2])) {
+		if g := got[key]; !slices.Equal(g, w) {
 			t.Fatalf("%v: rows (minute, corrections, spans) %v, want %v", key, g, w)
 		}
 	}

@@ -104,12 +104,13 @@ func TestRollupsWrittenTwiceAreNotDoubleCounted(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	key := schemas.Key{Tenant: "t1", Service: "chat", Model: "m1", Variant: "baseline"}
 	var rs []schemas.Rollup
-	var all []float64
+	var all, allTTFT []float64
 	var wantSpans, wantErrors, wantIn, wantOut, wantCorr int64
 	for m := 0; m < 60; m++ {
 		r := makeRollup(rng, key, t0.Add(time.Duration(m)*time.Minute), 200)
 		rs = append(rs, r)
 		all = append(all, r.DurationsMs...)
+		allTTFT = append(allTTFT, r.TTFTsMs...)
 		wantSpans += r.N
 		wantErrors += r.Errors
 		wantIn += r.InputTokens
@@ -117,17 +118,19 @@ func TestRollupsWrittenTwiceAreNotDoubleCounted(t *testing.T) {
 		wantCorr += r.Corrections
 	}
 	slices.Sort(all)
+	slices.Sort(allTTFT)
 
 	conn := ch.ConnDatabase(t, db)
 	type agg struct {
 		rows, spans, errors, in, out, corr uint64
-		q                                  []float64
+		q, ttftQ                           []float64
 	}
 	read := func() agg {
 		var a agg
 		err := conn.QueryRow(context.Background(), `SELECT count(), sum(spans), sum(errors), sum(input_tokens), sum(output_tokens),
-			sum(corrections), quantilesTDigestMerge(`+QuantileLevelsSQL+`)(duration_ms_q)
-			FROM span_rollups FINAL WHERE tenant = 't1' AND model = 'm1'`).Scan(&a.rows, &a.spans, &a.errors, &a.in, &a.out, &a.corr, &a.q)
+			sum(corrections), quantilesTDigestMerge(`+QuantileLevelsSQL+`)(duration_ms_q),
+			quantilesTDigestMerge(`+QuantileLevelsSQL+`)(ttft_ms_q)
+			FROM span_rollups FINAL WHERE tenant = 't1' AND model = 'm1'`).Scan(&a.rows, &a.spans, &a.errors, &a.in, &a.out, &a.corr, &a.q, &a.ttftQ)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,21 +161,34 @@ func TestRollupsWrittenTwiceAreNotDoubleCounted(t *testing.T) {
 	if !slices.Equal(once.q, twice.q) {
 		t.Errorf("quantiles changed by the replay: %v then %v", once.q, twice.q)
 	}
+	if !slices.Equal(once.ttftQ, twice.ttftQ) {
+		t.Errorf("TTFT quantiles changed by the replay: %v then %v", once.ttftQ, twice.ttftQ)
+	}
+	if len(once.q) != len(QuantileLevels) || len(once.ttftQ) != len(QuantileLevels) {
+		t.Fatalf("%d duration and %d TTFT quantiles read back, want %d each", len(once.q), len(once.ttftQ), len(QuantileLevels))
+	}
 	// t-digest is approximate: within 2% of the range of the data for the
 	// body, and the tail estimate between the neighbouring order statistics
 	// of a slightly wider band.
 	span := all[len(all)-1] - all[0]
 	for i, p := range QuantileLevels {
 		exact := exactQuantile(all, p)
-		if math.Abs(once.q[i]-exact) > 0.02*span {
+		if !(math.Abs(once.q[i]-exact) <= 0.02*span) {
 			t.Errorf("p%v: digest %v, exact %v (tolerance %v)", p, once.q[i], exact, 0.02*span)
+		}
+	}
+	ttftSpan := allTTFT[len(allTTFT)-1] - allTTFT[0]
+	for i, p := range QuantileLevels {
+		exact := exactQuantile(allTTFT, p)
+		if !(math.Abs(once.ttftQ[i]-exact) <= 0.02*ttftSpan) {
+			t.Errorf("TTFT p%v: digest %v, exact %v (tolerance %v)", p, once.ttftQ[i], exact, 0.02*ttftSpan)
 		}
 	}
 	var raw uint64
 	if err := conn.QueryRow(context.Background(), "SELECT count() FROM span_rollups").Scan(&raw); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("span_rollups: %d rows before FINAL, 60 after; p50..p99.9 %v", raw, once.q)
+	t.Logf("span_rollups: %d rows before FINAL, 60 after; p50..p99.9 %v, TTFT %v", raw, once.q, once.ttftQ)
 }
 
 func TestCommandsAreStoredOncePerTargetVersion(t *testing.T) {
@@ -220,7 +236,7 @@ func TestWriteRejectsInvalidRowsWithoutBuffering(t *testing.T) {
 		t.Fatalf("Write with an unaligned minute: %v, want a FieldError for minute_unix_nano", err)
 	}
 	flush(t, s)
-	if m := metricValue(s, "fusebox_sink_records_total", TableVerdicts); m != 0 {
+	if m := metricValue(t, s, "fusebox_sink_records_total", TableVerdicts); m != 0 {
 		t.Errorf("%v verdict rows inserted, want 0", m)
 	}
 }
@@ -277,7 +293,7 @@ func TestWriteAfterCloseFails(t *testing.T) {
 	if err := s.Write(context.Background(), schemas.Output{}); !errors.Is(err, sinks.ErrClosed) {
 		t.Errorf("Write after Close: %v, want ErrClosed", err)
 	}
-	if m := metricValue(s, "fusebox_sink_records_total", TableVerdicts); m != 1 {
+	if m := metricValue(t, s, "fusebox_sink_records_total", TableVerdicts); m != 1 {
 		t.Errorf("Close inserted %v rows, want 1", m)
 	}
 }
@@ -309,8 +325,9 @@ func TestConfigValidateNamesFields(t *testing.T) {
 }
 
 // metricValue returns the value of the metric with the given name and table
-// label.
-func metricValue(s *Sink, name, table string) float64 {
+// label (any labels when table is ""); a missing metric fails the test.
+func metricValue(t *testing.T, s *Sink, name, table string) float64 {
+	t.Helper()
 	for _, m := range s.Metrics() {
 		if m.Name != name {
 			continue
@@ -321,6 +338,7 @@ func metricValue(s *Sink, name, table string) float64 {
 			}
 		}
 	}
+	t.Fatalf("metric %s{table=%q} not reported", name, table)
 	return math.NaN()
 }
 
@@ -348,7 +366,7 @@ func TestCloseWithServerDownReportsPendingRows(t *testing.T) {
 	if !errors.As(err, &fe) || fe.Pending != 10 || fe.LastErr == nil {
 		t.Fatalf("Close with the server down: %v, want a FlushError with 10 pending rows and the last insert error", err)
 	}
-	if e := metricValue(s, "fusebox_sink_errors_total", TableVerdicts); e < 1 {
+	if e := metricValue(t, s, "fusebox_sink_errors_total", TableVerdicts); !(e >= 1) {
 		t.Errorf("insert errors %v, want at least 1", e)
 	}
 }

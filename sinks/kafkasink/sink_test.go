@@ -158,15 +158,18 @@ func TestRecordsLandWithKeysAndStableValues(t *testing.T) {
 	if v := byTarget[vs[0].Key.String()]; !slices.Equal(v, []uint64{1, 2}) {
 		t.Errorf("versions of %s in partition order: %v, want [1 2]", vs[0].Key.String(), v)
 	}
-	if m := metric(s, "fusebox_sink_records_total", DefaultVerdictTopic); m != float64(len(vs)) {
+	if m := metric(t, s, "fusebox_sink_records_total", DefaultVerdictTopic); m != float64(len(vs)) {
 		t.Errorf("verdict records metric %v, want %d", m, len(vs))
 	}
-	if m := metric(s, "fusebox_sink_records_total", DefaultFuseTopic); m != float64(len(cmds)) {
+	if m := metric(t, s, "fusebox_sink_records_total", DefaultFuseTopic); m != float64(len(cmds)) {
 		t.Errorf("fuse records metric %v, want %d", m, len(cmds))
 	}
 }
 
-func metric(s *Sink, name, topic string) float64 {
+// metric returns the value of the metric with the given name and topic
+// label (any labels when topic is ""); a missing metric fails the test.
+func metric(t *testing.T, s *Sink, name, topic string) float64 {
+	t.Helper()
 	for _, m := range s.Metrics() {
 		if m.Name != name {
 			continue
@@ -177,7 +180,33 @@ func metric(s *Sink, name, topic string) float64 {
 			}
 		}
 	}
+	t.Fatalf("metric %s{topic=%q} not reported", name, topic)
 	return math.NaN()
+}
+
+// verdictIDs decodes the verdict records and returns their ids, sorted.
+func verdictIDs(t *testing.T, recs []*kgo.Record) []string {
+	t.Helper()
+	ids := make([]string, 0, len(recs))
+	for _, r := range recs {
+		v, err := sinks.UnmarshalVerdictJSON(r.Value)
+		if err != nil {
+			t.Fatalf("decode %s: %v", r.Value, err)
+		}
+		ids = append(ids, v.ID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// idsOf returns the ids of vs, sorted.
+func idsOf(vs ...schemas.Verdict) []string {
+	ids := make([]string, 0, len(vs))
+	for _, v := range vs {
+		ids = append(ids, v.ID)
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 func TestTopicsAreCreatedAndFuseIsCompacted(t *testing.T) {
@@ -355,8 +384,8 @@ func TestCommandNeverVisibleBeforeItsVerdicts(t *testing.T) {
 	if gate.rejected.Load() == 0 {
 		t.Fatal("the gate rejected no produce request: the test did not hold anything back")
 	}
-	if fuse := k.ReadAll(t, DefaultFuseTopic, 2, time.Second); len(fuse) != 1 {
-		t.Fatalf("%d fuse records while the verdicts are unacknowledged, want only the first round's 1", len(fuse))
+	if fuse := k.ReadAll(t, DefaultFuseTopic, 2, time.Second); len(fuse) != 1 || fuseVersion(t, fuse[0]) != 1 {
+		t.Fatalf("%d fuse records while the verdicts are unacknowledged, want only the first round's 1 (version 1)", len(fuse))
 	}
 
 	gate.closed.Store(false)
@@ -371,6 +400,14 @@ func TestCommandNeverVisibleBeforeItsVerdicts(t *testing.T) {
 	fuse := k.ReadAll(t, DefaultFuseTopic, 2, 10*time.Second)
 	if len(verdicts) != 52 || len(fuse) != 2 {
 		t.Fatalf("after the release: %d verdicts (want 52), %d commands (want 2)", len(verdicts), len(fuse))
+	}
+	if got, want := verdictIDs(t, verdicts), idsOf(append([]schemas.Verdict{v0, makeVerdict(99)}, vs...)...); !slices.Equal(got, want) {
+		t.Errorf("verdict ids after the release:\n %v\nwant\n %v", got, want)
+	}
+	// The two commands target different keys, so they may be read in either
+	// order.
+	if got := []uint64{fuseVersion(t, fuse[0]), fuseVersion(t, fuse[1])}; !slices.Equal(slices.Sorted(slices.Values(got)), []uint64{1, 2}) {
+		t.Errorf("fuse record versions %v, want 1 and 2", got)
 	}
 	t.Logf("the gate refused %d produce requests while holding the verdicts back", gate.rejected.Load())
 }
@@ -393,7 +430,7 @@ func TestFailedRecordsAreProducedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for metric(s, "fusebox_sink_retries_total", DefaultVerdictTopic) < 1 {
+	for !(metric(t, s, "fusebox_sink_retries_total", DefaultVerdictTopic) >= 1) {
 		if time.Now().After(deadline) {
 			t.Fatal("no record was given up and produced again")
 		}
@@ -408,19 +445,13 @@ func TestFailedRecordsAreProducedAgain(t *testing.T) {
 	}
 	gate.closed.Store(false)
 	flush(t, s)
-	got := k.ReadAll(t, DefaultVerdictTopic, len(vs), 10*time.Second)
-	ids := map[string]int{}
-	for _, r := range got {
-		v, err := sinks.UnmarshalVerdictJSON(r.Value)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids[v.ID]++
+	// Produced again after a give-up: duplicates are allowed (at least
+	// once), but the distinct ids must be exactly those written.
+	got := slices.Compact(verdictIDs(t, k.ReadAll(t, DefaultVerdictTopic, len(vs), 10*time.Second)))
+	if want := idsOf(vs...); !slices.Equal(got, want) {
+		t.Errorf("%d distinct verdicts on the topic, want exactly the %d written:\n %v\nwant\n %v", len(got), len(want), got, want)
 	}
-	if len(ids) != len(vs) {
-		t.Errorf("%d distinct verdicts on the topic, want %d", len(ids), len(vs))
-	}
-	if e := metric(s, "fusebox_sink_errors_total", DefaultVerdictTopic); e < 1 {
+	if e := metric(t, s, "fusebox_sink_errors_total", DefaultVerdictTopic); !(e >= 1) {
 		t.Errorf("errors metric %v, want at least 1", e)
 	}
 }
@@ -444,7 +475,7 @@ func TestWriteBlocksWhenPendingIsFull(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Write of 250 with 100 slots and a refusing broker: %v, want DeadlineExceeded", err)
 	}
-	if p := metric(s, "fusebox_sink_pending_records", ""); p != 100 {
+	if p := metric(t, s, "fusebox_sink_pending_records", ""); p != 100 {
 		t.Errorf("pending %v, want 100", p)
 	}
 	gate.closed.Store(false)
@@ -453,8 +484,8 @@ func TestWriteBlocksWhenPendingIsFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	flush(t, s)
-	if got := k.ReadAll(t, DefaultVerdictTopic, 250, 10*time.Second); len(got) != 250 {
-		t.Errorf("%d records, want 250", len(got))
+	if got, want := verdictIDs(t, k.ReadAll(t, DefaultVerdictTopic, 250, 10*time.Second)), idsOf(vs...); !slices.Equal(got, want) {
+		t.Errorf("%d records, want the 250 written exactly once:\n %v\nwant\n %v", len(got), got, want)
 	}
 }
 
@@ -478,9 +509,19 @@ func TestWriteRejectsInvalidVerdictAndClose(t *testing.T) {
 	if err := s.Write(context.Background(), schemas.Output{}); !errors.Is(err, sinks.ErrClosed) {
 		t.Errorf("Write after Close: %v, want ErrClosed", err)
 	}
-	if got := k.ReadAll(t, DefaultVerdictTopic, 1, 5*time.Second); len(got) != 1 {
-		t.Errorf("%d records after Close, want the 1 valid one", len(got))
+	if got, want := verdictIDs(t, k.ReadAll(t, DefaultVerdictTopic, 1, 5*time.Second)), idsOf(makeVerdict(2)); !slices.Equal(got, want) {
+		t.Errorf("verdict ids after Close %v, want only the valid write's %v", got, want)
 	}
+}
+
+// fuseVersion decodes a fuse record and returns its command's version.
+func fuseVersion(t *testing.T, r *kgo.Record) uint64 {
+	t.Helper()
+	c, err := schemas.DecodeFuseCommand(r.Value)
+	if err != nil {
+		t.Fatalf("decode fuse record %s: %v", r.Value, err)
+	}
+	return c.Version
 }
 
 func TestConfigValidate(t *testing.T) {
