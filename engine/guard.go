@@ -14,19 +14,16 @@ const Overflow = "__overflow__"
 
 // GuardConfig bounds the number of distinct values per dimension that one
 // partition worker keeps state for. 0 means no limit for that dimension.
+// The defaults are the configuration file's (keys.max_tenants, ...; see
+// internal/config), not repeated here.
 type GuardConfig struct {
-	MaxTenants  int `yaml:"max_tenants"`  // default 1000
-	MaxServices int `yaml:"max_services"` // default 1000
-	MaxModels   int `yaml:"max_models"`   // default 200
-	MaxVariants int `yaml:"max_variants"` // default 20
+	MaxTenants  int
+	MaxServices int
+	MaxModels   int
+	MaxVariants int
 	// IdleTTLNanos forgets a value not seen for this long (event time), so
-	// that its slot can go to a new value. Default 24h.
-	IdleTTLNanos int64 `yaml:"-"`
-}
-
-// DefaultGuardConfig returns the defaults listed on GuardConfig.
-func DefaultGuardConfig() GuardConfig {
-	return GuardConfig{MaxTenants: 1000, MaxServices: 1000, MaxModels: 200, MaxVariants: 20, IdleTTLNanos: 24 * 3600e9}
+	// that its slot can go to a new value. 0: never.
+	IdleTTLNanos int64
 }
 
 // guard is the cardinality guard of one partition worker. It is part of the

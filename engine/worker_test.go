@@ -112,7 +112,7 @@ func workerConfig(t *testing.T) engine.WorkerConfig {
 	return engine.WorkerConfig{
 		ConfigVersion:   "test",
 		KeyDims:         engine.AllKeyDims(),
-		Guard:           engine.DefaultGuardConfig(),
+		Guard:           engine.GuardConfig{MaxTenants: 100, MaxServices: 100, MaxModels: 100, MaxVariants: 10, IdleTTLNanos: int64(24 * time.Hour)},
 		AllowedLateness: 5 * time.Second,
 		SLOs: []engine.SLOSpec{
 			{Meta: processors.Meta{SLO: "availability", ConfigVersion: "test"},

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -14,21 +13,6 @@ import (
 	"testing"
 	"unicode/utf8"
 )
-
-// updateGolden reports -update (go test ./schemas -run Golden -update):
-// rewrite the golden files. The flag is registered here unless another test
-// file of the package registered it first.
-func updateGolden() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
-
-var _ = func() bool {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-	return true
-}()
 
 // sampleCommands are the commands of the golden file: a signed trip with
 // strings that exercise every escape, an unsigned half-open throttle with a
@@ -89,7 +73,7 @@ func TestFuseCommandGolden(t *testing.T) {
 		buf.WriteByte('\n')
 	}
 	path := filepath.Join("testdata", "fuse_command.golden")
-	if updateGolden() {
+	if *update {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)
 		}

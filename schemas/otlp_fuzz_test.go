@@ -187,7 +187,7 @@ func FuzzDecodeCorrection(f *testing.F) {
 // testdata/fuzz/<FuzzName>/ under -update, so that the committed corpus
 // holds them as files next to what fuzzing found.
 func TestWriteFuzzSeeds(t *testing.T) {
-	if !otlpUpdate() {
+	if !*update {
 		t.Skip("writes seed files only with -update")
 	}
 	names := DefaultAttributeNames()

@@ -14,20 +14,9 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// otlpUpdate reports -update: rewrite the generated test data (the malformed
-// corpus, the fuzz seeds). The flag is registered here unless another test
-// file of the package registered it first.
-func otlpUpdate() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
-
-var _ = func() bool {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files and generated test data")
-	}
-	return true
-}()
+// update: rewrite the golden files and the generated test data (the
+// malformed corpus, the fuzz seeds): go test ./schemas -update.
+var update = flag.Bool("update", false, "rewrite golden files and generated test data")
 
 // malformedDir holds the corpus of bad records that the ingest tests publish
 // to Kafka: every file must end up in the dead-letter topic (or, for kind
@@ -281,7 +270,7 @@ func classify(file string, data []byte) (kind, field string) {
 func TestMalformedCorpus(t *testing.T) {
 	cases := malformedCorpus()
 	manifest := malformedManifest(cases)
-	if otlpUpdate() {
+	if *update {
 		if err := os.RemoveAll(malformedDir); err != nil {
 			t.Fatal(err)
 		}

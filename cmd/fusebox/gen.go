@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fusebox-dev/fusebox/internal/gen"
+	"github.com/fusebox-dev/fusebox/internal/pipeline"
 	"github.com/fusebox-dev/fusebox/internal/traffic"
 )
 
@@ -129,6 +130,7 @@ func cmdGen(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	err = cl.Ping(pctx)
 	pcancel()
 	if err != nil {
+		err = pipeline.WrapKafkaAuth(err, kf.saslMechanism != "")
 		fmt.Fprintf(stderr, "fusebox gen: no Kafka broker answers at %s: %v\n", kf.brokers, err)
 		return exitFailure
 	}

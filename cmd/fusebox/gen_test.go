@@ -99,8 +99,9 @@ func TestGenCommandSCRAM(t *testing.T) {
 
 	t.Setenv(envKafkaPassword, "wrong")
 	code, stdout, stderr = runCmd(t, base...)
-	if code != exitFailure || !strings.Contains(stderr, "no Kafka broker answers at "+k.Brokers[0]) {
-		t.Errorf("wrong password: exit %d, stderr %q; want %d and a message naming the broker", code, stderr, exitFailure)
+	if code != exitFailure || !strings.Contains(stderr, "no Kafka broker answers at "+k.Brokers[0]) ||
+		!strings.Contains(stderr, "kafka SASL authentication failed") {
+		t.Errorf("wrong password: exit %d, stderr %q; want %d and a message naming the broker and the failed authentication", code, stderr, exitFailure)
 	}
 	if stdout != "" || strings.Contains(stderr, "wrong") {
 		t.Errorf("wrong password: stdout %q, stderr %q: want no summary and no password shown", stdout, stderr)

@@ -97,7 +97,7 @@ func ensureTopics(ctx context.Context, adm *kadm.Client, sasl bool, specs []topi
 	}
 	td, err := adm.ListTopics(ctx, names...)
 	if err != nil {
-		return nil, wrapAuth(fmt.Errorf("list topics: %w", err), sasl)
+		return nil, WrapKafkaAuth(fmt.Errorf("list topics: %w", err), sasl)
 	}
 	counts := map[string]int32{}
 	for _, s := range specs {
@@ -117,8 +117,11 @@ func ensureTopics(ctx context.Context, adm *kadm.Client, sasl bool, specs []topi
 	return counts, nil
 }
 
-// wrapAuth turns an EOF during a SASL handshake into ErrKafkaAuth.
-func wrapAuth(err error, sasl bool) error {
+// WrapKafkaAuth turns err, from a client that authenticates with SASL
+// (sasl true), into one wrapping ErrKafkaAuth when it looks like the broker
+// refused the credentials (a closed connection or a SASL error); other
+// errors are returned unchanged.
+func WrapKafkaAuth(err error, sasl bool) error {
 	if err != nil && sasl && (strings.Contains(err.Error(), "EOF") || strings.Contains(err.Error(), "SASL")) {
 		return fmt.Errorf("%w (%v)", ErrKafkaAuth, err)
 	}

@@ -152,7 +152,7 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 		HeartbeatEvery: min(time.Second, minEvery(f)/10), IdleTimeout: f.Time.IdleSourceTimeout,
 		Logger: o.Logger.With("component", "router"),
 	}); err != nil {
-		return nil, wrapAuth(err, sasl)
+		return nil, WrapKafkaAuth(err, sasl)
 	}
 	enc, err := ingest.ParseEncoding(f.Topics.SpanEncoding)
 	if err != nil {

@@ -145,7 +145,7 @@ func requireLocalBinary(t *testing.T) string {
 		return bin
 	}
 	msg := "clickhouse-server is not installed (apt-get install -y clickhouse-server): the local server's start and stop cannot be tested"
-	if req, _ := strconv.ParseBool(os.Getenv(EnvRequireClickHouse)); req {
+	if requireClickHouse() {
 		t.Fatal(msg)
 	}
 	t.Skip(msg)

@@ -75,7 +75,9 @@ func (k *Kafka) CreateTopic(t testing.TB, topic string, partitions int32, config
 }
 
 // ReadAll consumes topic from the start (without a group) until it has seen
-// want records or the timeout passes, and returns what it saw.
+// want records or the timeout passes, then reads on for another
+// readAllSettle, so that records beyond want already in the topic (a
+// duplicate the test must see) are returned too; it returns what it saw.
 func (k *Kafka) ReadAll(t testing.TB, topic string, want int, timeout time.Duration) []*kgo.Record {
 	t.Helper()
 	cl := k.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -93,5 +95,18 @@ func (k *Kafka) ReadAll(t testing.TB, topic string, want int, timeout time.Durat
 		})
 		out = append(out, fs.Records()...)
 	}
-	return out
+	settle, cancelSettle := context.WithTimeout(context.Background(), readAllSettle)
+	defer cancelSettle()
+	for {
+		fs := cl.PollFetches(settle)
+		if settle.Err() != nil {
+			return out
+		}
+		out = append(out, fs.Records()...)
+	}
 }
+
+// readAllSettle is how long ReadAll keeps reading after it has what it was
+// asked for: the records it looks for are already written, so a fetch or
+// two brings any extra ones.
+const readAllSettle = 300 * time.Millisecond

@@ -3,6 +3,7 @@ package breaker
 import (
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -39,7 +40,10 @@ func propertyPolicy() Policy {
 // genStream draws a random stream: verdicts for a few keys and processors
 // with a drifting breach rate, interleaved with Advance calls, event time
 // moving forward by up to a minute per step and sometimes repeating or
-// going back a little (late verdicts and replays).
+// going back a little (late verdicts and replays). A verdict id (series and
+// window end) has exactly one status in the stream: a drawn verdict whose
+// id was emitted before is replaced by an exact copy of the earlier one
+// (a replay), as a real evaluator would re-send, never re-judge, a window.
 func genStream(seed uint64, n int) []event {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	keys := []schemas.Key{
@@ -58,6 +62,7 @@ func genStream(seed uint64, n int) []event {
 	breachP := 0.3
 	var out []event
 	var last *schemas.Verdict
+	emitted := map[string]schemas.Verdict{} // by id: the first verdict emitted
 	for i := 0; i < n; i++ {
 		if i%200 == 0 {
 			breachP = r.Float64() * 0.8
@@ -86,6 +91,11 @@ func genStream(seed uint64, n int) []event {
 			p := procs[r.IntN(len(procs))]
 			v := mkVerdict(p.processor, p.slo, p.metric, keys[r.IntN(len(keys))], end, st)
 			v.Value = r.Float64() * 200
+			if first, ok := emitted[v.ID]; ok {
+				v = first // same series and window end: a replay, same status
+			} else {
+				emitted[v.ID] = v
+			}
 			last = &v
 			out = append(out, event{v: &v})
 		}
@@ -111,9 +121,90 @@ func play(b *Breaker, evs []event) (cmds []schemas.FuseCommand, at []int) {
 	return cmds, at
 }
 
+// refMatch is the documented rule match, written independently of
+// rule.matches: the verdict's processor, and its SLO and metric unless the
+// rule leaves them empty.
+func refMatch(r Rule, v *schemas.Verdict) bool {
+	if v.Processor != r.Processor {
+		return false
+	}
+	if r.SLO != "" && v.SLO != r.SLO {
+		return false
+	}
+	return r.Metric == "" || v.Metric == r.Metric
+}
+
+// refProject keeps the listed dimensions of k and makes the others "*",
+// written independently of rule.target.
+func refProject(dims []string, k schemas.Key) schemas.Key {
+	t := schemas.Key{Tenant: "*", Service: "*", Model: "*", Variant: "*"}
+	for _, d := range dims {
+		switch d {
+		case "tenant":
+			t.Tenant = k.Tenant
+		case "service":
+			t.Service = k.Service
+		case "model":
+			t.Model = k.Model
+		case "variant":
+			t.Variant = k.Variant
+		default:
+			panic("unknown dimension " + d)
+		}
+	}
+	return t
+}
+
+// refTargets lists the targets v is offered to under p: one per matching
+// rule, projected onto the rule's target (the policy's when the rule has
+// none), without repeats.
+func refTargets(p Policy, v *schemas.Verdict) []schemas.Key {
+	var out []schemas.Key
+	for _, r := range p.Rules {
+		if !refMatch(r, v) {
+			continue
+		}
+		dims := p.Target
+		if r.Target != nil {
+			dims = r.Target
+		}
+		tk := refProject(dims, v.Key)
+		if !slices.Contains(out, tk) {
+			out = append(out, tk)
+		}
+	}
+	return out
+}
+
+// TestPropertyReferenceTargets pins refTargets to hand-written answers for
+// propertyPolicy, so the property below does not rest on an unchecked
+// reference.
+func TestPropertyReferenceTargets(t *testing.T) {
+	p := propertyPolicy()
+	k := schemas.Key{Tenant: "a", Service: "chat", Model: "big", Variant: "stable"}
+	fine := schemas.Key{Tenant: "*", Service: "chat", Model: "big", Variant: "stable"}
+	svc := schemas.Key{Tenant: "*", Service: "chat", Model: "*", Variant: "*"}
+	for _, c := range []struct {
+		processor, slo, metric string
+		want                   []schemas.Key
+	}{
+		{"tail", "latency", "duration_ms", []schemas.Key{fine}}, // degrade and trip: one target
+		{"tail", "ttft", "ttft_ms", []schemas.Key{fine}},
+		{"corrections", "quality", "correction_rate", []schemas.Key{fine}},
+		{"drift", "canary", "confidence", []schemas.Key{fine}},
+		{"drift", "reference", "confidence", nil}, // the rollback rule wants SLO canary
+		{"scaling", "mix", "entropy", []schemas.Key{svc}},
+		{"decay", "align", "alignment", nil},
+	} {
+		v := mkVerdict(c.processor, c.slo, c.metric, k, t0, B)
+		if got := refTargets(p, &v); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s/%s/%s: targets %v, want %v", c.processor, c.slo, c.metric, got, c.want)
+		}
+	}
+}
+
 func TestPropertyRandomStreams(t *testing.T) {
 	p := propertyPolicy()
-	rules := compile(&p)
 	var totalEvictions uint64
 	for seed := uint64(1); seed <= 30; seed++ {
 		evs := genStream(seed, 4000)
@@ -123,9 +214,22 @@ func TestPropertyRandomStreams(t *testing.T) {
 			t.Fatalf("seed %d: only %d commands: the stream does not exercise the breaker", seed, len(cmds))
 		}
 
-		// observed[target][verdict id]: the verdicts offered to each target
-		// (through any matching rule) up to each event.
-		observed := map[schemas.Key]map[string]bool{}
+		// The generator's contract: one status per verdict id.
+		status := map[string]schemas.Status{}
+		for i, e := range evs {
+			if e.v == nil {
+				continue
+			}
+			if st, ok := status[e.v.ID]; ok && st != e.v.Status {
+				t.Fatalf("seed %d event %d: verdict %s emitted as %s and as %s", seed, i, e.v.ID, st, e.v.Status)
+			}
+			status[e.v.ID] = e.v.Status
+		}
+
+		// observed[target][verdict id]: the status of each verdict offered
+		// to each target (through any matching rule, by refTargets) up to
+		// each event.
+		observed := map[schemas.Key]map[string]schemas.Status{}
 		lastVersion := map[schemas.Key]uint64{}
 		lastIssued := map[schemas.Key]int64{}
 		states := map[schemas.BreakerState]int{}
@@ -133,14 +237,11 @@ func TestPropertyRandomStreams(t *testing.T) {
 		ci := 0
 		for i, e := range evs {
 			if e.v != nil && e.v.Status != schemas.StatusInsufficientData {
-				for j := range rules {
-					if rules[j].matches(e.v) {
-						tk := rules[j].target(e.v.Key)
-						if observed[tk] == nil {
-							observed[tk] = map[string]bool{}
-						}
-						observed[tk][e.v.ID] = true
+				for _, tk := range refTargets(p, e.v) {
+					if observed[tk] == nil {
+						observed[tk] = map[string]schemas.Status{}
 					}
+					observed[tk][e.v.ID] = e.v.Status
 				}
 			}
 			perTarget := map[schemas.Key]bool{}
@@ -170,9 +271,23 @@ func TestPropertyRandomStreams(t *testing.T) {
 				if len(c.Reasons) == 0 {
 					t.Fatalf("seed %d event %d: command without reasons", seed, i)
 				}
+				// doc.go, Commands: open (trip, escalation, re-trip) and
+				// half-open (and their refreshes) cite the breaches behind
+				// the trip; a close cites the CloseAfter ok verdicts.
+				wantSt := schemas.StatusBreach
+				if c.State == schemas.StateClosed {
+					wantSt = schemas.StatusOK
+					if len(c.Reasons) != p.CloseAfter {
+						t.Fatalf("seed %d event %d: %v close cites %d verdicts, want CloseAfter = %d", seed, i, c.Target, len(c.Reasons), p.CloseAfter)
+					}
+				}
 				for _, r := range c.Reasons {
-					if !observed[c.Target][r.VerdictID] {
+					st, ok := observed[c.Target][r.VerdictID]
+					if !ok {
 						t.Fatalf("seed %d event %d: %v cites verdict %s never observed for it", seed, i, c.Target, r.VerdictID)
+					}
+					if st != wantSt {
+						t.Fatalf("seed %d event %d: %s %s command for %v cites %s verdict %s, want %s", seed, i, c.Action, c.State, c.Target, st, r.VerdictID, wantSt)
 					}
 				}
 			}

@@ -108,7 +108,6 @@ type Gateway struct {
 	mu      sync.Mutex
 	Changes [][2]schemas.FuseCommand
 	done    chan error
-	cancel  context.CancelFunc
 }
 
 // Start builds a client on src and runs it until the test ends (then it
@@ -126,7 +125,6 @@ func Start(t testing.TB, src fuse.Source, opts ...fuse.Opt) *Gateway {
 		g.mu.Unlock()
 	})
 	ctx, cancel := context.WithCancel(context.Background())
-	g.cancel = cancel
 	go func() { g.done <- c.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
@@ -334,7 +332,7 @@ func SameBytes(a, b schemas.FuseCommand) error {
 		return err
 	}
 	if !bytes.Equal(x, y) {
-		return errors.New("signatures differ:\n" + string(x) + "\n" + string(y))
+		return errors.New("commands differ:\n" + string(x) + "\n" + string(y))
 	}
 	return nil
 }
