@@ -7,8 +7,7 @@ import (
 	"testing"
 	"time"
 
-	chgo "github.com/ClickHouse/clickhouse-go/v2"
-
+	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -26,12 +25,8 @@ func TestServerDownBlocksWritesAndLosesNothing(t *testing.T) {
 		totalRows  = 30000
 		flushEvery = 10 // writes
 	)
-	srv := startPrivateServer(t)
-	admin, err := chgo.Open(&chgo.Options{Addr: []string{srv.Addr()}, DialTimeout: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
+	srv := testharness.StartPrivateClickHouse(t)
+	admin := srv.Conn(t)
 	ctx := context.Background()
 	const db = "fusebox_outage"
 	if _, err := Migrate(ctx, admin, db); err != nil {
@@ -39,7 +34,7 @@ func TestServerDownBlocksWritesAndLosesNothing(t *testing.T) {
 	}
 
 	cfg := DefaultConfig()
-	cfg.Addrs = []string{srv.Addr()}
+	cfg.Addrs = []string{srv.Addr}
 	cfg.Database = db
 	cfg.BatchSize = batchSize
 	cfg.BufferCap = bufferCap
@@ -95,7 +90,7 @@ func TestServerDownBlocksWritesAndLosesNothing(t *testing.T) {
 	for written.Load() < 3000 {
 		time.Sleep(10 * time.Millisecond)
 	}
-	srv.kill()
+	srv.Kill()
 	downAt := time.Now()
 	// A Flush that started before the kill may still succeed with rows
 	// inserted just before it; give it a moment to settle.
@@ -144,7 +139,7 @@ func TestServerDownBlocksWritesAndLosesNothing(t *testing.T) {
 	default:
 	}
 
-	srv.start()
+	srv.Start()
 	t.Logf("server restarted after %v; %d rows written, %d committed, pending peak %v",
 		time.Since(downAt).Round(time.Second), endOfOutage, committedDuringOutage, maxPending)
 
