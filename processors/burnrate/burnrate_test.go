@@ -70,7 +70,26 @@ func TestPageFiresOnErrorBurstAndNotOnBaseline(t *testing.T) {
 	}))
 	vs := run(t, DefaultConfig(), spans, t0, 8*60)
 	var firstBreach int64
+	tickets := 0
 	for _, v := range vs {
+		if v.Metric == MetricTicket && v.WindowEndUnixNano <= incident {
+			// The baseline burns at 0.0002/0.001 = 0.2. A ticket needs a
+			// burn over 3 (1d and 2h) or 1 (3d and 6h) in both windows, and
+			// at least 5 bad calls with the Wilson 95% lower bound of the
+			// long window's rate over 0.3% or 0.1%. The long windows hold
+			// all n = 200/minute calls so far, 0.0002n bad expected: up to
+			// n = 2000 that takes >= 5 bad where 0.4 are expected (P < 1e-4,
+			// and the first 2000 calls are in every later window too);
+			// later it takes over 0.001n + 1.96*sqrt(0.001n), e.g. 17 of
+			// 10000 (2 expected), 102 of 84000 at 7h (16.8 expected). So
+			// every ticket verdict of the baseline is OK (counted from the
+			// first evaluation: 200 calls >= MinEvents).
+			tickets++
+			if v.Status != schemas.StatusOK {
+				t.Fatalf("ticket %s at %v of a 0.2x baseline: %+v", v.Status, time.Duration(v.WindowEndUnixNano-t0), v)
+			}
+			continue
+		}
 		if v.Metric != MetricPage {
 			continue
 		}
@@ -89,6 +108,100 @@ func TestPageFiresOnErrorBurstAndNotOnBaseline(t *testing.T) {
 	if d := firstBreach - incident; d > 2*minute {
 		t.Fatalf("page %v after the burst started, want within 2 evaluations", time.Duration(d))
 	}
+	if tickets != 7*60 {
+		t.Fatalf("%d ticket verdicts before the incident, want one per evaluation (420)", tickets)
+	}
+}
+
+// TestTicketFiresOnSlowBurnAndPageDoesNot runs 6 h of baseline (0.02%
+// errors, burn rate 0.2) then 26 h of a slow burn (0.4% errors, burn rate
+// 4 against the 0.1% budget of the default 99.9% target) at 200 calls a
+// minute, in event time: the processor is evaluated every minute at the
+// end of the minute just observed. The expectations follow from the
+// default rules:
+//
+//   - Page never: it needs a burn over 14.4 (1h) or 6 (6h) in the long
+//     window with the Wilson 95% lower bound above 1.44% or 0.6%. From the
+//     start of the burn the 1h and 6h windows are full (12000 and 72000
+//     calls) and burn at 4 at most: 48 bad expected in 1h where 168+ of
+//     12000 would be needed, 288 in 6h where 548+ of 72000 would. During
+//     the baseline see TestPageFiresOnErrorBurstAndNotOnBaseline.
+//   - No ticket during the baseline (the arithmetic of that test).
+//   - The first ticket T into the burn, 1h < T <= 4h, from the rule "1 over
+//     3d and 6h": the 3d window holds all 6+T hours, burning at
+//     (6*0.2 + 4T)/(6+T), which passes 1 at T = 1.6h; the Wilson guard
+//     (lower bound over 0.1%) puts it near 2.1h. At T = 1h: 84000 calls,
+//     14.4+48 = 62.4 bad expected, 102 needed (5 sigma above). At T = 4h:
+//     120000 calls, 14.4+192 = 206.4 bad expected, 142 needed (4.5 sigma
+//     below), while the 6h window burns at (2*0.2 + 4*4)/6 = 2.7 > 1 (197
+//     bad expected, over 72 needed: 9 sigma). "3 over 1d and 2h" cannot
+//     fire first: its 1d window burns at (1.2+4T)/(6+T) < 3 until T = 16.8h.
+//   - A ticket at every evaluation from T = 4h on: the margins only grow
+//     (at 6h, 302 bad expected of 144000, 168 needed; after, the 6h window
+//     is all slow burn, 288 bad expected where 72 are needed).
+//   - At the end (T = 26h) the 1d window holds only slow-burn calls: burn_1d
+//     is 4 within 0.12 (one sigma: 1152 of 288000 bad expected), so "3 over
+//     1d" holds too.
+func TestTicketFiresOnSlowBurnAndPageDoesNot(t *testing.T) {
+	const perMinute = 200
+	r := rand.New(rand.NewPCG(11, 11))
+	t0 := int64(1_700_000_000) / 60 * 60 * int64(time.Second)
+	burnFrom := t0 + 6*60*minute
+	end := burnFrom + 26*60*minute
+	p, err := New(processors.Meta{SLO: "avail", ConfigVersion: "v1"}, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out proctest.Collector
+	var firstTicket int64
+	var last schemas.Verdict
+	for now := t0 + minute; now <= end; now += minute {
+		// The calls of the minute [now-minute, now), then the evaluation at
+		// its end: the engine's loop with every span before the boundary.
+		errRate := 0.0002
+		if now-minute >= burnFrom {
+			errRate = 0.004
+		}
+		for range perMinute {
+			e := now - minute + r.Int64N(minute)
+			s := schemas.Span{Key: key, StartUnixNano: e - 1e8, EndUnixNano: e, DurationMs: 100, Error: r.Float64() < errRate}
+			p.ObserveSpan(key, &s)
+		}
+		out.Reset()
+		p.Evaluate(now, &out)
+		proctest.ValidateAll(t, out.Verdicts)
+		if len(out.Verdicts) != 2 {
+			t.Fatalf("at %v: %d verdicts, want a page and a ticket", time.Duration(now-t0), len(out.Verdicts))
+		}
+		at := time.Duration(now - burnFrom) // into the burn
+		for _, v := range out.Verdicts {
+			switch v.Metric {
+			case MetricPage:
+				if v.Status != schemas.StatusOK {
+					t.Fatalf("page %s at %v into a 4x burn: %+v", v.Status, at, v)
+				}
+			case MetricTicket:
+				last = v
+				switch {
+				case now <= burnFrom && v.Status != schemas.StatusOK:
+					t.Fatalf("ticket %s during the baseline, %v before the burn: %+v", v.Status, -at, v)
+				case v.Status == schemas.StatusBreach && firstTicket == 0:
+					firstTicket = now
+				case now >= burnFrom+4*60*minute && v.Status != schemas.StatusBreach:
+					t.Fatalf("ticket %s at %v into a 4x burn, want breach from 4h on: %+v", v.Status, at, v)
+				}
+			default:
+				t.Fatalf("unexpected metric %q", v.Metric)
+			}
+		}
+	}
+	if d := time.Duration(firstTicket - burnFrom); firstTicket == 0 || d <= time.Hour || d > 4*time.Hour {
+		t.Fatalf("first ticket %v into the burn (found %v), want within (1h, 4h]", d, firstTicket != 0)
+	}
+	if b, ok := last.Detail("burn_1d"); !ok || b < 3.5 || b > 4.5 {
+		t.Fatalf("burn_1d %v (found %v) after 26h of a 4x burn, want 4 within 0.5", b, ok)
+	}
+	t.Logf("first ticket %v into the burn; at the end %s value %.2f", time.Duration(firstTicket-burnFrom), last.Status, last.Value)
 }
 
 func TestWindowsMatchBruteForce(t *testing.T) {

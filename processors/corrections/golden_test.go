@@ -120,8 +120,28 @@ func TestSnapshotRestore(t *testing.T) {
 	for _, cut := range []int64{t0 + 30*minute + 20*sec, t0 + 61*minute + 59*sec, t0 + 90*minute + 30*sec} {
 		proctest.Resume(t, newP, evs, t0, end, cut, whole)
 	}
+	// Damage a snapshot taken mid-run, with indexed spans, counts and
+	// pending corrections in it: an empty processor's snapshot is little
+	// more than a header, so its truncations would test only that.
+	cut := t0 + 61*minute + 59*sec
+	var before []proctest.Event
+	for _, e := range evs {
+		if e.T < cut {
+			before = append(before, e)
+		}
+	}
+	mid := mustNew(t, DefaultConfig())
+	proctest.DriveEvents(t, mid, before, t0, t0+61*minute)
+	snap, err := mid.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
 	empty, _ := mustNew(t, DefaultConfig()).MarshalBinary()
-	proctest.RejectsDamage(t, newP, empty, ErrCorrupt)
+	if mid.Keys() == 0 || len(snap) < 10*len(empty) {
+		t.Fatalf("mid-run snapshot: %d keys, %d bytes (empty: %d); want state in it", mid.Keys(), len(snap), len(empty))
+	}
+	t.Logf("damaging a %d-byte snapshot of %d keys (empty: %d bytes)", len(snap), mid.Keys(), len(empty))
+	proctest.RejectsDamage(t, newP, snap, ErrCorrupt)
 	if err := mustNew(t, DefaultConfig()).UnmarshalBinary([]byte{2}); err == nil {
 		t.Error("snapshot of an unknown version accepted")
 	}

@@ -138,7 +138,27 @@ func TestSnapshotRestore(t *testing.T) {
 			t.Fatal("no scale-in hint after restore")
 		}
 	}
-	snap, _ := mustNew(t, testConfig()).MarshalBinary()
+	// Damage a snapshot taken mid-run, with both keys' slots, samples and
+	// streaks in it: an empty processor's snapshot is little more than a
+	// header, so its truncations would test only that.
+	cut := t0 + 19*minute + 30*1e9
+	var before []schemas.Span
+	for _, s := range spans {
+		if s.EndUnixNano < cut {
+			before = append(before, s)
+		}
+	}
+	mid := mustNew(t, testConfig())
+	proctest.Drive(t, mid, before, t0, t0+19*minute)
+	snap, err := mid.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty, _ := mustNew(t, testConfig()).MarshalBinary()
+	if mid.Keys() != 2 || len(snap) < 10*len(empty) {
+		t.Fatalf("mid-run snapshot: %d keys, %d bytes (empty: %d); want both keys' state in it", mid.Keys(), len(snap), len(empty))
+	}
+	t.Logf("damaging a %d-byte snapshot of %d keys (empty: %d bytes)", len(snap), mid.Keys(), len(empty))
 	proctest.RejectsDamage(t, newP, snap, ErrCorrupt)
 	if err := mustNew(t, testConfig()).UnmarshalBinary([]byte{9}); err == nil {
 		t.Fatal("unknown snapshot version accepted")
