@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/fusebox-dev/fusebox/internal/config"
-	"github.com/fusebox-dev/fusebox/internal/pipeline"
+	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/processors/burnrate"
 	"github.com/fusebox-dev/fusebox/processors/drift"
 	"github.com/fusebox-dev/fusebox/processors/tail"

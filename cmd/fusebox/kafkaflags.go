@@ -11,7 +11,7 @@ import (
 
 	"github.com/fusebox-dev/fusebox/internal/broker"
 	"github.com/fusebox-dev/fusebox/internal/config"
-	"github.com/fusebox-dev/fusebox/internal/pipeline"
+	"github.com/fusebox-dev/fusebox/pipeline"
 )
 
 // envKafkaPassword is read when --sasl-password is not given, which keeps

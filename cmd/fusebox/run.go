@@ -13,7 +13,7 @@ import (
 	"github.com/fusebox-dev/fusebox/fuse"
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/internal/observe"
-	"github.com/fusebox-dev/fusebox/internal/pipeline"
+	"github.com/fusebox-dev/fusebox/pipeline"
 )
 
 const runDescription = `Runs the pipeline daemon with the SLO file FILE (see examples/fusebox.yaml;

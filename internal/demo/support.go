@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/fuse"
-	"github.com/fusebox-dev/fusebox/internal/pipeline"
+	"github.com/fusebox-dev/fusebox/pipeline"
 )
 
 // caughtUp reports whether the pipeline has processed everything up to

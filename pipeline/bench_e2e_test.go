@@ -4,9 +4,9 @@ package pipeline_test
 // end-to-end spans/s with both sinks on, each beside a baseline measured in
 // the same run so that the figures read as ratios on any machine:
 //
-//	go test -run '^$' -bench . ./internal/pipeline/            # 100k spans, 20k rows per insert round
-//	go test -run '^$' -bench . -short ./internal/pipeline/     # 20k spans, 5k rows: seconds
-//	go test -run '^$' -bench EndToEnd -benchtime 3x ./internal/pipeline/   # three samples
+//	go test -run '^$' -bench . ./pipeline/            # 100k spans, 20k rows per insert round
+//	go test -run '^$' -bench . -short ./pipeline/     # 20k spans, 5k rows: seconds
+//	go test -run '^$' -bench EndToEnd -benchtime 3x ./pipeline/   # three samples
 //
 // kfake runs in the benchmark's process and clickhouse-server beside it on
 // the same cores, so absolute figures understate a real deployment; the

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fusebox-dev/fusebox/internal/pipeline"
+	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/internal/enginebench"
-	"github.com/fusebox-dev/fusebox/internal/pipeline"
+	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/twmb/franz-go/pkg/kgo"
 )

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/internal/enginebench"
-	"github.com/fusebox-dev/fusebox/internal/pipeline"
+	"github.com/fusebox-dev/fusebox/pipeline"
 )
 
 // TestScaleOutPhased: the traffic arrives in three bursts separated by
