@@ -153,6 +153,7 @@ func (st *WorkerStats) Add(s WorkerStats) {
 	st.Evaluations += s.Evaluations
 	st.Verdicts += s.Verdicts
 	st.Commands += s.Commands
+	st.SkippedEvaluations += s.SkippedEvaluations
 	for i := range st.Overflowed {
 		st.Overflowed[i] += s.Overflowed[i]
 	}

@@ -100,6 +100,7 @@ type config struct {
 	closeTimeout     time.Duration
 	idleInterval     time.Duration
 	dlqBackoffMax    time.Duration
+	maxFutureSkew    time.Duration
 	kgoOpts          []kgo.Opt
 	log              *slog.Logger
 
@@ -121,6 +122,7 @@ func defaultConfig() config {
 		closeTimeout:     DefaultCloseTimeout,
 		idleInterval:     time.Second,
 		dlqBackoffMax:    DefaultDLQRetryBackoffMax,
+		maxFutureSkew:    DefaultMaxFutureSkew,
 		log:              slog.New(slog.DiscardHandler),
 	}
 }
@@ -225,6 +227,15 @@ func CloseTimeout(d time.Duration) Opt { return optFunc(func(c *config) { c.clos
 // write (default 5s; retries start at 100ms and double).
 func DLQRetryBackoffMax(d time.Duration) Opt { return optFunc(func(c *config) { c.dlqBackoffMax = d }) }
 
+// MaxFutureSkew is how far the event time of a span (its end) or a
+// correction may be ahead of the Kafka timestamp of its record (default
+// 5m; 0 turns the check off). Events further ahead are dead-lettered as
+// future_event_time (ErrFutureEventTime) — alone when the rest of their
+// message is valid — because one of them would move the watermark ahead
+// and make everybody's traffic late. Records without a timestamp (-1, as
+// producers before Kafka 0.10 write) are not judged.
+func MaxFutureSkew(d time.Duration) Opt { return optFunc(func(c *config) { c.maxFutureSkew = d }) }
+
 // ClientOpts passes options to the franz-go client (TLS, SASL, fetch sizes,
 // ConsumeResetOffset, ...). They are applied after fusebox's own, so they
 // win; do not pass ConsumerGroup, ConsumeTopics, the OnPartitions* callbacks,
@@ -303,6 +314,9 @@ func (c *config) validate() error {
 	}
 	if c.dlqBackoffMax < 100*time.Millisecond {
 		bad("DLQRetryBackoffMax", "must be at least 100ms")
+	}
+	if c.maxFutureSkew < 0 {
+		bad("MaxFutureSkew", "must not be negative")
 	}
 	if c.log == nil {
 		bad("Logger", "must not be nil")

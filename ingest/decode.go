@@ -112,10 +112,16 @@ const (
 	KindInvalid ErrorKind = "invalid"
 	// KindTooLarge: the record exceeded a Limit.
 	KindTooLarge ErrorKind = "too_large"
+	// KindFutureEventTime: every event of the record (or, with
+	// fusebox.dlq.partial=true, the spans named) ended more than
+	// MaxFutureSkew after the record's Kafka timestamp (ErrFutureEventTime).
+	KindFutureEventTime ErrorKind = "future_event_time"
 )
 
 // classify maps a decode error to its kind. Malformed wins over invalid: a
-// message that is both broken and wrong is first of all broken.
+// message that is both broken and wrong is first of all broken; invalid
+// wins over future_event_time, so a partial record with both names each
+// span in its headers under kind invalid.
 func classify(err error) ErrorKind {
 	switch {
 	case errors.Is(err, schemas.ErrTooLarge):
@@ -124,6 +130,8 @@ func classify(err error) ErrorKind {
 		return KindMalformed
 	case errors.Is(err, schemas.ErrInvalid):
 		return KindInvalid
+	case errors.Is(err, ErrFutureEventTime):
+		return KindFutureEventTime
 	}
 	return KindMalformed
 }

@@ -202,6 +202,7 @@ func (p *partition) build(ch chunk) *Batch {
 		b.Records = append(b.Records, Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Timestamp: r.Timestamp})
 		rec := &b.Records[len(b.Records)-1]
 		err := decodeSafe(p.decoder, r, rec, p.c.cfg.limits.MaxMessageBytes)
+		err = checkFuture(rec, err, r.Timestamp, p.c.cfg.maxFutureSkew)
 		if err == nil {
 			delivered(rec)
 			continue

@@ -162,6 +162,7 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 		ingest.Brokers(f.Kafka.Brokers...), ingest.Group(f.Kafka.Group+".router"),
 		ingest.SpanTopics(f.Topics.Spans...), ingest.CorrectionTopics(f.Topics.Corrections...),
 		ingest.SpanEncoding(enc), ingest.Attributes(f.Attributes), ingest.Limits(f.Limits),
+		ingest.MaxFutureSkew(f.Time.MaxFutureSkew),
 		ingest.DLQTopic(f.Topics.DLQ), ingest.Handlers(p.tr.routerHandlers(p.router.Handler)),
 		ingest.ClientOpts(p.kopt...), ingest.Logger(o.Logger.With("component", "ingest")),
 	); err != nil {

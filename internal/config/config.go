@@ -114,6 +114,11 @@ type Time struct {
 	// IdleSourceTimeout (wall time) marks a silent source partition idle so
 	// it stops holding the watermark. Default 10s.
 	IdleSourceTimeout time.Duration `yaml:"idle_source_timeout"`
+	// MaxFutureSkew is how far a span's end or a correction's time may be
+	// ahead of its Kafka record's timestamp; further ahead it goes to the
+	// DLQ as future_event_time instead of moving the watermark (a client
+	// clock a day fast, an end time in year 2262). Default 5m.
+	MaxFutureSkew time.Duration `yaml:"max_future_skew"`
 	// CheckpointEvery (wall time): how often each partition makes its
 	// output durable, saves its state and commits. Default 10s.
 	CheckpointEvery time.Duration `yaml:"checkpoint_every"`
@@ -241,7 +246,7 @@ func Default() File {
 			Dimensions: []string{"tenant", "service", "model", "variant"},
 			MaxTenants: 1000, MaxServices: 1000, MaxModels: 200, MaxVariants: 20, IdleTTL: 24 * time.Hour,
 		},
-		Time: Time{AllowedLateness: 30 * time.Second, IdleSourceTimeout: 10 * time.Second, CheckpointEvery: 10 * time.Second,
+		Time: Time{AllowedLateness: 30 * time.Second, IdleSourceTimeout: 10 * time.Second, MaxFutureSkew: 5 * time.Minute, CheckpointEvery: 10 * time.Second,
 			CheckpointRecords: 100_000, MaxUnackedBytes: 1 << 30},
 		Rollups: Rollups{Enabled: true, MaxSamplesPerMinute: 2000},
 		Breaker: DefaultBreaker(),
