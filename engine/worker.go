@@ -82,8 +82,8 @@ type WorkerStats struct {
 	// SkippedEvaluations counts evaluation boundaries passed without an
 	// evaluation because no processor held any state (see jumpEmpty).
 	SkippedEvaluations int64
-	Overflowed                      [4]int64 // per dimension, Dimensions order
-	Watermark                       int64    // Unix ns, math.MinInt64 before known
+	Overflowed         [4]int64 // per dimension, Dimensions order
+	Watermark          int64    // Unix ns, math.MinInt64 before known
 }
 
 // Worker is the deterministic core of one keyed partition: it owns the
