@@ -52,9 +52,10 @@ type Config struct {
 	// advance before a keyed partition that got no data from it hears of
 	// it. Default 1s (event time).
 	HeartbeatEvery time.Duration
-	// IdleTimeout is how long (wall time) a source partition may stay
-	// silent before it is marked idle, so that it stops holding the
-	// watermark back. Default 10s.
+	// IdleTimeout is how long (wall time) a source partition may go without
+	// a valid event (an LLM span or correction that passed decoding and
+	// validation) before it is marked idle, so that it stops holding the
+	// watermark back — whatever rejected records keep arriving. Default 10s.
 	IdleTimeout time.Duration
 	// MaxRecordBytes splits a keyed record larger than this into parts.
 	// Default 900 KiB, below Kafka's default 1 MiB message limit.
@@ -218,7 +219,7 @@ func (r *Router) markIdle(ctx context.Context, now time.Time) {
 // Handler is the ingest.HandlerFactory of the router.
 func (r *Router) Handler(topic string, partition int32) ingest.PartitionHandler {
 	h := &handler{
-		r: r, topic: topic, partition: partition, lastSeen: time.Now(), next: -1,
+		r: r, topic: topic, partition: partition, lastSeen: time.Now(), lastBatch: time.Now(), next: -1,
 		split: NewSplitter(topic, partition, r.partitions, SplitterConfig{
 			ByTenant: r.cfg.ByTenant, HeartbeatEvery: r.cfg.HeartbeatEvery, MaxRecordBytes: r.cfg.MaxRecordBytes,
 		}),
@@ -242,8 +243,15 @@ type handler struct {
 
 	// mu orders the handler's produces with the idle ticker's.
 	mu       sync.Mutex
-	split    *Splitter
+	split *Splitter
+	// lastSeen is when the last valid event (an LLM span or a correction
+	// that passed decoding and validation) came: a source's progress is its
+	// valid event time, so records that were all rejected (dead-lettered,
+	// or spans without a model) do not keep it from going idle.
 	lastSeen time.Time
+	// lastBatch is when the last batch of any records came: a partition
+	// read that recently is not starved by a backlog elsewhere.
+	lastBatch time.Time
 	// lastMarked is when idle markers were last written; they are
 	// repeated every IdleTimeout while the source stays silent.
 	lastMarked time.Time
@@ -268,11 +276,15 @@ func (h *handler) Handle(ctx context.Context, b *ingest.Batch) error {
 	pending := &pendingBatch{b: b}
 	pending.n.Add(1) // held until every record is handed to the producer
 	h.mu.Lock()
-	h.lastSeen = time.Now()
+	now := time.Now()
+	h.lastBatch = now
 	h.next = b.NextOffset
 	h.split.SetPartitions(h.r.partitions)
 	for i := range b.Records {
 		rec := &b.Records[i]
+		if len(rec.Spans) > 0 || len(rec.Corrections) > 0 {
+			h.lastSeen = now
+		}
 		for _, out := range h.split.Split(rec.Offset, rec.Spans, rec.Corrections) {
 			h.produce(ctx, out, pending)
 		}
@@ -321,7 +333,11 @@ func (h *handler) markIdleIfCaughtUp(now time.Time, start, end int64) {
 	if next < 0 {
 		next = start
 	}
-	if now.Sub(h.lastSeen) < h.r.cfg.IdleTimeout || next < end {
+	// Behind its end offset, a partition is idle only if it is being read
+	// (batches came within the timeout, all without a valid event): one
+	// that got no batch may be starved while the router catches up a
+	// backlog on others, and its records would become late.
+	if now.Sub(h.lastSeen) < h.r.cfg.IdleTimeout || (next < end && now.Sub(h.lastBatch) >= h.r.cfg.IdleTimeout) {
 		return
 	}
 	if h.split.Idle() && now.Sub(h.lastMarked) < h.r.cfg.IdleTimeout {
