@@ -242,7 +242,7 @@ type handler struct {
 	partition int32
 
 	// mu orders the handler's produces with the idle ticker's.
-	mu       sync.Mutex
+	mu    sync.Mutex
 	split *Splitter
 	// lastSeen is when the last valid event (an LLM span or a correction
 	// that passed decoding and validation) came: a source's progress is its
