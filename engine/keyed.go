@@ -157,6 +157,8 @@ func (st *WorkerStats) Add(s WorkerStats) {
 	for i := range st.Overflowed {
 		st.Overflowed[i] += s.Overflowed[i]
 	}
+	st.KeysOverflowed += s.KeysOverflowed
+	st.LiveKeys += s.LiveKeys
 }
 
 // Handler is the ingest.HandlerFactory of the keyed stage.
@@ -173,6 +175,7 @@ type keyedPartition struct {
 	unacked   int // records in pending
 	last      time.Time
 	overflow  [4]int64 // guard overflow counts already logged
+	keysOver  int64    // key-bound overflows already logged
 }
 
 // Start restores the partition's checkpoint and starts after it.
@@ -210,6 +213,7 @@ func (p *keyedPartition) Start(ctx context.Context, committed int64) (int64, err
 func (p *keyedPartition) setWorker(w *Worker) {
 	p.w = w
 	p.overflow = w.guard.overflowed()
+	p.keysOver = w.guard.keysOverflowed
 	p.publish()
 }
 
@@ -305,6 +309,13 @@ func (p *keyedPartition) logOverflow() {
 		}
 	}
 	p.overflow = now
+	if k := p.w.guard.keysOverflowed; k > 0 && p.keysOver == 0 {
+		p.k.cfg.Logger.Warn("live key limit reached: new keys fold into the overflow key, known keys keep their verdicts",
+			"partition", p.partition, "max_keys", p.k.cfg.Worker.Guard.MaxKeys, "key", OverflowKey.String())
+		p.keysOver = k
+	} else if k > 0 {
+		p.keysOver = k
+	}
 }
 
 // Close checkpoints what was processed (unless the partition was lost).

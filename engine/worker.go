@@ -83,6 +83,10 @@ type WorkerStats struct {
 	// evaluation because no processor held any state (see jumpEmpty).
 	SkippedEvaluations int64
 	Overflowed         [4]int64 // per dimension, Dimensions order
+	// KeysOverflowed counts spans folded into OverflowKey by
+	// GuardConfig.MaxKeys; LiveKeys is the keys admitted now.
+	KeysOverflowed int64
+	LiveKeys       int64
 	Watermark          int64    // Unix ns, math.MinInt64 before known
 }
 
@@ -137,7 +141,7 @@ func NewWorker(cfg WorkerConfig, partition int32) (*Worker, error) {
 		wm:        newWatermarks(int64(cfg.AllowedLateness)),
 		watermark: math.MinInt64,
 		earliest:  math.MaxInt64,
-		guard:     newGuard(cfg.Guard),
+		guard:     newGuard(cfg.Guard, cfg.KeyDims),
 	}
 	haveReporter := false
 	for _, spec := range cfg.SLOs {
@@ -175,6 +179,8 @@ func (w *Worker) NextOffset() int64 { return w.nextOffset }
 func (w *Worker) Stats() WorkerStats {
 	s := w.stats
 	s.Overflowed = w.guard.overflowed()
+	s.KeysOverflowed = w.guard.keysOverflowed
+	s.LiveKeys = int64(w.guard.liveKeys())
 	s.Watermark = w.watermark
 	return s
 }

@@ -96,6 +96,8 @@ func (p *Pipeline) collect(s *observe.Snapshot) {
 			s.Watermark = append(s.Watermark, observe.PartitionTime{Topic: p.cfg.Topics.Keyed, Partition: part, UnixNano: wm})
 		}
 	}
+	extra("fusebox_key_overflows_total", "Spans folded into the overflow key because their keyed partition reached keys.max_keys live keys.", observe.CounterSample, float64(ks.KeysOverflowed))
+	extra("fusebox_live_keys", "Live keys (combinations of dimension values) admitted under keys.max_keys, summed over the keyed partitions this process owns.", observe.GaugeSample, float64(ks.LiveKeys))
 	extra("fusebox_late_corrections_total", "Corrections behind the watermark by more than the allowed lateness: counted, not joined.", observe.CounterSample, float64(ks.LateCorrections))
 	extra("fusebox_evaluations_total", "Processor evaluations run by the keyed stage.", observe.CounterSample, float64(ks.Evaluations))
 	extra("fusebox_checkpoints_total", "Keyed-partition checkpoints (sinks flushed, state saved, input acknowledged).", observe.CounterSample, float64(p.tr.checkpoints.Load()))

@@ -102,6 +102,12 @@ type Keys struct {
 	MaxServices int `yaml:"max_services"`
 	MaxModels   int `yaml:"max_models"`
 	MaxVariants int `yaml:"max_variants"`
+	// MaxKeys bounds the live keys (combinations of the dimensions' values)
+	// per keyed partition: the per-dimension limits alone allow their
+	// product. New keys beyond it fold into the overflow key
+	// (__overflow__ in every dimension); known keys keep their state and
+	// verdicts. Default 2000 (see the README for the memory it bounds).
+	MaxKeys int `yaml:"max_keys"`
 	// IdleTTL forgets a value unseen for this long (event time). Default 24h.
 	IdleTTL time.Duration `yaml:"idle_ttl"`
 }
@@ -244,7 +250,7 @@ func Default() File {
 		Limits:     g,
 		Keys: Keys{
 			Dimensions: []string{"tenant", "service", "model", "variant"},
-			MaxTenants: 1000, MaxServices: 1000, MaxModels: 200, MaxVariants: 20, IdleTTL: 24 * time.Hour,
+			MaxTenants: 1000, MaxServices: 1000, MaxModels: 200, MaxVariants: 20, MaxKeys: 2000, IdleTTL: 24 * time.Hour,
 		},
 		Time: Time{AllowedLateness: 30 * time.Second, IdleSourceTimeout: 10 * time.Second, MaxFutureSkew: 5 * time.Minute, CheckpointEvery: 10 * time.Second,
 			CheckpointRecords: 100_000, MaxUnackedBytes: 1 << 30},

@@ -78,7 +78,7 @@ func (f *File) validate() []fieldErr {
 		fail(!ok, "keys.dimensions["+strconv.Itoa(i)+"]", "must be tenant, service, model or variant, got "+strconv.Quote(d))
 		dims[d] = true
 	}
-	fail(f.Keys.MaxTenants < 0 || f.Keys.MaxServices < 0 || f.Keys.MaxModels < 0 || f.Keys.MaxVariants < 0,
+	fail(f.Keys.MaxTenants < 0 || f.Keys.MaxServices < 0 || f.Keys.MaxModels < 0 || f.Keys.MaxVariants < 0 || f.Keys.MaxKeys < 0,
 		"keys", "max_* must not be negative (0 means no limit)")
 	fail(f.Keys.IdleTTL < 0, "keys.idle_ttl", "must not be negative")
 
