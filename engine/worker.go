@@ -87,7 +87,7 @@ type WorkerStats struct {
 	// GuardConfig.MaxKeys; LiveKeys is the keys admitted now.
 	KeysOverflowed int64
 	LiveKeys       int64
-	Watermark          int64    // Unix ns, math.MinInt64 before known
+	Watermark      int64 // Unix ns, math.MinInt64 before known
 }
 
 // Worker is the deterministic core of one keyed partition: it owns the
