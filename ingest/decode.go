@@ -39,17 +39,35 @@ func (d *SpanDecoder) Decode(r *kgo.Record, out *Record) error {
 		spans, st, err = schemas.DecodeOTLPProto(r.Value, d.Names, d.Limits, nil)
 	}
 	out.Stats = st
+	// A bad attribute (wrong type, invalid UTF-8) rejects its span only:
+	// the decoder returns the others, and the rejected ones join the
+	// invalid spans below, under the same numbering of LLM spans.
+	var rejected []schemas.SpanError
+	total := len(spans)
+	var se *schemas.SpanErrors
+	if errors.As(err, &se) {
+		rejected, total, err = se.Spans, se.Total, nil
+	}
 	if err != nil {
 		return err
 	}
 	var bad []InvalidSpan
 	kept := spans[:0]
+	idx, next := 0, 0 // idx: the LLM-span index of spans[i]; next: of rejected
 	for i := range spans {
-		if verr := spans[i].Validate(); verr != nil {
-			bad = append(bad, InvalidSpan{Index: i, Err: verr})
-			continue
+		for next < len(rejected) && rejected[next].Index == idx {
+			bad = append(bad, InvalidSpan{Index: idx, Err: rejected[next].Err})
+			next, idx = next+1, idx+1
 		}
-		kept = append(kept, spans[i])
+		if verr := spans[i].Validate(); verr != nil {
+			bad = append(bad, InvalidSpan{Index: idx, Err: verr})
+		} else {
+			kept = append(kept, spans[i])
+		}
+		idx++
+	}
+	for ; next < len(rejected); next++ {
+		bad = append(bad, InvalidSpan{Index: rejected[next].Index, Err: rejected[next].Err})
 	}
 	out.Spans = kept
 	if len(bad) == 0 {
@@ -58,9 +76,9 @@ func (d *SpanDecoder) Decode(r *kgo.Record, out *Record) error {
 	if len(kept) == 0 {
 		// Nothing valid to deliver: the record is invalid as a whole, and
 		// its DLQ headers say so without the partial marker.
-		return &allInvalidError{PartialError{Invalid: bad, Total: len(spans)}}
+		return &allInvalidError{PartialError{Invalid: bad, Total: total}}
 	}
-	return &PartialError{Invalid: bad, Total: len(spans)}
+	return &PartialError{Invalid: bad, Total: total}
 }
 
 // allInvalidError is a PartialError in which no span survived; it is not
