@@ -175,6 +175,19 @@ func NewWorker(cfg WorkerConfig, partition int32) (*Worker, error) {
 // worker restored from this worker's snapshot continues.
 func (w *Worker) NextOffset() int64 { return w.nextOffset }
 
+// MinInterval is the shortest evaluation interval of the worker's SLOs
+// (event time).
+func (w *Worker) MinInterval() time.Duration {
+	m := int64(math.MaxInt64)
+	for i := range w.slos {
+		m = min(m, w.slos[i].every)
+	}
+	if m == math.MaxInt64 {
+		return time.Minute
+	}
+	return time.Duration(m)
+}
+
 // Stats returns the worker's counters.
 func (w *Worker) Stats() WorkerStats {
 	s := w.stats

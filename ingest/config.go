@@ -101,6 +101,7 @@ type config struct {
 	idleInterval     time.Duration
 	dlqBackoffMax    time.Duration
 	maxFutureSkew    time.Duration
+	rejectLogEvery   time.Duration
 	kgoOpts          []kgo.Opt
 	log              *slog.Logger
 
@@ -123,6 +124,7 @@ func defaultConfig() config {
 		idleInterval:     time.Second,
 		dlqBackoffMax:    DefaultDLQRetryBackoffMax,
 		maxFutureSkew:    DefaultMaxFutureSkew,
+		rejectLogEvery:   DefaultRejectLogEvery,
 		log:              slog.New(slog.DiscardHandler),
 	}
 }
@@ -236,6 +238,11 @@ func DLQRetryBackoffMax(d time.Duration) Opt { return optFunc(func(c *config) { 
 // producers before Kafka 0.10 write) are not judged.
 func MaxFutureSkew(d time.Duration) Opt { return optFunc(func(c *config) { c.maxFutureSkew = d }) }
 
+// RejectLogEvery is how often a source partition logs the count of the
+// records of one kind it went on rejecting (default 1m). The first record
+// of each kind on each partition is logged at once, with its error.
+func RejectLogEvery(d time.Duration) Opt { return optFunc(func(c *config) { c.rejectLogEvery = d }) }
+
 // ClientOpts passes options to the franz-go client (TLS, SASL, fetch sizes,
 // ConsumeResetOffset, ...). They are applied after fusebox's own, so they
 // win; do not pass ConsumerGroup, ConsumeTopics, the OnPartitions* callbacks,
@@ -314,6 +321,9 @@ func (c *config) validate() error {
 	}
 	if c.dlqBackoffMax < 100*time.Millisecond {
 		bad("DLQRetryBackoffMax", "must be at least 100ms")
+	}
+	if c.rejectLogEvery <= 0 {
+		bad("RejectLogEvery", "must be positive")
 	}
 	if c.maxFutureSkew < 0 {
 		bad("MaxFutureSkew", "must not be negative")

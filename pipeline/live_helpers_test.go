@@ -11,6 +11,9 @@ package pipeline_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,6 +37,8 @@ type liveOpts struct {
 	extra   string // more YAML (top-level sections)
 	idle    time.Duration
 	keyed   int
+	// sinks is more YAML under sinks: (indented two spaces).
+	sinks string
 }
 
 // liveConfig is a tail SLO (window 4s, evaluated every 1s, a verdict per
@@ -53,6 +58,7 @@ func liveConfig(t testing.TB, o liveOpts) *config.File {
 	fmt.Fprintf(&b, "topics: {keyed_partitions: %d, keyed: fusebox.keyed%s, state: fusebox.state%s, verdicts: fusebox.verdicts%s, fuse: fusebox.fuse%s, dlq: fusebox.dlq%s}\n",
 		o.keyed, o.suffix, o.suffix, o.suffix, o.suffix, o.suffix)
 	b.WriteString("signing: {insecure_unsigned: true}\nrollups: {enabled: false}\nsinks:\n  kafka: {enabled: true, partitions: 1}\n")
+	b.WriteString(o.sinks)
 	b.WriteString(o.extra)
 	b.WriteString("slos:\n  - name: latency\n    tail: {budget: 100000, window: 4s, every: 1s, min_samples: 5}\n")
 	f, err := config.Parse("live.yaml", []byte(b.String()))
@@ -163,6 +169,8 @@ type livePublisher struct {
 	models []string
 	perMsg int
 	tick   time.Duration
+	// clock gives the event time of each tick's spans (default time.Now).
+	clock func() time.Time
 
 	stop chan struct{}
 	done chan struct{}
@@ -175,6 +183,12 @@ type livePublisher struct {
 // given) until the test ends or stop is called.
 func startPublisher(t testing.TB, k *testharness.Kafka, tenants []string, parts ...int32) *livePublisher {
 	t.Helper()
+	return startPublisherClock(t, k, tenants, time.Now, parts...)
+}
+
+// startPublisherClock is startPublisher with the event times clock gives.
+func startPublisherClock(t testing.TB, k *testharness.Kafka, tenants []string, clock func() time.Time, parts ...int32) *livePublisher {
+	t.Helper()
 	if len(parts) == 0 {
 		for p := int32(0); p < liveSourcePartitions; p++ {
 			parts = append(parts, p)
@@ -183,7 +197,7 @@ func startPublisher(t testing.TB, k *testharness.Kafka, tenants []string, parts 
 	p := &livePublisher{
 		cl:    k.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(2*time.Millisecond)),
 		topic: "otlp_spans", tenants: tenants, parts: parts, models: []string{"gpt-4o"}, perMsg: 4, tick: 100 * time.Millisecond,
-		stop: make(chan struct{}), done: make(chan struct{}),
+		stop: make(chan struct{}), done: make(chan struct{}), clock: clock,
 	}
 	go p.run()
 	t.Cleanup(p.halt)
@@ -210,7 +224,7 @@ func (p *livePublisher) run() {
 			return
 		case <-tk.C:
 		}
-		now := time.Now()
+		now := p.clock()
 		for _, part := range p.parts {
 			var spans []schemas.Span
 			for _, tn := range p.tenants {
@@ -248,4 +262,61 @@ func liveSpan(seq uint64, tenant, model string, end time.Time) schemas.Span {
 	s.Key = schemas.Key{Tenant: tenant, Service: "chat", Model: model, Variant: "baseline"}
 	s.Operation = "chat"
 	return s
+}
+
+// logBuffer is a slog handler target keeping every line, for tests that
+// assert what is logged.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// logger logs JSON lines into l (and to stderr with FUSEBOX_TEST_LOG).
+func (l *logBuffer) logger() *slog.Logger {
+	var w io.Writer = l
+	if os.Getenv("FUSEBOX_TEST_LOG") != "" {
+		w = io.MultiWriter(l, os.Stderr)
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// count returns how many lines hold every one of parts.
+func (l *logBuffer) count(parts ...string) int {
+	n := 0
+	for _, line := range strings.Split(l.String(), "\n") {
+		ok := line != ""
+		for _, p := range parts {
+			ok = ok && strings.Contains(line, p)
+		}
+		if ok {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFor polls cond every 50ms until it holds, failing after timeout; it
+// returns how long it took.
+func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > timeout {
+			t.Fatalf("%s: not within %v", what, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return time.Since(start)
 }

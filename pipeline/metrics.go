@@ -1,9 +1,12 @@
 package pipeline
 
 import (
+	"errors"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/ingest"
@@ -49,8 +52,25 @@ func (p *Pipeline) Metrics() observe.Source { return observe.SourceFunc(p.collec
 // ClickHouse migrations ran in New, before Run. Else it says why not (for
 // /readyz). A process that owns no partition (more processes than
 // partitions) is reported not ready: it does no work.
+//
+// Once running it is also not ready, saying why, while a keyed partition's
+// watermark stalls with records arriving (time.watermark_stall_evaluations)
+// or a sink is failing: the pipeline is up but not judging, or not
+// delivering, and an orchestrator or an SRE must hear of it.
 func (p *Pipeline) Ready() error {
-	return p.tr.ready(p.cfg.Kafka.Group+".router", p.cfg.Kafka.Group+".engine")
+	err := p.tr.ready(p.cfg.Kafka.Group+".router", p.cfg.Kafka.Group+".engine")
+	var why []string
+	if err != nil {
+		why = append(why, err.Error())
+	}
+	if p.tr.state.Load() == trackerRunning {
+		why = append(why, p.keyed.Stalled()...)
+		why = append(why, p.sw.Failing()...)
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return errors.New(joinReasons(why))
 }
 
 func (p *Pipeline) collect(s *observe.Snapshot) {
@@ -91,9 +111,13 @@ func (p *Pipeline) collect(s *observe.Snapshot) {
 	for i, d := range engine.Dimensions {
 		s.CardinalityOverflows = append(s.CardinalityOverflows, observe.DimensionCount{Dimension: d, Count: ks.Overflowed[i]})
 	}
+	now := time.Now()
 	for part, wm := range p.keyed.Partitions() {
 		if wm != math.MinInt64 && wm != 0 {
 			s.Watermark = append(s.Watermark, observe.PartitionTime{Topic: p.cfg.Topics.Keyed, Partition: part, UnixNano: wm})
+			extra("fusebox_event_time_lag_seconds", "Wall clock minus the keyed partition's event-time watermark: how far behind real time its verdicts are (the allowed lateness plus any backlog or stall).",
+				observe.GaugeSample, now.Sub(time.Unix(0, wm)).Seconds(),
+				observe.Label{Name: "topic", Value: p.cfg.Topics.Keyed}, observe.Label{Name: "partition", Value: strconv.Itoa(int(part))})
 		}
 	}
 	extra("fusebox_key_overflows_total", "Spans folded into the overflow key because their keyed partition reached keys.max_keys live keys.", observe.CounterSample, float64(ks.KeysOverflowed))

@@ -63,6 +63,8 @@ type Pipeline struct {
 	started time.Time
 	// tr counts for Metrics and Ready (metrics.go, track.go).
 	tr *tracker
+	// sw watches the sinks' health (sinkwatch.go).
+	sw *sinkWatch
 }
 
 // ErrNoSigner is returned when no signer is given and unsigned commands were
@@ -127,6 +129,16 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 		return nil, err
 	}
 	p.sinks = append(p.sinks, p.tr.sink()) // last: counts what every sink accepted
+	health := map[string]healthReporter{}
+	if p.ClickHous != nil {
+		health["clickhouse"] = p.ClickHous
+	}
+	for i, s := range o.ExtraSinks {
+		if h, ok := s.(healthReporter); ok {
+			health[fmt.Sprintf("extra-%d", i)] = h
+		}
+	}
+	p.sw = newSinkWatch(o.Logger.With("component", "sinks"), health)
 
 	if p.stateCl, err = kgo.NewClient(append(slices.Clone(p.kopt), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerBatchMaxBytes(1<<20))...); err != nil {
@@ -136,8 +148,9 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 	if p.keyed, err = engine.NewKeyed(engine.KeyedConfig{
 		Worker: wc, Store: store, Sinks: p.sinks, Signer: o.Signer,
 		CheckpointEvery: f.Time.CheckpointEvery, CheckpointRecords: f.Time.CheckpointRecords,
-		Logger:       o.Logger.With("component", "engine"),
-		OnCheckpoint: p.tr.onCheckpoint(o.OnCheckpoint),
+		WatermarkStallEvaluations: f.Time.WatermarkStallEvaluations,
+		Logger:                    o.Logger.With("component", "engine"),
+		OnCheckpoint:              p.tr.onCheckpoint(o.OnCheckpoint),
 	}); err != nil {
 		return nil, err
 	}
@@ -162,7 +175,7 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 		ingest.Brokers(f.Kafka.Brokers...), ingest.Group(f.Kafka.Group+".router"),
 		ingest.SpanTopics(f.Topics.Spans...), ingest.CorrectionTopics(f.Topics.Corrections...),
 		ingest.SpanEncoding(enc), ingest.Attributes(f.Attributes), ingest.Limits(f.Limits),
-		ingest.MaxFutureSkew(f.Time.MaxFutureSkew),
+		ingest.MaxFutureSkew(f.Time.MaxFutureSkew), ingest.RejectLogEvery(f.Log.RejectionsEvery),
 		ingest.DLQTopic(f.Topics.DLQ), ingest.Handlers(p.tr.routerHandlers(p.router.Handler)),
 		ingest.ClientOpts(p.kopt...), ingest.Logger(o.Logger.With("component", "ingest")),
 	); err != nil {
@@ -237,6 +250,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	defer cancel()
 	errs := make(chan error, 3)
 	var wg sync.WaitGroup
+	go p.sw.run(ctx)
 	for _, run := range []func(context.Context) error{p.router.Run, p.source.Run, p.keyedIn.Run} {
 		wg.Add(1)
 		go func() {

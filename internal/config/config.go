@@ -125,6 +125,11 @@ type Time struct {
 	// DLQ as future_event_time instead of moving the watermark (a client
 	// clock a day fast, an end time in year 2262). Default 5m.
 	MaxFutureSkew time.Duration `yaml:"max_future_skew"`
+	// WatermarkStallEvaluations: a keyed partition whose watermark has not
+	// moved for this many of its (shortest) evaluation intervals of wall
+	// time while records keep arriving is logged (WARN) and makes /readyz
+	// not ready, with the reason. Default 10.
+	WatermarkStallEvaluations int `yaml:"watermark_stall_evaluations"`
 	// CheckpointEvery (wall time): how often each partition makes its
 	// output durable, saves its state and commits. Default 10s.
 	CheckpointEvery time.Duration `yaml:"checkpoint_every"`
@@ -234,6 +239,10 @@ type HTTP struct {
 // Log configures the structured logs (JSON on stderr).
 type Log struct {
 	Level string `yaml:"level"` // debug, info (default), warn, error
+	// RejectionsEvery: the first rejected record of each kind on each
+	// source partition is logged at once; then, while they continue, one
+	// line with their count per this interval. Default 1m.
+	RejectionsEvery time.Duration `yaml:"rejections_every"`
 }
 
 // Default returns every default; Load decodes the file on top of it.
@@ -252,7 +261,7 @@ func Default() File {
 			Dimensions: []string{"tenant", "service", "model", "variant"},
 			MaxTenants: 1000, MaxServices: 1000, MaxModels: 200, MaxVariants: 20, MaxKeys: 2000, IdleTTL: 24 * time.Hour,
 		},
-		Time: Time{AllowedLateness: 30 * time.Second, IdleSourceTimeout: 10 * time.Second, MaxFutureSkew: 5 * time.Minute, CheckpointEvery: 10 * time.Second,
+		Time: Time{AllowedLateness: 30 * time.Second, IdleSourceTimeout: 10 * time.Second, MaxFutureSkew: 5 * time.Minute, WatermarkStallEvaluations: 10, CheckpointEvery: 10 * time.Second,
 			CheckpointRecords: 100_000, MaxUnackedBytes: 1 << 30},
 		Rollups: Rollups{Enabled: true, MaxSamplesPerMinute: 2000},
 		Breaker: DefaultBreaker(),
@@ -263,6 +272,6 @@ func Default() File {
 				BufferRows: 100000, Migrate: true, DialTimeout: 5 * time.Second},
 		},
 		HTTP: HTTP{Listen: "127.0.0.1:9464"},
-		Log:  Log{Level: "info"},
+		Log:  Log{Level: "info", RejectionsEvery: time.Minute},
 	}
 }
