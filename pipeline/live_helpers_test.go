@@ -39,12 +39,23 @@ type liveOpts struct {
 	keyed   int
 	// sinks is more YAML under sinks: (indented two spaces).
 	sinks string
+	// instance is kafka.instance_id.
+	instance string
 }
 
 // liveConfig is a tail SLO (window 4s, evaluated every 1s, a verdict per
 // key with data: ok for this traffic) with allowed lateness 1s.
 func liveConfig(t testing.TB, o liveOpts) *config.File {
 	t.Helper()
+	f, err := config.Parse("live.yaml", []byte(liveYAML(o)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// liveYAML is liveConfig's file.
+func liveYAML(o liveOpts) string {
 	if o.idle == 0 {
 		o.idle = time.Second
 	}
@@ -53,7 +64,7 @@ func liveConfig(t testing.TB, o liveOpts) *config.File {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "version: live-v1\n")
-	fmt.Fprintf(&b, "kafka: {brokers: [%s], group: live%s}\n", strings.Join(o.brokers, ", "), o.suffix)
+	fmt.Fprintf(&b, "kafka: {brokers: [%s], group: live%s, instance_id: %q}\n", strings.Join(o.brokers, ", "), o.suffix, o.instance)
 	fmt.Fprintf(&b, "time: {idle_source_timeout: %s, checkpoint_every: 500ms, allowed_lateness: 1s}\n", o.idle)
 	fmt.Fprintf(&b, "topics: {keyed_partitions: %d, keyed: fusebox.keyed%s, state: fusebox.state%s, verdicts: fusebox.verdicts%s, fuse: fusebox.fuse%s, dlq: fusebox.dlq%s}\n",
 		o.keyed, o.suffix, o.suffix, o.suffix, o.suffix, o.suffix)
@@ -61,11 +72,7 @@ func liveConfig(t testing.TB, o liveOpts) *config.File {
 	b.WriteString(o.sinks)
 	b.WriteString(o.extra)
 	b.WriteString("slos:\n  - name: latency\n    tail: {budget: 100000, window: 4s, every: 1s, min_samples: 5}\n")
-	f, err := config.Parse("live.yaml", []byte(b.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return b.String()
 }
 
 // verdictLog is an engine.Sink that keeps every verdict.

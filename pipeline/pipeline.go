@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -65,6 +66,20 @@ type Pipeline struct {
 	tr *tracker
 	// sw watches the sinks' health (sinkwatch.go).
 	sw *sinkWatch
+	// instanceID is the static group member id, "" for dynamic membership.
+	instanceID string
+}
+
+// InstanceID resolves kafka.instance_id: "auto" is the host name.
+func InstanceID(v string) (string, error) {
+	if v != "auto" {
+		return v, nil
+	}
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "", fmt.Errorf("kafka.instance_id auto: no host name: %v", err)
+	}
+	return "fusebox-" + h, nil
 }
 
 // ErrNoSigner is returned when no signer is given and unsigned commands were
@@ -98,6 +113,15 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 	}
 	p.kopt = append(kopt, o.KgoOpts...)
 	sasl := f.Kafka.SASL.Mechanism != ""
+	if p.instanceID, err = InstanceID(f.Kafka.InstanceID); err != nil {
+		return nil, err
+	}
+	// The group members of both stages: static (same id in each group)
+	// when an instance id is set.
+	groupOpts := slices.Clone(p.kopt)
+	if p.instanceID != "" {
+		groupOpts = append(groupOpts, kgo.InstanceID(p.instanceID))
+	}
 
 	wc, err := WorkerConfig(f)
 	if err != nil {
@@ -177,7 +201,7 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 		ingest.SpanEncoding(enc), ingest.Attributes(f.Attributes), ingest.Limits(f.Limits),
 		ingest.MaxFutureSkew(f.Time.MaxFutureSkew), ingest.RejectLogEvery(f.Log.RejectionsEvery),
 		ingest.DLQTopic(f.Topics.DLQ), ingest.Handlers(p.tr.routerHandlers(p.router.Handler)),
-		ingest.ClientOpts(p.kopt...), ingest.Logger(o.Logger.With("component", "ingest")),
+		ingest.ClientOpts(groupOpts...), ingest.Logger(o.Logger.With("component", "ingest")),
 	); err != nil {
 		return nil, err
 	}
@@ -189,7 +213,7 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 		// 4x the checkpoint trigger: a partition checkpoints long before
 		// its consumer would pause it.
 		ingest.MaxUnackedRecords(4*f.Time.CheckpointRecords), ingest.MaxUnackedBytes(f.Time.MaxUnackedBytes),
-		ingest.ClientOpts(p.kopt...), ingest.Logger(o.Logger.With("component", "engine-ingest")),
+		ingest.ClientOpts(groupOpts...), ingest.Logger(o.Logger.With("component", "engine-ingest")),
 	); err != nil {
 		return nil, err
 	}
@@ -263,6 +287,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	p.tr.state.Store(trackerStopped)
+	p.leaveGroups()
 	close(errs)
 	closeCtx, done := context.WithTimeout(context.Background(), 30*time.Second)
 	defer done()
@@ -278,6 +303,24 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return first
 	}
 	return err
+}
+
+// leaveGroups makes a static member leave both groups at a clean
+// shutdown, so that the other processes take its partitions over at once
+// (a static member does not leave on its own: after a crash its restart
+// rejoins in its place, but after a shutdown it may not come back).
+func (p *Pipeline) leaveGroups() {
+	if p.instanceID == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(p.admin)
+	for _, g := range []string{p.cfg.Kafka.Group + ".router", p.cfg.Kafka.Group + ".engine"} {
+		if _, err := adm.LeaveGroup(ctx, kadm.LeaveGroup(g).InstanceIDs(p.instanceID).Reason("fusebox shutting down")); err != nil {
+			p.log.Warn("static member could not leave its group: its partitions wait for its session timeout", "group", g, "instance_id", p.instanceID, "err", err)
+		}
+	}
 }
 
 func (p *Pipeline) closeSinks(ctx context.Context) error {

@@ -52,8 +52,16 @@ type Kafka struct {
 	// "<group>.router", the keyed stage "<group>.engine". Default "fusebox".
 	Group    string `yaml:"group"`
 	ClientID string `yaml:"client_id"` // default "fusebox"
-	TLS      TLS    `yaml:"tls"`
-	SASL     SASL   `yaml:"sasl"`
+	// InstanceID turns on static group membership (KIP-345): a process
+	// restarted after a crash (kill -9) with the same id gets its
+	// partitions back as soon as it rejoins, instead of after the dead
+	// member's session timeout (45s). It must be stable per process and
+	// unique among the processes of a deployment (a StatefulSet pod name,
+	// a compose service replica); "auto" uses the host name. Default ""
+	// (dynamic membership). `fusebox run --instance-id` overrides it.
+	InstanceID string `yaml:"instance_id"`
+	TLS        TLS    `yaml:"tls"`
+	SASL       SASL   `yaml:"sasl"`
 }
 
 // TLS configures a TLS client.
