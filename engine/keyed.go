@@ -10,7 +10,6 @@ import (
 
 	"github.com/fusebox-dev/fusebox/ingest"
 	"github.com/fusebox-dev/fusebox/schemas"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Sink receives what the workers produce (package sinks implements it).
@@ -63,7 +62,7 @@ type KeyedConfig struct {
 // Keyed is the engine's second stage: one Worker per assigned keyed
 // partition, fed by ingest, writing to the sinks, checkpointing to the
 // state store. Its Handler is the ingest.HandlerFactory for the keyed
-// topic, and KeyedDecoder its decoder.
+// topic; the records' Payload is a *KeyedRecord (DecodeKeyedRecord).
 type Keyed struct {
 	cfg KeyedConfig
 
@@ -95,17 +94,6 @@ func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
 	}
 	return &Keyed{cfg: cfg, stats: map[int32]WorkerStats{}}, nil
 }
-
-// KeyedDecoder decodes keyed-topic records for ingest: the *KeyedRecord is
-// in Record.Payload.
-var KeyedDecoder ingest.Decoder = ingest.DecoderFunc(func(r *kgo.Record, out *ingest.Record) error {
-	rec := &KeyedRecord{}
-	if err := DecodeKeyedRecord(r, rec); err != nil {
-		return err
-	}
-	out.Payload = rec
-	return nil
-})
 
 // Stats sums the counters of every worker this stage ran, as of the end of
 // each one's last batch. Watermark is left 0: see Partitions.

@@ -170,7 +170,7 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 	if p.keyedIn, err = ingest.New(
 		ingest.Brokers(f.Kafka.Brokers...), ingest.Group(f.Kafka.Group+".engine"),
 		ingest.SpanTopics(), ingest.CorrectionTopics(),
-		ingest.TopicDecoder(f.Topics.Keyed, engine.KeyedDecoder),
+		ingest.TopicDecoder(f.Topics.Keyed, KeyedDecoder),
 		ingest.DLQTopic(f.Topics.DLQ), ingest.Handlers(p.tr.keyedHandlers(p.keyed.Handler)),
 		// 4x the checkpoint trigger: a partition checkpoints long before
 		// its consumer would pause it.

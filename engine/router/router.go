@@ -6,7 +6,7 @@
 // included.
 //
 // Every keyed record carries where it came from (headers, see
-// engine.HeaderSource) so the keyed stage can drop the duplicates a router
+// schemas.HeaderSource) so the keyed stage can drop the duplicates a router
 // writes when it restarts before committing, and the newest event time of
 // its source partition so the keyed stage can compute a watermark that does
 // not depend on how sources interleave. Keyed partitions that a source

@@ -5,9 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/schemas"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func span(tenant string, end int64) schemas.Span {
@@ -25,7 +23,7 @@ func TestSplitRoutesByTenantAndHeartbeats(t *testing.T) {
 	}
 	perPartition := map[int32]int{}
 	for _, o := range out {
-		if o.Source != (engine.SourceRef{Topic: "otlp_spans", Partition: 3, Offset: 10}) || o.SourceMax != base+5e8 {
+		if o.Source != (schemas.SourceRef{Topic: "otlp_spans", Partition: 3, Offset: 10}) || o.SourceMax != base+5e8 {
 			t.Fatalf("record %+v: wrong source or source max", o)
 		}
 		for _, sp := range o.Spans {
@@ -100,8 +98,12 @@ func TestIdleMarkersAndReturn(t *testing.T) {
 		t.Fatalf("back from idle: %d records, idle=%v; want every partition told at once", len(out), s.Idle())
 	}
 	hs := Headers(out[0], "fusebox.corrections:3")
-	var rec engine.KeyedRecord
-	if err := engine.DecodeKeyedRecord(&kgo.Record{Offset: 7, Headers: hs, Value: out[0].Value}, &rec); err != nil {
+	plain := make([]schemas.Header, len(hs))
+	for i, h := range hs {
+		plain[i] = schemas.Header(h)
+	}
+	rec, err := schemas.ParseKeyedHeaders(plain)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if rec.Source.Offset != 1 || rec.SourceMaxEventTime != c.TimeUnixNano || rec.SourceTopics != "fusebox.corrections:3" || rec.Idle {
