@@ -20,6 +20,7 @@ import (
 	"github.com/fusebox-dev/fusebox/ingest"
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/sinks/clickhousesink"
+	"github.com/fusebox-dev/fusebox/sinks/jsonlsink"
 	"github.com/fusebox-dev/fusebox/sinks/kafkasink"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -57,7 +58,7 @@ type Pipeline struct {
 	sinks     []engine.Sink
 	Kafka     *kafkasink.Sink      // nil when off
 	ClickHous *clickhousesink.Sink // nil when off
-	JSONL     *JSONL               // nil when off
+	JSONL     *jsonlsink.Sink      // nil when off
 
 	mu      sync.Mutex
 	started time.Time
@@ -214,7 +215,7 @@ func (p *Pipeline) openSinks(ctx context.Context, o Options) error {
 	}
 	if path := f.Sinks.JSONL.Path; path != "" {
 		var err error
-		if p.JSONL, err = OpenJSONL(path); err != nil {
+		if p.JSONL, err = jsonlsink.Open(path); err != nil {
 			return err
 		}
 		p.sinks = append(p.sinks, p.JSONL)
