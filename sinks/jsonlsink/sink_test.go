@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fusebox-dev/fusebox/sinks/jsonlsink"
 	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/sinks/jsonlsink"
 )
 
 // What the JSONL sink writes, Read gives back; a half-written last
