@@ -288,7 +288,7 @@ func (p *keyedPartition) logOverflow() {
 	for i := range now {
 		if now[i] > 0 && p.overflow[i] == 0 {
 			p.k.cfg.Logger.Warn("cardinality limit reached: new values fold into the overflow key",
-				"partition", p.partition, "dimension", Dimensions[i], "value", Overflow)
+				"partition", p.partition, "dimension", schemas.Dimensions[i], "value", Overflow)
 		}
 	}
 	p.overflow = now

@@ -35,7 +35,7 @@ func WorkerConfig(f *config.File) (engine.WorkerConfig, error) {
 	for i := range f.SLOs {
 		s := f.SLOs[i]
 		meta := processors.Meta{SLO: s.Name, ConfigVersion: f.Version}
-		spec := engine.SLOSpec{Meta: meta, Match: engine.Match(s.Match)}
+		spec := engine.SLOSpec{Meta: meta, Match: s.Match}
 		sec, ok := s.Processor()
 		if !ok {
 			return engine.WorkerConfig{}, fmt.Errorf("slos[%d]: want one processor section, got %d", i, len(s.Sections))

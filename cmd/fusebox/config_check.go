@@ -9,6 +9,7 @@ import (
 
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/pipeline"
+	"github.com/fusebox-dev/fusebox/schemas"
 )
 
 const configDescription = `Works with SLO files. Subcommands:
@@ -75,7 +76,7 @@ func sloSummary(s *config.SLO) string {
 	return "no processor"
 }
 
-func matchSummary(m config.Match) string {
+func matchSummary(m schemas.Match) string {
 	var parts []string
 	for _, d := range []struct {
 		name string

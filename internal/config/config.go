@@ -10,6 +10,7 @@
 package config
 
 import (
+	"slices"
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors/registry"
@@ -128,8 +129,9 @@ type Time struct {
 // processor section, keyed by a kind of processors/registry (`tail:`,
 // `drift:`, ...).
 type SLO struct {
-	Name  string `yaml:"name"`
-	Match Match  `yaml:"match"`
+	Name string `yaml:"name"`
+	// Match restricts the SLO to some keys; empty lists match every value.
+	Match schemas.Match `yaml:"match"`
 
 	// Sections are the entry's processor sections in the order of
 	// registry.Kinds, each decoded over its kind's defaults. Load accepts
@@ -150,14 +152,6 @@ func (s *SLO) Processor() (sec Section, ok bool) {
 		return Section{}, false
 	}
 	return s.Sections[0], true
-}
-
-// Match restricts an SLO to some keys; empty lists match every value.
-type Match struct {
-	Tenant  []string `yaml:"tenant"`
-	Service []string `yaml:"service"`
-	Model   []string `yaml:"model"`
-	Variant []string `yaml:"variant"`
 }
 
 // Rollups configures the per-minute span rollups written to ClickHouse.
@@ -247,7 +241,7 @@ func Default() File {
 		Attributes: schemas.DefaultAttributeNames(),
 		Limits:     g,
 		Keys: Keys{
-			Dimensions: []string{"tenant", "service", "model", "variant"},
+			Dimensions: slices.Clone(schemas.Dimensions),
 			MaxTenants: 1000, MaxServices: 1000, MaxModels: 200, MaxVariants: 20, IdleTTL: 24 * time.Hour,
 		},
 		Time: Time{AllowedLateness: 30 * time.Second, IdleSourceTimeout: 10 * time.Second, CheckpointEvery: 10 * time.Second,

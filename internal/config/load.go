@@ -261,8 +261,8 @@ func closeTo(a, b string) bool {
 // from that processor's defaults.
 func (s *SLO) UnmarshalYAML(n *yaml.Node) error {
 	var raw struct {
-		Name  string `yaml:"name"`
-		Match Match  `yaml:"match"`
+		Name  string        `yaml:"name"`
+		Match schemas.Match `yaml:"match"`
 	}
 	if err := n.Decode(&raw); err != nil {
 		return err

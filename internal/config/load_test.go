@@ -13,6 +13,7 @@ import (
 	"github.com/fusebox-dev/fusebox/processors/drift"
 	"github.com/fusebox-dev/fusebox/processors/scaling"
 	"github.com/fusebox-dev/fusebox/processors/tail"
+	"github.com/fusebox-dev/fusebox/schemas"
 )
 
 const minimal = `
@@ -115,7 +116,7 @@ func TestVersionHashesOnlyWhatDecidesVerdicts(t *testing.T) {
 func TestSLOHashBytesUnchanged(t *testing.T) {
 	type legacySLO struct {
 		Name        string
-		Match       Match
+		Match       schemas.Match
 		Tail        *tail.Config
 		Drift       *drift.Config
 		Decay       *decay.Config

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fusebox-dev/fusebox/processors/registry"
 	"github.com/fusebox-dev/fusebox/processors/scaling"
+	"github.com/fusebox-dev/fusebox/schemas"
 )
 
 // validate checks everything the decoder cannot.
@@ -63,8 +64,7 @@ func (f *File) validate() []fieldErr {
 
 	dims := map[string]bool{}
 	for i, d := range f.Keys.Dimensions {
-		ok := d == "tenant" || d == "service" || d == "model" || d == "variant"
-		fail(!ok, "keys.dimensions["+strconv.Itoa(i)+"]", "must be tenant, service, model or variant, got "+strconv.Quote(d))
+		fail(!slices.Contains(schemas.Dimensions, d), "keys.dimensions["+strconv.Itoa(i)+"]", "must be "+orList(schemas.Dimensions)+", got "+strconv.Quote(d))
 		dims[d] = true
 	}
 	fail(f.Keys.MaxTenants < 0 || f.Keys.MaxServices < 0 || f.Keys.MaxModels < 0 || f.Keys.MaxVariants < 0,
