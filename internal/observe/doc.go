@@ -10,7 +10,8 @@
 // registry — and observe imports no other fusebox package: package
 // pipeline adapts ingest, the engine and the sinks to a Source
 // (Pipeline.Metrics) and its readiness to Options.Ready (Pipeline.Ready);
-// `fusebox run` and `fusebox demo` pass both to Serve.
+// `fusebox run` passes both to Serve (the demo serves nothing: http.listen
+// is "" in its SLO file).
 //
 //	srv, err := observe.Serve(ctx, "127.0.0.1:9464", observe.Options{
 //		Sources: []observe.Source{p.Metrics()}, // p a *pipeline.Pipeline
