@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -75,22 +74,12 @@ type Keyed struct {
 	retired WorkerStats
 }
 
-// NewKeyed checks cfg and returns the stage.
+// NewKeyed fills cfg's zero fields with the defaults, checks it
+// (KeyedConfig.Validate) and returns the stage.
 func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("engine: keyed stage needs a state store")
-	}
-	if len(cfg.Sinks) == 0 {
-		return nil, errors.New("engine: keyed stage needs at least one sink")
-	}
-	if cfg.CheckpointEvery <= 0 {
-		cfg.CheckpointEvery = 10 * time.Second
-	}
-	if cfg.CheckpointRecords <= 0 {
-		cfg.CheckpointRecords = 100_000
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+	cfg.defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	return &Keyed{cfg: cfg, stats: map[int32]WorkerStats{}}, nil
 }

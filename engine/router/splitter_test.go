@@ -2,6 +2,7 @@ package router
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,5 +112,24 @@ func TestIdleMarkersAndReturn(t *testing.T) {
 	}
 	if m := s.MarkIdle(); len(m) != 3 || m[0].SourceMax == math.MinInt64 {
 		t.Fatalf("idle markers after data: %+v", m)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	c := DefaultConfig()
+	c.SourceTopics = []string{"otlp_spans", "fusebox.corrections"}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("defaults with source topics: %v", err)
+	}
+	c.SourceTopics = []string{"fusebox.keyed", ""}
+	c.HeartbeatEvery, c.MaxRecordBytes = -time.Second, 10
+	err := c.Validate()
+	for _, want := range []string{"SourceTopics[0]: is the keyed topic", "SourceTopics[1]: must not be empty", "HeartbeatEvery: must be positive", "MaxRecordBytes: must be at least 1024"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want it to say %q", err, want)
+		}
+	}
+	if err := (&Config{}).Validate(); err == nil || !strings.Contains(err.Error(), "no source topics") {
+		t.Errorf("empty config: %v", err)
 	}
 }
