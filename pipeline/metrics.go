@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fusebox-dev/fusebox/ingest"
 	"github.com/fusebox-dev/fusebox/internal/observe"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/fusebox-dev/fusebox/sinks"
@@ -57,7 +58,7 @@ func (p *Pipeline) collect(s *observe.Snapshot) {
 	}
 	for _, c := range []struct {
 		stage string
-		c     Consumer
+		c     *ingest.Consumer
 	}{{"router", p.source}, {"engine", p.keyedIn}} {
 		st := c.c.Stats()
 		for topic, n := range st.RecordsIn {

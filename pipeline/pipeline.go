@@ -1,13 +1,6 @@
-// Package pipeline is fusebox's assembly: ingest → router → keyed topic →
-// engine → sinks. Assemble builds the router stage (source topics → keyed
-// topic) and the keyed stage (workers, checkpoints) of a loaded SLO file on
-// Parts given as interfaces — the sinks, the state store, the signer, the
-// consumers — and tracks readiness and metrics (track.go, metrics.go).
-// New opens those parts from the SLO file first (parts.go: Kafka clients
-// with TLS/SASL, missing topics, ClickHouse migrations, the configured
-// sinks, the state topic). It also maps SLO entries to processors through
-// processors/registry (slos.go) and adapts the Kafka client's records to
-// the engine's (keyed_decoder.go). `fusebox run`, `fusebox demo` and the
+// Package pipeline assembles fusebox from a loaded SLO file: the router
+// stage (source topics → keyed topic), the keyed stage (workers, state
+// store), the sinks and the signer. `fusebox run`, `fusebox demo` and the
 // end-to-end tests all start the pipeline through it, so they run the same
 // thing.
 package pipeline
@@ -23,11 +16,13 @@ import (
 
 	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/engine/router"
+	"github.com/fusebox-dev/fusebox/engine/statestore"
 	"github.com/fusebox-dev/fusebox/ingest"
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/sinks/clickhousesink"
 	"github.com/fusebox-dev/fusebox/sinks/jsonlsink"
 	"github.com/fusebox-dev/fusebox/sinks/kafkasink"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -51,20 +46,19 @@ type Options struct {
 
 // Pipeline is a started-up fusebox; Run drives it.
 type Pipeline struct {
-	cfg *config.File
-	log *slog.Logger
+	cfg  *config.File
+	log  *slog.Logger
+	kopt []kgo.Opt
 
-	router          *router.Router
-	keyed           *engine.Keyed
-	source, keyedIn Consumer
-	release         func() // Parts.Close
+	admin, producer, stateCl *kgo.Client
+	router                   *router.Router
+	keyed                    *engine.Keyed
+	source, keyedIn          *ingest.Consumer
 
-	sinks []engine.Sink
-	// The sinks New opened from the SLO file (nil when off, and always nil
-	// after Assemble alone).
-	Kafka     *kafkasink.Sink
-	ClickHous *clickhousesink.Sink
-	JSONL     *jsonlsink.Sink
+	sinks     []engine.Sink
+	Kafka     *kafkasink.Sink      // nil when off
+	ClickHous *clickhousesink.Sink // nil when off
+	JSONL     *jsonlsink.Sink      // nil when off
 
 	mu      sync.Mutex
 	started time.Time
@@ -76,10 +70,10 @@ type Pipeline struct {
 // not allowed.
 var ErrNoSigner = errors.New("pipeline: no fuse signing key: set signing.keys_file or FUSEBOX_FUSE_KEYS, or pass --insecure-unsigned")
 
-// New opens the parts the SLO file names (Kafka clients, missing topics,
-// ClickHouse migrations, the sinks, the state store; parts.go) and
-// assembles both stages on them (Assemble). Nothing is consumed until Run.
-func New(ctx context.Context, o Options) (*Pipeline, error) {
+// New connects to Kafka (and ClickHouse), creates missing topics, applies
+// ClickHouse migrations when configured, and builds both stages. Nothing is
+// consumed until Run.
+func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 	f := o.Config
 	if o.Signer == nil && !o.InsecureUnsigned && !f.Signing.InsecureUnsigned {
 		return nil, ErrNoSigner
@@ -87,84 +81,147 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	parts, opened, err := open(ctx, o)
-	if err != nil {
-		return nil, err
+	if o.SourcePartitions <= 0 {
+		o.SourcePartitions = 6
 	}
-	p, err := Assemble(ctx, f, parts, o.Logger, o.OnCheckpoint)
-	if err != nil {
-		return nil, err
-	}
-	p.Kafka, p.ClickHous, p.JSONL = opened.kafka, opened.clickhouse, opened.jsonl
-	return p, nil
-}
-
-// Assemble builds the router stage (source topics → keyed topic) and the
-// keyed stage (workers, checkpoints) of the SLO file f on parts, which it
-// owns from then on (Run closes them; so does a failed Assemble).
-// onCheckpoint, when set, is called after every checkpoint (tests).
-func Assemble(ctx context.Context, f *config.File, parts Parts, log *slog.Logger, onCheckpoint func(partition int32, nextOffset int64)) (_ *Pipeline, err error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	p := &Pipeline{cfg: f, log: log, tr: newTracker(), release: parts.Close}
-	p.sinks = append(slices.Clone(parts.Sinks), p.tr.sink()) // last: counts what every sink accepted
+	p := &Pipeline{cfg: f, log: o.Logger, tr: newTracker()}
 	defer func() {
 		if err != nil {
+			p.closeClients()
 			p.closeSinks(context.Background())
-			p.closeParts()
 		}
 	}()
-	if parts.Store == nil || parts.Producer == nil || parts.NewConsumer == nil {
-		return nil, errors.New("pipeline: Parts needs a Store, a Producer and NewConsumer")
+	kopt, err := KafkaOpts(f.Kafka)
+	if err != nil {
+		return nil, err
 	}
+	p.kopt = append(kopt, o.KgoOpts...)
+	sasl := f.Kafka.SASL.Mechanism != ""
+
 	wc, err := WorkerConfig(f)
 	if err != nil {
 		return nil, err
 	}
+
+	if p.admin, err = kgo.NewClient(p.kopt...); err != nil {
+		return nil, err
+	}
+	compact := map[string]*string{"cleanup.policy": strp("compact")}
+	specs := []topicSpec{
+		{name: f.Topics.Keyed, partitions: f.Topics.KeyedPartitions},
+		{name: f.Topics.State, partitions: f.Topics.KeyedPartitions, configs: compact},
+		{name: f.Topics.DLQ, partitions: 3},
+	}
+	for _, t := range slices.Concat(f.Topics.Spans, f.Topics.Corrections) {
+		specs = append(specs, topicSpec{name: t, partitions: o.SourcePartitions})
+	}
+	counts, err := ensureTopics(ctx, kadm.NewClient(p.admin), sasl, specs)
+	if err != nil {
+		return nil, err
+	}
+	if counts[f.Topics.State] != counts[f.Topics.Keyed] {
+		return nil, fmt.Errorf("topics.state %s has %d partitions but topics.keyed %s has %d: they must match (one checkpoint partition per keyed partition)",
+			f.Topics.State, counts[f.Topics.State], f.Topics.Keyed, counts[f.Topics.Keyed])
+	}
+
+	if err := p.openSinks(ctx, o); err != nil {
+		return nil, err
+	}
+	p.sinks = append(p.sinks, p.tr.sink()) // last: counts what every sink accepted
+
+	if p.stateCl, err = kgo.NewClient(append(slices.Clone(p.kopt), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchMaxBytes(1<<20))...); err != nil {
+		return nil, err
+	}
+	store := statestore.New(p.stateCl, f.Topics.State, f.Kafka.Brokers, p.kopt...)
 	if p.keyed, err = engine.NewKeyed(engine.KeyedConfig{
-		Worker: wc, Store: parts.Store, Sinks: p.sinks, Signer: parts.Signer,
+		Worker: wc, Store: store, Sinks: p.sinks, Signer: o.Signer,
 		CheckpointEvery: f.Time.CheckpointEvery, CheckpointRecords: f.Time.CheckpointRecords,
-		Logger:       log.With("component", "engine"),
-		OnCheckpoint: p.tr.onCheckpoint(onCheckpoint),
+		Logger:       o.Logger.With("component", "engine"),
+		OnCheckpoint: p.tr.onCheckpoint(o.OnCheckpoint),
 	}); err != nil {
 		return nil, err
 	}
 
+	if p.producer, err = kgo.NewClient(append(slices.Clone(p.kopt), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(5*time.Millisecond))...); err != nil {
+		return nil, err
+	}
 	sources := slices.Concat(f.Topics.Spans, f.Topics.Corrections)
-	if p.router, err = router.New(ctx, parts.Producer, router.Config{
+	if p.router, err = router.New(ctx, p.producer, router.Config{
 		KeyedTopic: f.Topics.Keyed, SourceTopics: sources, ByTenant: wc.KeyDims.Tenant,
 		HeartbeatEvery: min(time.Second, minEvery(f)/10), IdleTimeout: f.Time.IdleSourceTimeout,
-		Logger: log.With("component", "router"),
+		Logger: o.Logger.With("component", "router"),
 	}); err != nil {
-		return nil, WrapKafkaAuth(err, f.Kafka.SASL.Mechanism != "")
+		return nil, WrapKafkaAuth(err, sasl)
 	}
 	enc, err := ingest.ParseEncoding(f.Topics.SpanEncoding)
 	if err != nil {
 		return nil, fmt.Errorf("topics.span_encoding: %w", err)
 	}
-	src := ingest.DefaultConfig()
-	src.Brokers, src.Group = f.Kafka.Brokers, f.Kafka.Group+".router"
-	src.SpanTopics, src.CorrectionTopics = f.Topics.Spans, f.Topics.Corrections
-	src.SpanEncoding, src.Attributes, src.Limits = enc, f.Attributes, f.Limits
-	src.DLQTopic, src.Handlers = f.Topics.DLQ, p.tr.routerHandlers(p.router.Handler)
-	src.Logger = log.With("component", "ingest")
-	if p.source, err = parts.NewConsumer(src); err != nil {
+	if p.source, err = ingest.New(
+		ingest.Brokers(f.Kafka.Brokers...), ingest.Group(f.Kafka.Group+".router"),
+		ingest.SpanTopics(f.Topics.Spans...), ingest.CorrectionTopics(f.Topics.Corrections...),
+		ingest.SpanEncoding(enc), ingest.Attributes(f.Attributes), ingest.Limits(f.Limits),
+		ingest.DLQTopic(f.Topics.DLQ), ingest.Handlers(p.tr.routerHandlers(p.router.Handler)),
+		ingest.ClientOpts(p.kopt...), ingest.Logger(o.Logger.With("component", "ingest")),
+	); err != nil {
 		return nil, err
 	}
-	kin := ingest.DefaultConfig()
-	kin.Brokers, kin.Group = f.Kafka.Brokers, f.Kafka.Group+".engine"
-	kin.SpanTopics, kin.CorrectionTopics = nil, nil
-	kin.Decoders = map[string]ingest.Decoder{f.Topics.Keyed: KeyedDecoder}
-	kin.DLQTopic, kin.Handlers = f.Topics.DLQ, p.tr.keyedHandlers(p.keyed.Handler)
-	// 4x the checkpoint trigger: a partition checkpoints long before its
-	// consumer would pause it.
-	kin.MaxUnackedRecords, kin.MaxUnackedBytes = 4*f.Time.CheckpointRecords, f.Time.MaxUnackedBytes
-	kin.Logger = log.With("component", "engine-ingest")
-	if p.keyedIn, err = parts.NewConsumer(kin); err != nil {
+	if p.keyedIn, err = ingest.New(
+		ingest.Brokers(f.Kafka.Brokers...), ingest.Group(f.Kafka.Group+".engine"),
+		ingest.SpanTopics(), ingest.CorrectionTopics(),
+		ingest.TopicDecoder(f.Topics.Keyed, KeyedDecoder),
+		ingest.DLQTopic(f.Topics.DLQ), ingest.Handlers(p.tr.keyedHandlers(p.keyed.Handler)),
+		// 4x the checkpoint trigger: a partition checkpoints long before
+		// its consumer would pause it.
+		ingest.MaxUnackedRecords(4*f.Time.CheckpointRecords), ingest.MaxUnackedBytes(f.Time.MaxUnackedBytes),
+		ingest.ClientOpts(p.kopt...), ingest.Logger(o.Logger.With("component", "engine-ingest")),
+	); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// openSinks opens the configured sinks in the order they are written:
+// ClickHouse, Kafka, JSONL, then the extra ones.
+func (p *Pipeline) openSinks(ctx context.Context, o Options) error {
+	f := p.cfg
+	if ch := f.Sinks.ClickHouse; len(ch.Addr) > 0 {
+		cc, err := ClickHouseConfig(ch)
+		if err != nil {
+			return err
+		}
+		if ch.Migrate {
+			if err := migrate(ctx, cc, p.log); err != nil {
+				return err
+			}
+		}
+		if p.ClickHous, err = clickhousesink.New(cc); err != nil {
+			return fmt.Errorf("sinks.clickhouse: %w", err)
+		}
+		p.sinks = append(p.sinks, p.ClickHous)
+	}
+	if f.Sinks.Kafka.Enabled {
+		kc := kafkasink.DefaultConfig()
+		kc.Brokers = f.Kafka.Brokers
+		kc.VerdictTopic, kc.FuseTopic = f.Topics.Verdicts, f.Topics.Fuse
+		kc.VerdictPartitions, kc.FusePartitions = f.Sinks.Kafka.Partitions, f.Sinks.Kafka.Partitions
+		var err error
+		if p.Kafka, err = kafkasink.New(ctx, kc, p.kopt...); err != nil {
+			return fmt.Errorf("sinks.kafka: %w", err)
+		}
+		p.sinks = append(p.sinks, p.Kafka)
+	}
+	if path := f.Sinks.JSONL.Path; path != "" {
+		var err error
+		if p.JSONL, err = jsonlsink.Open(path); err != nil {
+			return err
+		}
+		p.sinks = append(p.sinks, p.JSONL)
+	}
+	p.sinks = append(p.sinks, o.ExtraSinks...)
+	return nil
 }
 
 // Run consumes until ctx ends or a stage fails, then shuts down in order:
@@ -196,7 +253,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	closeCtx, done := context.WithTimeout(context.Background(), 30*time.Second)
 	defer done()
 	err := p.closeSinks(closeCtx)
-	p.closeParts()
+	p.closeClients()
 	var first error
 	for e := range errs {
 		if first == nil {
@@ -220,12 +277,11 @@ func (p *Pipeline) closeSinks(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// closeParts releases what Parts.Close releases (the Kafka clients Open
-// made), once.
-func (p *Pipeline) closeParts() {
-	if p.release != nil {
-		p.release()
-		p.release = nil
+func (p *Pipeline) closeClients() {
+	for _, c := range []*kgo.Client{p.producer, p.stateCl, p.admin} {
+		if c != nil {
+			c.Close()
+		}
 	}
 }
 
@@ -233,7 +289,7 @@ func (p *Pipeline) closeParts() {
 func (p *Pipeline) Keyed() *engine.Keyed { return p.keyed }
 
 // Source is the router's consumer of the source topics.
-func (p *Pipeline) Source() Consumer { return p.source }
+func (p *Pipeline) Source() *ingest.Consumer { return p.source }
 
 // KeyedConsumer is the keyed stage's consumer of the keyed topic.
-func (p *Pipeline) KeyedConsumer() Consumer { return p.keyedIn }
+func (p *Pipeline) KeyedConsumer() *ingest.Consumer { return p.keyedIn }
