@@ -2,16 +2,66 @@ package router
 
 import (
 	"errors"
+	"log/slog"
 	"strconv"
+	"time"
 )
 
-// DefaultConfig returns the defaults listed on Config (SourceTopics, which
-// has none, still to be set). New fills the zero fields of its Config from
-// the same defaults.
+// Config configures a Router. Start from DefaultConfig; New also fills
+// zero fields with the defaults.
+type Config struct {
+	// KeyedTopic is the topic written. Default "fusebox.keyed".
+	KeyedTopic string
+	// SourceTopics are every topic the ingest consumer reads; their
+	// partition counts are announced to the keyed stage. Required.
+	SourceTopics []string
+	// ByTenant partitions by tenant; when false (the SLO file does not key
+	// by tenant) everything goes to partition 0.
+	ByTenant bool
+	// HeartbeatEvery is how much a source partition's event time must
+	// advance before a keyed partition that got no data from it hears of
+	// it. Default 1s (event time).
+	HeartbeatEvery time.Duration
+	// IdleTimeout is how long (wall time) a source partition may stay
+	// silent before it is marked idle, so that it stops holding the
+	// watermark back. Default 10s.
+	IdleTimeout time.Duration
+	// MaxRecordBytes splits a keyed record larger than this into parts.
+	// Default 900 KiB, below Kafka's default 1 MiB message limit.
+	MaxRecordBytes int
+	// Logger gets the router's logs. Default: discard.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the defaults listed on Config.
 func DefaultConfig() Config {
-	var c Config
-	c.defaults()
-	return c
+	return Config{
+		KeyedTopic:     "fusebox.keyed",
+		HeartbeatEvery: time.Second,
+		IdleTimeout:    10 * time.Second,
+		MaxRecordBytes: 900 << 10,
+		Logger:         slog.New(slog.DiscardHandler),
+	}
+}
+
+// defaults fills the zero fields from DefaultConfig.
+func (c *Config) defaults() {
+	d := DefaultConfig()
+	if c.KeyedTopic == "" {
+		c.KeyedTopic = d.KeyedTopic
+	}
+	if c.HeartbeatEvery == 0 {
+		c.HeartbeatEvery = d.HeartbeatEvery
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = d.IdleTimeout
+	}
+	if c.MaxRecordBytes == 0 {
+		c.MaxRecordBytes = d.MaxRecordBytes
+	}
+	if c.Logger == nil {
+		c.Logger = d.Logger
+	}
 }
 
 // ConfigError names the Config field that is wrong.
