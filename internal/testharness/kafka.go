@@ -10,11 +10,25 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Kafka is a kfake cluster listening on a free loopback port.
+// Kafka is a broker listening on free loopback ports: a kfake cluster
+// (StartKafka, or StartBroker by default) or an Apache Kafka broker
+// (StartBroker with FUSEBOX_KAFKA=apache).
 type Kafka struct {
+	// Cluster is the kfake cluster; nil on Apache Kafka.
 	Cluster *kfake.Cluster
-	// Brokers are the seed addresses, "127.0.0.1:PORT".
+	// Brokers are the seed addresses the code under test uses,
+	// "127.0.0.1:PORT" (the SASL listener when the broker has SASL users).
 	Brokers []string
+	// Kind is KindKfake or KindApache.
+	Kind string
+	// Version is Apache Kafka's version ("4.1.0"), "" on kfake.
+	Version string
+
+	// adminBrokers is a listener without SASL for the harness's own
+	// clients (Apache Kafka only; nil means Brokers).
+	adminBrokers []string
+	// apache is the broker process (Apache Kafka only).
+	apache *apacheBroker
 }
 
 // StartKafka starts a one-broker kfake cluster with topic auto-creation
@@ -32,14 +46,18 @@ func StartKafka(t testing.TB, opts ...kfake.Opt) *Kafka {
 		t.Fatalf("testharness: start kfake: %v", err)
 	}
 	t.Cleanup(c.Close)
-	return &Kafka{Cluster: c, Brokers: c.ListenAddrs()}
+	return &Kafka{Cluster: c, Brokers: c.ListenAddrs(), Kind: KindKfake}
 }
 
 // Client returns a franz-go client for the cluster, closed when the test
 // ends.
 func (k *Kafka) Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(k.Brokers...)}, opts...)...)
+	seeds := k.Brokers
+	if k.adminBrokers != nil {
+		seeds = k.adminBrokers
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, opts...)...)
 	if err != nil {
 		t.Fatalf("testharness: kgo client: %v", err)
 	}
