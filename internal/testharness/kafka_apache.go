@@ -401,3 +401,27 @@ func (b *apacheBroker) logTail() string {
 	}
 	return sb.String()
 }
+
+// activeSegmentBase is the base offset of the active segment of a
+// partition: the largest NNN of the NNN.log files in its log directory.
+func (b *apacheBroker) activeSegmentBase(topic string, partition int32) (int64, error) {
+	dir := filepath.Join(b.dir, "data", topic+"-"+strconv.Itoa(int(partition)))
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("segments of %s[%d]: %w", topic, partition, err)
+	}
+	base := int64(-1)
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".log")
+		if !ok {
+			continue
+		}
+		if n, err := strconv.ParseInt(name, 10, 64); err == nil && n > base {
+			base = n
+		}
+	}
+	if base < 0 {
+		return 0, fmt.Errorf("segments of %s[%d]: no .log file in %s", topic, partition, dir)
+	}
+	return base, nil
+}

@@ -142,3 +142,16 @@ func StartBroker(t testing.TB, opts ...BrokerOpt) *Kafka {
 	}
 	return StartKafka(t, append(kopts, c.kfakeOpts...)...)
 }
+
+// WithFastCompaction makes compaction run within a test on Apache Kafka:
+// every produce request after the first starts a new log segment
+// (log.roll.ms=1), so all but a partition's last batch is in closed
+// segments the cleaner may compact, and the cleaner compacts a log as soon
+// as 1% of it is dirty. Compact then waits for it. kfake needs nothing:
+// its Compact compacts at once.
+func WithFastCompaction() BrokerOpt {
+	return func(c *brokerConfig) {
+		WithBrokerProperty("log.roll.ms", "1")(c)
+		WithBrokerProperty("log.cleaner.min.cleanable.ratio", "0.01")(c)
+	}
+}

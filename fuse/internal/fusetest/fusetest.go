@@ -94,9 +94,10 @@ func Record(t testing.TB, c schemas.FuseCommand) *kgo.Record {
 	return &kgo.Record{Topic: Topic, Key: []byte(c.Target.String()), Value: v}
 }
 
-// Setup starts kfake with the compacted fuse topic (3 partitions).
+// Setup starts the harness broker (FUSEBOX_KAFKA) with the compacted fuse
+// topic (3 partitions).
 func Setup(t testing.TB) *testharness.Kafka {
-	k := testharness.StartKafka(t)
+	k := testharness.StartBroker(t, testharness.WithFastCompaction())
 	compact := "compact"
 	k.CreateTopic(t, Topic, 3, map[string]*string{"cleanup.policy": &compact})
 	return k
@@ -203,7 +204,7 @@ func RunCore(t *testing.T, newSource NewSource) {
 	for _, r := range early {
 		k.Produce(t, r) // one batch each, so compaction has work to do
 	}
-	k.Cluster.Compact()
+	k.Compact(t, Topic)
 	if n := len(k.ReadAll(t, Topic, len(early), 1500*time.Millisecond)); n >= len(early) {
 		t.Fatalf("compaction kept %d of %d records: the late-start check would not cover compaction", n, len(early))
 	}
