@@ -180,6 +180,13 @@ func runClusterReference(t *testing.T) *clusterOutput {
 func runClusterReferenceOn(t *testing.T, k *testharness.Kafka) *clusterOutput {
 	t.Helper()
 	publishClusterTraffic(t, k, 0, 0)
+	return runClusterPublished(t, k)
+}
+
+// runClusterPublished runs one pipeline on the traffic already in k's
+// source topics, to the end, and returns what it wrote.
+func runClusterPublished(t *testing.T, k *testharness.Kafka) *clusterOutput {
+	t.Helper()
 	col := startClusterCollector(t, k)
 	cp := newClusterCheckpoints()
 	_, stop := startClusterPipeline(t, parseClusterConfig(t, k.Brokers), cp.record)
