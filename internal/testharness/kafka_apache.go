@@ -277,8 +277,16 @@ func (b *apacheBroker) format(c *brokerConfig) error {
 	if _, err := rand.Read(id); err != nil {
 		return err
 	}
+	return b.formatWithID(c, base64.RawURLEncoding.EncodeToString(id))
+}
+
+// formatWithID formats the storage with cluster id (22 characters of
+// base64url).
+func (b *apacheBroker) formatWithID(c *brokerConfig, id string) error {
+	// "=": a random id may start with "-", which the tool's argument
+	// parser would take for an option.
 	args := append(b.jvmArgs(), "kafka.tools.StorageTool", "format", "--standalone", "--ignore-formatted",
-		"-t", base64.RawURLEncoding.EncodeToString(id), "-c", filepath.Join(b.dir, "server.properties"))
+		"--cluster-id="+id, "--config="+filepath.Join(b.dir, "server.properties"))
 	for _, u := range c.sasl {
 		if strings.HasPrefix(u.Mechanism, "SCRAM-") {
 			args = append(args, "--add-scram", fmt.Sprintf("%s=[name=%s,password=%s]", u.Mechanism, u.User, u.Password))

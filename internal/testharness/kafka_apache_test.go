@@ -96,3 +96,29 @@ func TestBrokerKind(t *testing.T) {
 		}
 	}
 }
+
+// TestApacheFormatDashClusterID: a random cluster id may start with "-"
+// (one in 64); the storage tool must still take it as the id.
+func TestApacheFormatDashClusterID(t *testing.T) {
+	java, err := findJava()
+	if err != nil {
+		t.Skip(err)
+	}
+	jars, version, err := kafkaJars()
+	if err != nil {
+		t.Skip(err)
+	}
+	b := &apacheBroker{java: java, jars: jars, version: version, dir: t.TempDir()}
+	for _, p := range []*int{&b.plainPort, &b.saslPort, &b.ctrlPort} {
+		if *p, err = freeLoopbackPort(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var c brokerConfig
+	if err := b.writeConfig(&c); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.formatWithID(&c, "-AAAAAAAAAAAAAAAAAAAAA"); err != nil {
+		t.Fatal(err)
+	}
+}
