@@ -81,4 +81,3 @@ func TestKcatPublishedTrafficSameVerdicts(t *testing.T) {
 	got := runClusterPublished(t, k)
 	compareClusterOutputs(t, "kcat-published", want, got)
 }
-

@@ -25,13 +25,13 @@ const envSQLCheckDump = "FUSEBOX_SQLCHECK_DUMP"
 
 // sqlcheckDump is the file's layout (python/fusebox_sqlcheck/dump.py reads it).
 type sqlcheckDump struct {
-	Server        string `json:"server"`
-	RetentionDays int    `json:"default_retention_days"`
-	Migrations []dumpMigration      `json:"migrations"`
-	Tables     map[string]dumpTable `json:"tables"` // insert these rows, in this order of tables
-	Order      []string             `json:"order"`
-	Params     map[string]any       `json:"params"`
-	Reports    []dumpReport         `json:"reports"`
+	Server        string               `json:"server"`
+	RetentionDays int                  `json:"default_retention_days"`
+	Migrations    []dumpMigration      `json:"migrations"`
+	Tables        map[string]dumpTable `json:"tables"` // insert these rows, in this order of tables
+	Order         []string             `json:"order"`
+	Params        map[string]any       `json:"params"`
+	Reports       []dumpReport         `json:"reports"`
 }
 
 type dumpMigration struct {
