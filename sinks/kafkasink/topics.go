@@ -58,6 +58,11 @@ func ensureTopics(ctx context.Context, cl *kgo.Client, cfg *Config) error {
 			if err == nil {
 				err = resp.Err
 			}
+			if err != nil && resp.ErrMessage != "" && !strings.Contains(err.Error(), resp.ErrMessage) {
+				// Apache Kafka says which config it refused only in the
+				// message (kfake refuses none).
+				err = fmt.Errorf("%w (%s)", err, resp.ErrMessage)
+			}
 			if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 				return &TopicError{Topic: t.name, Op: "create", Err: err}
 			}
