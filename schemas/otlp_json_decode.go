@@ -15,6 +15,7 @@ type jsonDecoder struct {
 	valBuf     []byte
 	firstBuf   []byte
 	elem       attrVal // the first element of an array value being read
+	name       []byte  // the current span's name (copied: see spanField)
 }
 
 func (d *jsonDecoder) init(names AttributeNames, lim Limits, dst []Span, msg []byte) {
@@ -328,6 +329,10 @@ func (d *jsonDecoder) spanField(k []byte, sp *Span, st *spanState) error {
 		if len(s) > d.lim.MaxStringBytes {
 			return tooLargeLimit(d.spanPath()+".name", "max_string_bytes", len(s), d.lim.MaxStringBytes, "bytes")
 		}
+		// s may live in the reader's scratch buffer: keep a copy in one
+		// buffer reused across spans.
+		d.name = append(d.name[:0], s...)
+		st.name = d.name
 	case "startTimeUnixNano", "start_time_unix_nano", "endTimeUnixNano", "end_time_unix_nano":
 		name := "start_time_unix_nano"
 		if k[0] == 'e' {
