@@ -39,11 +39,11 @@ type jsonEvalTraces struct {
 		Resource   jsonResource `json:"resource"`
 		ScopeSpans []struct {
 			Spans []struct {
-				TraceID      string          `json:"traceId"`
-				SpanID       string          `json:"spanId"`
-				EndTimeNano  json.RawMessage `json:"endTimeUnixNano"`
-				Attributes   []jsonKV        `json:"attributes"`
-				Events       []jsonEvalEvent `json:"events"`
+				TraceID     string          `json:"traceId"`
+				SpanID      string          `json:"spanId"`
+				EndTimeNano json.RawMessage `json:"endTimeUnixNano"`
+				Attributes  []jsonKV        `json:"attributes"`
+				Events      []jsonEvalEvent `json:"events"`
 			} `json:"spans"`
 		} `json:"scopeSpans"`
 	} `json:"resourceSpans"`
