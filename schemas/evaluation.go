@@ -122,7 +122,8 @@ func contains(xs []string, s string) bool {
 // rule matches, and returns the extended slice. The correction's event id
 // is derived from the event (so a replayed message gives the same ids):
 // "gen_ai.evaluation:" + trace id + ":" + span id + ":" + name + ":" + time.
-// It joins by the evaluated span's trace id, else by the session attribute;
+// It joins by the evaluated span's trace id, else by gen_ai.response.id,
+// else by the session attribute;
 // its context holds the evaluation's name, label, score and response id. An
 // event without a trace id, a session and a response id cannot be joined:
 // it is returned in unjoinable (not silently dropped).
@@ -147,6 +148,7 @@ func (m *EvaluationMapping) Corrections(evs []Evaluation, dst []Correction) (out
 			SessionID:    ev.SessionID,
 			Model:        ev.Model,
 			Variant:      ev.Variant,
+			ResponseID:   ev.ResponseID,
 			Kind:         kind,
 		}
 		c.Context = append(c.Context, KV{Key: "gen_ai.evaluation.name", Value: ev.Name})

@@ -426,7 +426,7 @@ func TestEvaluationMapping(t *testing.T) {
 		t.Fatalf("corrections %+v", got)
 	}
 	want0 := Correction{SchemaVersion: 1, EventID: "gen_ai.evaluation:09000000000000000000000000000000:0100000000000000:user_feedback:5",
-		TimeUnixNano: 5, Tenant: "acme", TraceID: tid, Kind: KindThumbsDown,
+		TimeUnixNano: 5, Tenant: "acme", TraceID: tid, Kind: KindThumbsDown, ResponseID: "r1",
 		Context: []KV{{"gen_ai.evaluation.name", "user_feedback"}, {"gen_ai.evaluation.score.label", "incorrect"}, {"gen_ai.response.id", "r1"}}}
 	if !reflect.DeepEqual(got[0], want0) {
 		t.Fatalf("got  %+v\nwant %+v", got[0], want0)

@@ -35,13 +35,14 @@ const KeyedBatchVersion1 = 1
 // Error (1 byte, 0 or 1), then 11 strings, each a uvarint length and its
 // bytes: FinishReason, ErrorType, Tenant, Service, Model, Variant, Operation,
 // Provider, ResponseModel, Route, SessionID; then (version 2 only)
-// CacheReadTokens, CacheWriteTokens, ReasoningTokens (int64) and Stream (1
-// byte, 0 or 1).
+// CacheReadTokens, CacheWriteTokens, ReasoningTokens (int64), Stream (1
+// byte, 0 or 1) and ResponseID (a string).
 //
 // Correction record: SchemaVersion (zig-zag uvarint), time Unix ns (int64),
 // trace id (16 bytes), then EventID, Tenant, SessionID, Model, Variant, Kind as
 // strings, then the context: a uvarint count and that many key, value string
-// pairs. An empty context decodes as nil.
+// pairs (an empty context decodes as nil); then (version 2 only) ResponseID
+// as a string.
 //
 // Strings are copied as bytes, without any UTF-8 check: every field
 // round-trips exactly.
@@ -50,7 +51,7 @@ const (
 	keyedSpanFixed       = 16 + 8 + 2*8 + 5*8 + 2*8 + 2 + 1 // bytes before a span's strings
 	keyedSpanStrings     = 11
 	keyedSpanMin         = keyedSpanFixed + keyedSpanStrings // the smallest version-1 span; version 2 adds keyedSpanV2
-	keyedSpanV2          = 3*8 + 1                           // the token kinds and the stream flag
+	keyedSpanV2          = 3*8 + 1 + 1                       // the token kinds, the stream flag, the response id
 	keyedCorrectionFixed = 8 + 16
 	keyedCorrectionMin   = 1 + keyedCorrectionFixed + 6 + 1
 	// keyedHasMask holds every Fields bit this build knows.
@@ -94,6 +95,7 @@ func AppendKeyedBatch(dst []byte, spans []Span, corrections []Correction) []byte
 		} else {
 			dst = append(dst, 0)
 		}
+		dst = appendKeyedString(dst, s.ResponseID)
 	}
 	for i := range corrections {
 		c := &corrections[i]
@@ -108,6 +110,7 @@ func AppendKeyedBatch(dst []byte, spans []Span, corrections []Correction) []byte
 			dst = appendKeyedString(dst, kv.Key)
 			dst = appendKeyedString(dst, kv.Value)
 		}
+		dst = appendKeyedString(dst, c.ResponseID)
 	}
 	return dst
 }
@@ -204,9 +207,10 @@ func DecodeKeyedBatch(b []byte, spans []Span, corrections []Correction) ([]Span,
 			strconv.Itoa(KeyedBatchVersion1)+" and "+strconv.Itoa(KeyedBatchVersion))
 	}
 	r := &keyedReader{b: b, off: 1, version: b[0]}
-	spanMin := uint64(keyedSpanMin)
+	spanMin, corrMin := uint64(keyedSpanMin), uint64(keyedCorrectionMin)
 	if r.version >= 2 {
 		spanMin += keyedSpanV2
+		corrMin++
 	}
 	ns, nc := r.uvarint(), r.uvarint()
 	if r.failed {
@@ -214,7 +218,7 @@ func DecodeKeyedBatch(b []byte, spans []Span, corrections []Correction) ([]Span,
 	}
 	// Refuse counts the remaining bytes cannot hold before allocating for them.
 	rest := uint64(len(b) - r.off)
-	if ns > rest/spanMin || nc > rest/keyedCorrectionMin || ns*spanMin+nc*keyedCorrectionMin > rest {
+	if ns > rest/spanMin || nc > rest/corrMin || ns*spanMin+nc*corrMin > rest {
 		return spans, corrections, malformed("keyed_batch", "counts of "+strconv.FormatUint(ns, 10)+" spans and "+
 			strconv.FormatUint(nc, 10)+" corrections do not fit in "+strconv.FormatUint(rest, 10)+" bytes")
 	}
@@ -300,6 +304,7 @@ func (r *keyedReader) span(s *Span) string {
 		case f[0] != 0:
 			return "stream flag " + strconv.Itoa(int(f[0])) + ", want 0 or 1"
 		}
+		s.ResponseID = r.str(-1)
 	}
 	if r.failed {
 		return "truncated"
@@ -333,6 +338,9 @@ func (r *keyedReader) correction(c *Correction) string {
 		for i := range c.Context {
 			c.Context[i] = KV{Key: r.str(keyedSpanStrings + 4), Value: r.str(keyedSpanStrings + 5)}
 		}
+	}
+	if r.version >= 2 {
+		c.ResponseID = r.str(-1)
 	}
 	if r.failed {
 		return "truncated"

@@ -24,7 +24,7 @@ func oddSpans(rng *rand.Rand, n int) []Span {
 			s.TTFTMs, s.Confidence, s.DurationMs = pick(rng, odd), pick(rng, odd), pick(rng, odd)
 			s.Has = keyedHasMask
 			s.CacheReadTokens, s.CacheWriteTokens, s.ReasoningTokens = rng.Int64(), -rng.Int64(), math.MaxInt64
-			s.Stream = true
+			s.Stream, s.ResponseID = true, "chatcmpl-\xff1"
 		case 2:
 			s.Key.Tenant, s.SessionID = "bad\xff\xfeutf8", string([]byte{0, 1, 2})
 			s.InputTokens, s.StartUnixNano = -5, math.MinInt64
@@ -40,6 +40,9 @@ func oddCorrections(rng *rand.Rand, n int) []Correction {
 	out := make([]Correction, n)
 	for i := range out {
 		out[i] = randCorrection(rng)
+		if i%3 == 2 {
+			out[i].ResponseID = "resp-" + strconv.Itoa(i)
+		}
 		if i%3 == 1 {
 			out[i].SchemaVersion = -7
 			out[i].Kind = "not-a-kind\xff"

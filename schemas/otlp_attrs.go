@@ -36,6 +36,7 @@ const (
 	idCacheWrite    // gen_ai.usage.cache_creation.input_tokens
 	idCacheWriteOld // gen_ai.usage.cache_creation_input_tokens
 	idReasoning     // gen_ai.usage.reasoning.output_tokens
+	idResponseID    // gen_ai.response.id
 	numAttrIDs
 )
 
@@ -104,6 +105,7 @@ func (m *keyMatcher) init(n AttributeNames) {
 		idCacheWrite:    "gen_ai.usage.cache_creation.input_tokens",
 		idCacheWriteOld: "gen_ai.usage.cache_creation_input_tokens",
 		idReasoning:     "gen_ai.usage.reasoning.output_tokens",
+		idResponseID:    "gen_ai.response.id",
 	}
 	for i, s := range m.names {
 		m.bucket[len(s)&63] |= 1 << i

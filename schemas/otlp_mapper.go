@@ -54,7 +54,7 @@ func (mp *mapper) keepSlow(id attrID, b []byte) (string, problem) {
 	if len(b) == 0 {
 		return "", problem{}
 	}
-	if id == idSession { // all but unique per span: caching would only cost
+	if id == idSession || id == idResponseID { // all but unique per span: caching would only cost
 		if !utf8.Valid(b) {
 			return "", problem{ErrMalformed, "string is not valid UTF-8"}
 		}
@@ -165,6 +165,8 @@ func spanString(sp *Span, st *spanState, id attrID) *string {
 		return &sp.SessionID
 	case idRoute:
 		return &sp.Route
+	case idResponseID:
+		return &sp.ResponseID
 	}
 	return nil
 }

@@ -165,8 +165,8 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 		"gen_ai.response.time_to_first_token": "num", "gen_ai.request.stream": "bool",
 		"gen_ai.usage.cache_read.input_tokens": "tok", "gen_ai.usage.cache_read_input_tokens": "tok",
 		"gen_ai.usage.cache_creation.input_tokens": "tok", "gen_ai.usage.cache_creation_input_tokens": "tok",
-		"gen_ai.usage.reasoning.output_tokens": "tok",
-		n.Tenant:                               "str", n.Variant: "str", n.Session: "str", n.Route: "str", n.Confidence: "num", n.Alignment: "num",
+		"gen_ai.usage.reasoning.output_tokens": "tok", "gen_ai.response.id": "str",
+		n.Tenant: "str", n.Variant: "str", n.Session: "str", n.Route: "str", n.Confidence: "num", n.Alignment: "num",
 	}
 	resMapped := map[string]string{"service.name": "str",
 		n.Tenant: "str", n.Variant: "str", n.Session: "str", n.Route: "str", n.Confidence: "num", n.Alignment: "num"}
@@ -214,6 +214,7 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 					SessionID:     either(n.Session),
 					FinishReason:  a.str["gen_ai.response.finish_reasons"],
 					ErrorType:     a.str["error.type"],
+					ResponseID:    a.str["gen_ai.response.id"],
 				}
 				if sp.Provider == "" {
 					sp.Provider = a.str["gen_ai.system"]
@@ -485,6 +486,9 @@ func genPdataSpan(rng *rand.Rand, span ptrace.Span, n AttributeNames, opt pdataC
 	}
 	if maybe(70) {
 		a.PutBool("gen_ai.request.stream", maybe(60))
+	}
+	if maybe(50) {
+		strOrInt("gen_ai.response.id", "chatcmpl-"+strconv.Itoa(rng.IntN(1e9)))
 	}
 	if maybe(10) {
 		a.PutStr("error.type", pick(rng, []string{"timeout", "rate_limited", ""}))

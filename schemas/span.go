@@ -114,6 +114,9 @@ type Span struct {
 	Route string
 	// SessionID is the configurable session attribute (default session.id).
 	SessionID string
+	// ResponseID is gen_ai.response.id: what an evaluation event names
+	// when it cannot name the span.
+	ResponseID string
 
 	// Confidence is the model's confidence score in [0, 1]. Valid when
 	// Has&HasConfidence.
