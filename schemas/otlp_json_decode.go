@@ -322,17 +322,20 @@ func (d *jsonDecoder) spanField(k []byte, sp *Span, st *spanState) error {
 		if r.null() {
 			return nil
 		}
-		s, _, err := r.str()
+		s, escaped, err := r.str()
 		if err != nil {
 			return syntax(d.spanPath()+".name", err)
 		}
 		if len(s) > d.lim.MaxStringBytes {
 			return tooLargeLimit(d.spanPath()+".name", "max_string_bytes", len(s), d.lim.MaxStringBytes, "bytes")
 		}
-		// s may live in the reader's scratch buffer: keep a copy in one
-		// buffer reused across spans.
-		d.name = append(d.name[:0], s...)
-		st.name = d.name
+		st.name = s
+		if escaped {
+			// s lives in the reader's scratch buffer: keep a copy in one
+			// buffer reused across spans (unescaped, s points into the message).
+			d.name = append(d.name[:0], s...)
+			st.name = d.name
+		}
 	case "startTimeUnixNano", "start_time_unix_nano", "endTimeUnixNano", "end_time_unix_nano":
 		name := "start_time_unix_nano"
 		if k[0] == 'e' {
