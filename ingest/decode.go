@@ -57,8 +57,11 @@ func (d *SpanDecoder) Decode(r *kgo.Record, out *Record) error {
 		} else {
 			evs, evalErr = schemas.DecodeOTLPSpanEvaluations(r.Value, d.Names, d.Limits, nil)
 		}
-		if evalErr == nil {
-			out.Corrections, evalErr = evaluationCorrections(d.Evaluations, evs, out.Corrections)
+		var skipped schemas.EvaluationErrors
+		if evalErr == nil || errors.As(evalErr, &skipped) {
+			var unjoinable error
+			out.Corrections, unjoinable = evaluationCorrections(d.Evaluations, evs, out.Corrections)
+			evalErr = errors.Join(evalErr, unjoinable)
 		}
 	}
 	var bad []InvalidSpan
@@ -104,9 +107,10 @@ func evaluationCorrections(m *schemas.EvaluationMapping, evs []schemas.Evaluatio
 // otlp_json, default topic otlp_logs): it reads the gen_ai.evaluation.result
 // events among the log records and delivers the corrections Evaluations
 // makes of them in Record.Corrections. Other log records are skipped. A
-// message that cannot be decoded, or an event with an unusable attribute,
-// sends the record to the DLQ; events that match a rule but cannot be
-// joined make it partial.
+// message that cannot be decoded sends the record to the DLQ; events with
+// an unusable attribute, or that match a rule but cannot be joined, are
+// named in a PartialError (the others' corrections are delivered), or send
+// the record to the DLQ when no correction is left.
 type EvaluationDecoder struct {
 	Encoding    Encoding
 	Names       schemas.AttributeNames
@@ -129,14 +133,18 @@ func (d *EvaluationDecoder) Decode(r *kgo.Record, out *Record) error {
 	} else {
 		evs, err = schemas.DecodeOTLPLogEvaluations(r.Value, d.Names, d.Limits, nil)
 	}
-	if err != nil {
+	var skipped schemas.EvaluationErrors
+	if err != nil && !errors.As(err, &skipped) {
 		return err
 	}
-	out.Corrections, err = evaluationCorrections(d.Evaluations, evs, out.Corrections[:0])
-	if err != nil {
+	var unjoinable error
+	out.Corrections, unjoinable = evaluationCorrections(d.Evaluations, evs, out.Corrections[:0])
+	if err = errors.Join(err, unjoinable); err != nil {
 		if len(out.Corrections) == 0 {
 			return err
 		}
+		// The usable events' corrections are delivered; the record is
+		// dead-lettered as partial.
 		return &PartialError{Evaluations: err}
 	}
 	return nil

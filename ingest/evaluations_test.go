@@ -62,6 +62,18 @@ func TestEvaluationEventsBecomeCorrections(t *testing.T) {
 	lr.Attributes().PutStr("gen_ai.evaluation.score.value", "terrible")
 	var pm plog.ProtoMarshaler
 	badMsg, _ := pm.MarshalLogs(bad)
+	// The same bad event beside a good one: the good one's correction is
+	// delivered, the record dead-lettered as partial.
+	mixed := plog.NewLogs()
+	bad.ResourceLogs().CopyTo(mixed.ResourceLogs())
+	mixed.ResourceLogs().At(0).Resource().Attributes().PutStr("tenant.id", "acme")
+	g := mixed.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().AppendEmpty()
+	g.SetEventName(schemas.EvaluationEventName)
+	g.SetTimestamp(pcommon.Timestamp(time.Date(2025, 10, 9, 8, 2, 0, 0, time.UTC).UnixNano()))
+	g.SetTraceID(trace)
+	g.Attributes().PutStr("gen_ai.evaluation.name", "user_feedback")
+	g.Attributes().PutStr("gen_ai.evaluation.score.label", "incorrect")
+	mixedMsg, _ := pm.MarshalLogs(mixed)
 	var jm plog.JSONMarshaler
 	ld := plog.NewLogs()
 	jr := ld.ResourceLogs().AppendEmpty()
@@ -74,7 +86,7 @@ func TestEvaluationEventsBecomeCorrections(t *testing.T) {
 	j.Attributes().PutDouble("gen_ai.evaluation.score.value", -1)
 	jsonMsg, _ := jm.MarshalLogs(ld)
 	newPublisher(t, k, DefaultLogTopic).publish(t,
-		msg(0, "a", evalLogs(t, trace, "incorrect", "correct")), msg(0, "b", badMsg), msg(0, "c", jsonMsg))
+		msg(0, "a", evalLogs(t, trace, "incorrect", "correct")), msg(0, "b", badMsg), msg(0, "c", jsonMsg), msg(0, "d", mixedMsg))
 
 	// A span message: an LLM span with a feedback event, and the spans decode as before.
 	td := ptrace.NewTraces()
@@ -98,7 +110,7 @@ func TestEvaluationEventsBecomeCorrections(t *testing.T) {
 
 	s := &sink{}
 	start(t, k, "g-eval", CorrectionTopics(), LogTopics(DefaultLogTopic), Evaluations(feedbackRules()), Handlers(s.factory))
-	waitFor(t, "the good log messages and the span message delivered", 30*time.Second, func() bool { return s.count() == 3 })
+	waitFor(t, "the good log messages and the span message delivered", 30*time.Second, func() bool { return s.count() == 4 })
 
 	var logCorr, spanCorr []schemas.Correction
 	spans := 0
@@ -110,7 +122,7 @@ func TestEvaluationEventsBecomeCorrections(t *testing.T) {
 			spans += len(rec.Spans)
 		}
 	}
-	if len(logCorr) != 2 || logCorr[0].Tenant != "acme" || logCorr[0].TraceID != schemas.TraceID(trace) ||
+	if len(logCorr) != 3 || logCorr[0].Tenant != "acme" || logCorr[0].TraceID != schemas.TraceID(trace) ||
 		logCorr[0].Kind != schemas.KindThumbsDown || logCorr[1].TimeUnixNano != time.Date(2025, 10, 9, 8, 1, 0, 0, time.UTC).UnixNano() {
 		t.Fatalf("log corrections %+v", logCorr)
 	}
@@ -118,10 +130,19 @@ func TestEvaluationEventsBecomeCorrections(t *testing.T) {
 		spanCorr[0].TraceID != (schemas.TraceID{0xcd}) || spanCorr[0].TimeUnixNano != int64(sp.EndTimestamp()) {
 		t.Fatalf("span record: %d spans, corrections %+v", spans, spanCorr)
 	}
-	dead := k.ReadAll(t, DefaultDLQTopic, 1, 20*time.Second)
-	if len(dead) != 1 || string(dead[0].Value) != string(badMsg) || header(dead[0], HeaderErrorKind) != string(KindInvalid) ||
-		!strings.Contains(header(dead[0], HeaderError), "gen_ai.evaluation.score.value") {
-		t.Fatalf("DLQ: %d records", len(dead))
+	dead := k.ReadAll(t, DefaultDLQTopic, 2, 20*time.Second)
+	if len(dead) != 2 {
+		t.Fatalf("DLQ: %d records, want 2", len(dead))
+	}
+	for i, want := range []struct {
+		value   []byte
+		partial string
+	}{{badMsg, ""}, {mixedMsg, "true"}} {
+		d := dead[i]
+		if string(d.Value) != string(want.value) || header(d, HeaderErrorKind) != string(KindInvalid) || header(d, HeaderPartial) != want.partial ||
+			!strings.Contains(header(d, HeaderError), "gen_ai.evaluation.score.value") {
+			t.Errorf("DLQ record %d: partial %q, error %q", i, header(d, HeaderPartial), header(d, HeaderError))
+		}
 	}
 }
 

@@ -36,6 +36,23 @@ type Evaluation struct {
 	Tenant, SessionID, Model, Variant string
 }
 
+// EvaluationErrors is returned by the evaluation readers when some events
+// had an unusable attribute of their own (a score written as a string, a
+// name that is not UTF-8): those events are skipped, each error names one,
+// and every other event is returned. Damage to the message's structure is
+// not an EvaluationErrors: it fails the whole message.
+type EvaluationErrors []error
+
+func (e EvaluationErrors) Error() string {
+	if len(e) == 1 {
+		return "1 evaluation event unusable: " + e[0].Error()
+	}
+	return strconv.Itoa(len(e)) + " evaluation events unusable; first: " + e[0].Error()
+}
+
+// Unwrap returns the events' errors, so that errors.Is(err, ErrInvalid) holds.
+func (e EvaluationErrors) Unwrap() []error { return e }
+
 // EvaluationRule turns the evaluation events of one evaluation name into
 // corrections: an event matches when its gen_ai.evaluation.name is Name and
 // its label is one of Labels, or its score is at most ScoreAtMost.

@@ -236,7 +236,8 @@ func DecodeOTLPJSONSpanEvaluations(msg []byte, names AttributeNames, lim Limits,
 					}
 					var ea evalAttrs
 					if err := r.jsonAttrs(ev.Attributes, epath, &ea); err != nil {
-						return dst, err
+						r.bad = append(r.bad, err)
+						continue
 					}
 					if sa == nil {
 						sa = &evalAttrs{}
@@ -258,7 +259,7 @@ func DecodeOTLPJSONSpanEvaluations(msg []byte, names AttributeNames, lim Limits,
 			}
 		}
 	}
-	return r.dst, nil
+	return r.result()
 }
 
 // DecodeOTLPJSONLogEvaluations is DecodeOTLPLogEvaluations for OTLP/JSON.
@@ -282,7 +283,8 @@ func DecodeOTLPJSONLogEvaluations(msg []byte, names AttributeNames, lim Limits, 
 				}
 				var la evalAttrs
 				if err := r.jsonAttrs(lr.Attributes, path, &la); err != nil {
-					return dst, err
+					r.bad = append(r.bad, err)
+					continue
 				}
 				if lr.EventName == "" && la.str[eaEventName] != EvaluationEventName {
 					continue
@@ -314,5 +316,5 @@ func DecodeOTLPJSONLogEvaluations(msg []byte, names AttributeNames, lim Limits, 
 			}
 		}
 	}
-	return r.dst, nil
+	return r.result()
 }

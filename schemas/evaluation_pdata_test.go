@@ -363,15 +363,28 @@ func TestEvaluationBadInput(t *testing.T) {
 	var jm plog.JSONMarshaler
 	pb, _ := pm.MarshalLogs(ld)
 	js, _ := jm.MarshalLogs(ld)
-	const want = "invalid record: resource_logs[0].scope_logs[0].log_records[0].attributes[gen_ai.evaluation.score.value]: want a double or an int, got bool"
+	// A good event after the bad one, in the same message: it is kept.
+	good := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().AppendEmpty()
+	good.SetEventName(EvaluationEventName)
+	good.SetTimestamp(42)
+	good.Attributes().PutStr("gen_ai.evaluation.name", "user_feedback")
+	good.Attributes().PutStr("gen_ai.evaluation.score.label", "incorrect")
+	pb, _ = pm.MarshalLogs(ld)
+	js, _ = jm.MarshalLogs(ld)
+	const want = "1 evaluation event unusable: invalid record: resource_logs[0].scope_logs[0].log_records[0].attributes[gen_ai.evaluation.score.value]: want a double or an int, got bool"
 	for enc, dec := range map[string]func([]byte, AttributeNames, Limits, []Evaluation) ([]Evaluation, error){
 		"proto": DecodeOTLPLogEvaluations, "json": DecodeOTLPJSONLogEvaluations} {
 		msg := pb
 		if enc == "json" {
 			msg = js
 		}
-		if _, err := dec(msg, AttributeNames{}, Limits{}, nil); !errors.Is(err, ErrInvalid) || err.Error() != want {
+		evs, err := dec(msg, AttributeNames{}, Limits{}, nil)
+		var skipped EvaluationErrors
+		if !errors.Is(err, ErrInvalid) || !errors.As(err, &skipped) || len(skipped) != 1 || err.Error() != want {
 			t.Errorf("%s: err = %v", enc, err)
+		}
+		if len(evs) != 1 || evs[0].Label != "incorrect" || evs[0].TimeUnixNano != 42 {
+			t.Errorf("%s: the good event: %+v", enc, evs)
 		}
 	}
 	// A truncated message is malformed, not silently short.

@@ -43,6 +43,16 @@ type evalReader struct {
 	names [numEvalAttrs]string
 	lim   Limits
 	dst   []Evaluation
+	bad   EvaluationErrors // events skipped for an unusable attribute of their own
+}
+
+// result is what a reader returns: the events and, when some were skipped,
+// their errors.
+func (r *evalReader) result() ([]Evaluation, error) {
+	if len(r.bad) > 0 {
+		return r.dst, r.bad
+	}
+	return r.dst, nil
 }
 
 func (r *evalReader) init(n AttributeNames, lim Limits, dst []Evaluation) {
@@ -205,7 +215,7 @@ func ids(dst []byte, v []byte, path string) error {
 // DecodeOTLPSpanEvaluations appends to dst every gen_ai.evaluation.result
 // span event of one OTLP TracesData message in protobuf, with the trace and
 // span id of the span it is on, and returns the extended slice. On error the
-// slice is dst unchanged. Spans in the pre-0.15 instrumentation_library_spans
+// slice is dst unchanged, except for EvaluationErrors (some events skipped). Spans in the pre-0.15 instrumentation_library_spans
 // field are not read for events.
 func DecodeOTLPSpanEvaluations(msg []byte, names AttributeNames, lim Limits, dst []Evaluation) ([]Evaluation, error) {
 	var r evalReader
@@ -221,7 +231,7 @@ func DecodeOTLPSpanEvaluations(msg []byte, names AttributeNames, lim Limits, dst
 	if err != nil {
 		return dst, err
 	}
-	return r.dst, nil
+	return r.result()
 }
 
 func (r *evalReader) resourceSpans(b []byte, ri int) error {
@@ -306,7 +316,8 @@ func (r *evalReader) span(b []byte, path string, resAttrs func() (*evalAttrs, er
 		}
 		var ea evalAttrs
 		if err := r.attrs(ekvs, epath, &ea); err != nil {
-			return err
+			r.bad = append(r.bad, err)
+			continue
 		}
 		if sa == nil {
 			sa = &evalAttrs{}
@@ -358,7 +369,8 @@ func evaluationOf(tid TraceID, sid SpanID, t int64, ev *evalAttrs, rest ...*eval
 // exporter writes logs, and returns the extended slice. A record is an
 // evaluation event when its event_name is gen_ai.evaluation.result, or,
 // without an event_name, its event.name attribute is. Other records are
-// skipped. On error the slice is dst unchanged.
+// skipped. On error the slice is dst unchanged, except for EvaluationErrors
+// (some events skipped, the others returned).
 func DecodeOTLPLogEvaluations(msg []byte, names AttributeNames, lim Limits, dst []Evaluation) ([]Evaluation, error) {
 	var r evalReader
 	r.init(names, lim, dst)
@@ -373,7 +385,7 @@ func DecodeOTLPLogEvaluations(msg []byte, names AttributeNames, lim Limits, dst 
 	if err != nil {
 		return dst, err
 	}
-	return r.dst, nil
+	return r.result()
 }
 
 func (r *evalReader) resourceLogs(b []byte, ri int) error {
@@ -425,7 +437,8 @@ func (r *evalReader) resourceLogs(b []byte, ri int) error {
 			}
 			var la evalAttrs
 			if err := r.attrs(kvs, lpath, &la); err != nil {
-				return err
+				r.bad = append(r.bad, err)
+				return nil
 			}
 			if len(eventName) == 0 && la.str[eaEventName] != EvaluationEventName {
 				return nil
