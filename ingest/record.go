@@ -82,6 +82,9 @@ type PartialError struct {
 }
 
 func (e *PartialError) Error() string {
+	if len(e.Invalid) == 0 && e.Evaluations != nil {
+		return "evaluation events: " + e.Evaluations.Error()
+	}
 	msg := strconv.Itoa(len(e.Invalid)) + " of " + strconv.Itoa(e.Total) + " spans invalid"
 	if len(e.Invalid) > 0 {
 		msg += "; first: span " + strconv.Itoa(e.Invalid[0].Index) + ": " + e.Invalid[0].Err.Error()
