@@ -130,8 +130,6 @@ func (c *Consumer) Run(ctx context.Context) error {
 }
 
 func (c *Consumer) clientOpts() []kgo.Opt {
-	maxBatch := int64(c.cfg.limits.MaxMessageBytes) + 1<<20 // headroom for headers and batch overhead
-	maxBatch = max(min(maxBatch, 1<<30), 1_000_012)
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(c.cfg.brokers...),
 		kgo.ConsumerGroup(c.cfg.group),
@@ -144,7 +142,7 @@ func (c *Consumer) clientOpts() []kgo.Opt {
 		kgo.OnPartitionsRevoked(c.onRevoked),
 		kgo.OnPartitionsLost(c.onLost),
 		kgo.AdjustFetchOffsetsFn(c.adjustOffsets),
-		kgo.ProducerBatchMaxBytes(int32(maxBatch)),
+		kgo.ProducerBatchMaxBytes(DLQMaxBatchBytes),
 		kgo.WithLogger(&kgoLogger{l: c.log}),
 	}
 	return append(opts, c.cfg.kgoOpts...)

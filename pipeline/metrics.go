@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/ingest"
 	"github.com/fusebox-dev/fusebox/internal/observe"
 	"github.com/fusebox-dev/fusebox/schemas"
@@ -108,7 +107,7 @@ func (p *Pipeline) collect(s *observe.Snapshot) {
 	ks := p.keyed.Stats()
 	s.LateSpans += ks.LateSpans
 	s.Duplicates += ks.Duplicates
-	for i, d := range engine.Dimensions {
+	for i, d := range schemas.Dimensions {
 		s.CardinalityOverflows = append(s.CardinalityOverflows, observe.DimensionCount{Dimension: d, Count: ks.Overflowed[i]})
 	}
 	now := time.Now()

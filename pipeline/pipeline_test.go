@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/internal/config"
-	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/internal/traffic"
+	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/fusebox-dev/fusebox/sinks"
+	"github.com/fusebox-dev/fusebox/sinks/jsonlsink"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -89,7 +90,7 @@ func readJSONL(t *testing.T, path string) ([]schemas.Verdict, []schemas.FuseComm
 	if err != nil {
 		return nil, nil
 	}
-	vs, cs, err := pipeline.ReadJSONL(b)
+	vs, cs, err := jsonlsink.Read(b)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
@@ -97,7 +98,7 @@ func readJSONL(t *testing.T, path string) ([]schemas.Verdict, []schemas.FuseComm
 }
 
 func TestPipelineEndToEnd(t *testing.T) {
-	k := testharness.StartKafka(t)
+	k := testharness.StartBroker(t)
 	dir := t.TempDir()
 	jsonl := filepath.Join(dir, "out.jsonl")
 	cfg := loadConfig(t, k.Brokers, "sinks: {jsonl: {path: "+jsonl+"}}\n")

@@ -19,7 +19,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fusebox-dev/fusebox/fuse"
-	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -95,8 +94,8 @@ func Record(t testing.TB, c schemas.FuseCommand) *kgo.Record {
 }
 
 // Setup starts kfake with the compacted fuse topic (3 partitions).
-func Setup(t testing.TB) *testharness.Kafka {
-	k := testharness.StartKafka(t)
+func Setup(t testing.TB) *Kafka {
+	k := StartKafka(t)
 	compact := "compact"
 	k.CreateTopic(t, Topic, 3, map[string]*string{"cleanup.policy": &compact})
 	return k
@@ -203,7 +202,7 @@ func RunCore(t *testing.T, newSource NewSource) {
 	for _, r := range early {
 		k.Produce(t, r) // one batch each, so compaction has work to do
 	}
-	k.Cluster.Compact()
+	k.Compact(t, Topic)
 	if n := len(k.ReadAll(t, Topic, len(early), 1500*time.Millisecond)); n >= len(early) {
 		t.Fatalf("compaction kept %d of %d records: the late-start check would not cover compaction", n, len(early))
 	}
