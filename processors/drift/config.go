@@ -23,6 +23,12 @@ const (
 type Config struct {
 	// Metric is any processors.Metric. Default confidence.
 	Metric processors.Metric `yaml:"metric"`
+	// IncludeErrors puts failed calls into the windows when Metric is a
+	// latency metric (duration_ms, ttft_ms, tpot_ms). Default false: a
+	// timeout's duration is the timeout, not the model's speed, so a change
+	// in the error rate would read as a latency shift (the burn-rate SLO
+	// judges errors). Other metrics take every span that carries them.
+	IncludeErrors bool `yaml:"include_errors"`
 	// Mode is reference or canary. Default reference.
 	Mode Mode `yaml:"mode"`
 	// Window is the current window. Default 5m: a shift is seen once it

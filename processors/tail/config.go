@@ -11,6 +11,13 @@ import (
 type Config struct {
 	// Metric is duration_ms, ttft_ms or tpot_ms. Default duration_ms.
 	Metric processors.Metric `yaml:"metric"`
+	// IncludeErrors puts failed calls (span status ERROR or error.type
+	// set) into the window. Default false: a latency tail measures the
+	// calls that succeeded. A provider's 60 s timeouts at 0.5% of calls
+	// are the P99.9 of a window that holds them, so any budget under the
+	// timeout would breach on a healthy service; errors belong to the
+	// burn-rate SLO, which counts them.
+	IncludeErrors bool `yaml:"include_errors"`
 	// P is the quantile to estimate. Default 0.999.
 	P float64 `yaml:"p"`
 	// Budget is the largest acceptable P-quantile, in the metric's unit
