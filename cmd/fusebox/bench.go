@@ -30,19 +30,27 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 func benchTailAccuracy(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("bench tail-accuracy", "[flags]",
-		"Estimates P99.9 from seeded samples of lognormal(sigma 0.6) and Lomax(xi 1/3) and prints, per family and\n"+
+		"Estimates P99.9 from seeded samples of lognormal(sigma 0.6), Lomax(xi 1/3) and a lognormal body with 6% of calls\n"+
+			"stalled by 1 + GPD(xi 0.2), and prints, per family and\n"+
 			"sample size, the RMSE and bias of the empirical quantile and of the GPD peaks-over-threshold estimate,\n"+
 			"and the coverage of the GPD's 95% interval. Misses of the issue's targets are listed after the table.", stderr)
 	trials := fs.Int("trials", 400, "seeded trials per (family, size)")
 	seed := fs.Uint64("seed", 1, "seed of the first trial")
 	sizes := fs.String("sizes", "1000,10000,100000", "comma-separated sample sizes")
-	tq := fs.Float64("threshold-quantile", 0.95, "POT threshold u as an empirical quantile")
+	tq := fs.Float64("threshold-quantile", 0.95, "POT threshold u as an empirical quantile (the lowest: see --exceedance-scale)")
+	xs := fs.Float64("exceedance-scale", 5, "c: at most about c*sqrt(n) exceedances, u rising above --threshold-quantile on large samples; negative: a fixed threshold")
 	interval := fs.String("interval", "profile", "GPD interval method: profile or delta")
+	families := fs.String("families", "lognormal,lomax,mixture", "comma-separated families: lognormal, lomax, mixture")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}
 	cfg := study.TailAccuracyConfig{Trials: *trials, Seed: *seed, Tail: stats.DefaultTailConfig()}
 	cfg.Tail.ThresholdQuantile = *tq
+	cfg.Tail.ExceedanceScale = *xs
+	if *xs == 0 {
+		fmt.Fprintln(stderr, "fusebox bench tail-accuracy: --exceedance-scale must not be 0 (negative: a fixed threshold)")
+		return exitUsage
+	}
 	switch *interval {
 	case "profile":
 		cfg.Tail.Interval = stats.IntervalProfile
@@ -59,6 +67,19 @@ func benchTailAccuracy(_ context.Context, args []string, stdout, stderr io.Write
 			return exitUsage
 		}
 		cfg.Sizes = append(cfg.Sizes, n)
+	}
+	for _, f := range strings.Split(*families, ",") {
+		switch strings.TrimSpace(f) {
+		case "lognormal":
+			cfg.Families = append(cfg.Families, study.LogNormal06())
+		case "lomax":
+			cfg.Families = append(cfg.Families, study.Lomax3())
+		case "mixture":
+			cfg.Families = append(cfg.Families, study.StallMixture())
+		default:
+			fmt.Fprintf(stderr, "fusebox bench tail-accuracy: --families: unknown family %q (lognormal, lomax, mixture)\n", f)
+			return exitUsage
+		}
 	}
 	table, err := study.TailAccuracy(stdout, cfg)
 	if err != nil {

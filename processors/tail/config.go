@@ -28,7 +28,10 @@ type Config struct {
 	// Every is the evaluation interval. Default 1m.
 	Every time.Duration `yaml:"every"`
 	// ThresholdQuantile is the empirical quantile of the window used as the
-	// POT threshold u. Default 0.95.
+	// POT threshold u on windows of up to (5/(1-ThresholdQuantile))^2 kept
+	// values (10,000 at the default); on larger windows u rises so that
+	// about 5*sqrt(kept) values exceed it (see
+	// stats.TailConfig.ThresholdQuantileAt). Default 0.95.
 	ThresholdQuantile float64 `yaml:"threshold_quantile"`
 	// MinExceedances is the fewest values above u for a GPD fit; with fewer
 	// the verdict carries the empirical quantile, labelled as such.
