@@ -16,10 +16,7 @@ const StreamTopic = "otlp_spans"
 
 // Stream generates d of sc's traffic from start and applies it, step by
 // step, to one engine.Worker (keyed partition 0) through the router's
-// Splitter, exactly as Route and Drive would, handing every output to out
-// as it is produced. Memory stays bounded by one step and the worker's own
-// windows, so a study can run days of event time. The source is marked
-// idle at the end, so the last windows close. step defaults to 1s.
+// Splitter (see StreamBatches). step defaults to 1s.
 func Stream(cfg engine.WorkerConfig, sc traffic.Scenario, start time.Time, d, step time.Duration, out func(schemas.Output)) (engine.WorkerStats, error) {
 	if step <= 0 {
 		step = time.Second
@@ -28,6 +25,23 @@ func Stream(cfg engine.WorkerConfig, sc traffic.Scenario, start time.Time, d, st
 	if err != nil {
 		return engine.WorkerStats{}, err
 	}
+	return StreamBatches(cfg, func() ([]schemas.Span, []schemas.Correction, bool) {
+		if g.Offset() >= d {
+			return nil, nil, false
+		}
+		b := g.Next(step)
+		return b.Spans, b.Corrections, true
+	}, out)
+}
+
+// StreamBatches applies the batches next returns (until its ok is false),
+// each as one message of the one source partition, to one engine.Worker
+// (keyed partition 0) through the router's Splitter, exactly as Route and
+// Drive would, handing every output to out as it is produced. Memory stays
+// bounded by one batch and the worker's own windows, so a study can run
+// days of event time. The source is marked idle at the end, so the last
+// windows close.
+func StreamBatches(cfg engine.WorkerConfig, next func() ([]schemas.Span, []schemas.Correction, bool), out func(schemas.Output)) (engine.WorkerStats, error) {
 	w, err := engine.NewWorker(cfg, 0)
 	if err != nil {
 		return engine.WorkerStats{}, err
@@ -46,12 +60,15 @@ func Stream(cfg engine.WorkerConfig, sc traffic.Scenario, start time.Time, d, st
 			}
 		}
 	}
-	for g.Offset() < d {
-		b := g.Next(step)
-		if len(b.Spans)+len(b.Corrections) == 0 {
+	for {
+		spans, corrections, ok := next()
+		if !ok {
+			break
+		}
+		if len(spans)+len(corrections) == 0 {
 			continue
 		}
-		apply(sp.Split(offset, b.Spans, b.Corrections))
+		apply(sp.Split(offset, spans, corrections))
 		offset++
 	}
 	apply(sp.MarkIdle())
