@@ -77,7 +77,9 @@ const (
 //     rule credit for no more than a factor k — clamped to [1e-6, the
 //     default]; min_samples (min_responses) the larger of the default and
 //     a tenth of the median key's count per window, so keys with a tenth
-//     of typical traffic are insufficient_data rather than noisy.
+//     of typical traffic are insufficient_data rather than noisy (canary
+//     drift: at least 20 and a third of the median canary key's count,
+//     the canary side being small by design).
 //   - breaker: a rule per SLO kind, cool_down the longest window a rule
 //     waits on (no shorter than 5m).
 func Propose(in *Input, cfg Config) (Proposal, error) {
