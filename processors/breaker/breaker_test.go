@@ -238,15 +238,20 @@ func TestCoarseTargetGathersKeys(t *testing.T) {
 	if b.Targets() != 1 {
 		t.Fatalf("%d targets, want 1", b.Targets())
 	}
-	// Half-open: ok verdicts of either tenant count toward closing, one
-	// per evaluation: the two oks at 9 are one healthy evaluation.
+	// Half-open: only the series that tripped (tenant "other") can close
+	// it; the other tenant's oks count for nothing, and two oks of one
+	// evaluation time are one healthy evaluation.
 	one(t, b.Advance(at(8)))
-	b.Observe(mkVerdict("tail", "latency", "duration_ms", ka, at(9), O))
-	b.Observe(mkVerdict("tail", "latency", "duration_ms", kb, at(9), O))
-	if got := b.Observe(mkVerdict("tail", "latency", "duration_ms", ka, at(10), O)); len(got) != 0 {
+	for m := 9; m <= 14; m++ {
+		if got := b.Observe(mkVerdict("tail", "latency", "duration_ms", ka, at(float64(m)), O)); len(got) != 0 && got[0].State == schemas.StateClosed {
+			t.Fatalf("closed by oks of a series that did not trip it: %+v", got)
+		}
+	}
+	b.Observe(mkVerdict("tail", "latency", "duration_ms", kb, at(15), O))
+	if got := b.Observe(mkVerdict("tail", "latency", "duration_ms", kb, at(16), O)); len(got) != 0 && got[0].State == schemas.StateClosed {
 		t.Fatalf("closed after two healthy evaluations (CloseAfter 3): %+v", got)
 	}
-	if c := one(t, b.Observe(mkVerdict("tail", "latency", "duration_ms", kb, at(11), O))); c.State != schemas.StateClosed {
+	if c := one(t, b.Observe(mkVerdict("tail", "latency", "duration_ms", kb, at(17), O))); c.State != schemas.StateClosed {
 		t.Fatalf("state %s, want closed", c.State)
 	}
 }

@@ -30,12 +30,19 @@
 //   - OPEN → HALF_OPEN: t reaches the end of the cool-down (in Advance, or
 //     before a verdict for the target is applied in Observe).
 //   - HALF_OPEN → OPEN (re-trip): any breach matched by a rule of the
-//     target; the action becomes the more severe of the active one and
-//     the breaching rule's; the backoff step increases.
-//   - HALF_OPEN → CLOSED: CloseAfter healthy evaluations in a row: ok
-//     verdicts of any matching rule, one verdict counting once however
-//     many rules match it, and several ok verdicts of one evaluation time
-//     (a coarse target gathers several keys) counting as one evaluation.
+//     target — of the series that tripped it or of any other; the action
+//     becomes the more severe of the active one and the breaching rule's;
+//     the backoff step increases, and the breaching series joins the
+//     tripping series of the incident.
+//   - HALF_OPEN → CLOSED: every tripping series of the incident has
+//     CloseAfter ok evaluations in a row since the half-open began. A
+//     tripping series is one series (processor, SLO, metric and the
+//     verdict's full key) whose breach opened the target in this incident:
+//     the trip, an escalation or a re-trip. A warn of a tripping series
+//     resets its streak; verdicts of every other series (other SLOs, other
+//     keys of a coarse target) neither count toward the close nor reset
+//     it; a breach of any of them still re-trips (above). One evaluation
+//     (window end) of a series counts once.
 //
 // A trip clears the histories of the rules at or below the new active
 // level (those above keep counting toward escalation, so a ladder "degrade
@@ -46,8 +53,8 @@
 // ignored (it takes no slot of n, does not advance or reset a half-open
 // streak, and does not even advance the target's time). warn is healthy
 // for the k-of-n count (it is not a breach) but not for closing: in
-// HALF_OPEN a warn resets the healthy streak to 0 without re-opening,
-// because the estimate is still over its budget. A verdict whose window end
+// HALF_OPEN a warn of a tripping series resets its healthy streak to 0
+// without re-opening, because the estimate is still over its budget. A verdict whose window end
 // is not after the last one of its series (a replay, or a late verdict) is
 // ignored and counted in Stats.Duplicates.
 //

@@ -38,6 +38,28 @@ type entry struct {
 	Threshold float64 `json:"threshold"`
 }
 
+// signal is one series that tripped a target — the verdicts of one
+// processor, SLO and metric for one key — with its ok streak while the
+// target is half-open. A half-open target closes only once every signal
+// of its incident has CloseAfter ok evaluations in a row; a warn of the
+// signal resets its streak; verdicts of other series never touch it.
+type signal struct {
+	Processor string      `json:"processor"`
+	SLO       string      `json:"slo"`
+	Metric    string      `json:"metric"`
+	Key       schemas.Key `json:"key"`
+	// Healthy is the ok streak (reasons for the close); HealthyAt the
+	// evaluation time of its last entry.
+	Healthy   []schemas.Reason `json:"healthy"`
+	HealthyAt int64            `json:"healthy_at"`
+}
+
+func (g *signal) is(v *schemas.Verdict) bool {
+	return g.Processor == v.Processor && g.SLO == v.SLO && g.Metric == v.Metric && g.Key == v.Key
+}
+
+func (g *signal) name() string { return g.Processor + "/" + g.SLO + "/" + g.Metric }
+
 type seriesKey struct {
 	rule                   int
 	processor, slo, metric string
@@ -84,10 +106,17 @@ type target struct {
 	incident  string
 	reasons   []schemas.Reason // behind the current state
 	slos      []string         // SLO names behind the current incident
-	healthy   []schemas.Reason // the ok streak of a half-open target
-	// healthyAt is the evaluation time of the last ok counted in the
-	// streak: a target covering several keys or SLOs gets several ok
-	// verdicts per evaluation, and CloseAfter counts evaluations.
+	// tripped lists the series that opened the target in this incident
+	// (trips, escalations, re-trips), each with its half-open ok streak:
+	// only they can close it (see closeReady).
+	tripped []signal
+	// halfOpenAt is when the current half-open began (0 when not
+	// half-open): the probe's start, see Probes.
+	halfOpenAt int64
+	// healthy and healthyAt are the streak of a target restored from a
+	// snapshot written before tripped existed (no signals known): ok
+	// verdicts of any matching rule close it, as they did then.
+	healthy    []schemas.Reason
 	healthyAt  int64
 	lastIssued int64 // issued-at of the last command; 0 before the first
 	issued     bool
@@ -181,7 +210,7 @@ func (b *Breaker) observeTarget(tk schemas.Key, ruleIdx []int, v *schemas.Verdic
 					rs = append(rs, schemas.Reason{VerdictID: e.VerdictID, Text: breachText(r, v, e, bestSeries.breaches())})
 				}
 			}
-			b.trip(tg, r, t, rs, v.SLO)
+			b.trip(tg, r, t, rs, v)
 			changed = true
 		}
 	case schemas.StateHalfOpen:
@@ -204,20 +233,37 @@ func (b *Breaker) observeTarget(tk schemas.Key, ruleIdx []int, v *schemas.Verdic
 				}
 			}
 			e := entry{VerdictID: v.ID, Breach: true, Value: v.Value, Threshold: v.Threshold}
-			text := "probe failed: " + v.Processor + "/" + v.SLO + "/" + v.Metric + " breach value=" + fmtFloat(e.Value) + " threshold=" + fmtFloat(e.Threshold)
-			b.trip(tg, r, t, []schemas.Reason{{VerdictID: v.ID, Text: text}}, v.SLO)
+			what := "probe failed: tripping SLO "
+			if tg.signalOf(v) == nil {
+				what = "breach of another SLO while half-open: "
+			}
+			text := what + v.SLO + " (" + v.Processor + "/" + v.Metric + ") breach value=" + fmtFloat(e.Value) + " budget=" + fmtFloat(e.Threshold) +
+				", window " + fmtTime(v.WindowStartUnixNano) + ".." + fmtTime(v.WindowEndUnixNano)
+			b.trip(tg, r, t, []schemas.Reason{{VerdictID: v.ID, Text: text}}, v)
 			changed = true
 		case schemas.StatusWarn:
-			// Not yet healthy: the streak starts again.
-			tg.healthy = tg.healthy[:0]
+			// Not yet healthy: the tripping series' streak starts again;
+			// another series' warn says nothing about what tripped.
+			if len(tg.tripped) == 0 {
+				tg.healthy = tg.healthy[:0] // legacy snapshot: any series
+			} else if g := tg.signalOf(v); g != nil {
+				g.Healthy = g.Healthy[:0]
+			}
 		case schemas.StatusOK:
-			if len(tg.healthy) > 0 && t == tg.healthyAt {
+			if len(tg.tripped) == 0 {
+				changed = b.legacyHealthy(tg, v, t)
+				break
+			}
+			g := tg.signalOf(v)
+			if g == nil {
+				break // another series' ok neither closes nor resets
+			}
+			if len(g.Healthy) > 0 && t <= g.HealthyAt {
 				break // this evaluation is counted already
 			}
-			tg.healthyAt = t
-			tg.healthy = append(tg.healthy, schemas.Reason{VerdictID: v.ID,
-				Text: "healthy " + strconv.Itoa(len(tg.healthy)+1) + " of " + strconv.Itoa(b.pol.CloseAfter) + ": " + v.Processor + "/" + v.SLO + "/" + v.Metric + " ok value=" + fmtFloat(v.Value) + " threshold=" + fmtFloat(v.Threshold)})
-			if len(tg.healthy) >= b.pol.CloseAfter {
+			g.HealthyAt = t
+			g.Healthy = append(g.Healthy, schemas.Reason{VerdictID: v.ID, Text: healthyText(b.pol.CloseAfter, len(g.Healthy)+1, v, tg.halfOpenAt)})
+			if tg.closeReady(b.pol.CloseAfter) {
 				b.close(tg, t)
 				changed = true
 			}
@@ -226,6 +272,64 @@ func (b *Breaker) observeTarget(tk schemas.Key, ruleIdx []int, v *schemas.Verdic
 	c, ok := b.emit(tg, t, changed)
 	return c, ok, true
 }
+
+// signalOf returns the tripping series v belongs to, or nil.
+func (tg *target) signalOf(v *schemas.Verdict) *signal {
+	for i := range tg.tripped {
+		if tg.tripped[i].is(v) {
+			return &tg.tripped[i]
+		}
+	}
+	return nil
+}
+
+// closeReady reports whether every tripping series has n ok evaluations
+// in a row.
+func (tg *target) closeReady(n int) bool {
+	for i := range tg.tripped {
+		if len(tg.tripped[i].Healthy) < n {
+			return false
+		}
+	}
+	return len(tg.tripped) > 0
+}
+
+// addSignal records v's series as one that tripped the target.
+func (tg *target) addSignal(v *schemas.Verdict) {
+	if v == nil || tg.signalOf(v) != nil {
+		return
+	}
+	tg.tripped = append(tg.tripped, signal{Processor: v.Processor, SLO: v.SLO, Metric: v.Metric, Key: v.Key})
+}
+
+// legacyHealthy is the close rule of a target restored from a snapshot
+// that predates tripping signals: ok verdicts of any matching rule, one
+// per evaluation time.
+func (b *Breaker) legacyHealthy(tg *target, v *schemas.Verdict, t int64) bool {
+	if len(tg.healthy) > 0 && t == tg.healthyAt {
+		return false
+	}
+	tg.healthyAt = t
+	tg.healthy = append(tg.healthy, schemas.Reason{VerdictID: v.ID, Text: healthyText(b.pol.CloseAfter, len(tg.healthy)+1, v, tg.halfOpenAt)})
+	if len(tg.healthy) >= b.pol.CloseAfter {
+		b.close(tg, t)
+		return true
+	}
+	return false
+}
+
+// healthyText is a close reason: which ok evaluation of the streak, the
+// tripping series, its value against its budget, and the window judged.
+func healthyText(need, i int, v *schemas.Verdict, since int64) string {
+	w := "window " + fmtTime(v.WindowStartUnixNano) + ".." + fmtTime(v.WindowEndUnixNano)
+	if since != 0 && v.WindowStartUnixNano >= since {
+		w = "probe " + w + " (traffic since half-open)"
+	}
+	return "healthy " + strconv.Itoa(i) + " of " + strconv.Itoa(need) + " of tripping SLO " + v.SLO + " (" + v.Processor + "/" + v.Metric +
+		"): ok value=" + fmtFloat(v.Value) + " budget=" + fmtFloat(v.Threshold) + ", " + w
+}
+
+func fmtTime(ns int64) string { return time.Unix(0, ns).UTC().Format("15:04:05") }
 
 func (b *Breaker) ruleIndex(id string) int {
 	for i := range b.rules {
@@ -242,14 +346,17 @@ func breachText(r *rule, v *schemas.Verdict, e entry, count int) string {
 }
 
 // trip opens the target with rule r (nil: keep the active action).
-func (b *Breaker) trip(tg *target, r *rule, t int64, reasons []schemas.Reason, slo string) {
+func (b *Breaker) trip(tg *target, r *rule, t int64, reasons []schemas.Reason, v *schemas.Verdict) {
 	if tg.state == schemas.StateClosed {
 		if tg.trips > 0 && t-tg.closedAt >= int64(b.pol.FlapWindow) {
 			tg.trips = 0 // not flapping: a new incident starts from the base cool-down
 		}
 		tg.incident = incidentID(tg.key, t)
 		tg.slos = tg.slos[:0]
+		tg.tripped = tg.tripped[:0]
 	}
+	tg.addSignal(v)
+	slo := v.SLO
 	tg.trips++
 	b.stats.Trips++
 	tg.state = schemas.StateOpen
@@ -262,6 +369,10 @@ func (b *Breaker) trip(tg *target, r *rule, t int64, reasons []schemas.Reason, s
 		tg.slos = append(tg.slos, slo)
 	}
 	tg.healthy = tg.healthy[:0]
+	tg.halfOpenAt = 0
+	for i := range tg.tripped {
+		tg.tripped[i].Healthy = tg.tripped[i].Healthy[:0]
+	}
 	tg.lastActive = t
 	// Histories of rules at or below the active level start afresh (they
 	// cannot act while the target is open, and old breaches must not
@@ -290,7 +401,11 @@ func (b *Breaker) expireCoolDown(tg *target, t int64) bool {
 		return false
 	}
 	tg.state = schemas.StateHalfOpen
+	tg.halfOpenAt = t
 	tg.healthy = tg.healthy[:0]
+	for i := range tg.tripped {
+		tg.tripped[i].Healthy = tg.tripped[i].Healthy[:0]
+	}
 	tg.lastActive = t
 	cd := time.Duration(b.coolDown(tg.trips)).String()
 	rs := make([]schemas.Reason, len(tg.reasons))
@@ -322,8 +437,18 @@ func (b *Breaker) close(tg *target, t int64) {
 	tg.state = schemas.StateClosed
 	tg.closedAt = t
 	tg.lastActive = t
-	tg.reasons = slices.Clone(tg.healthy)
+	if len(tg.tripped) == 0 {
+		tg.reasons = slices.Clone(tg.healthy)
+	} else {
+		tg.reasons = tg.reasons[:0:0]
+		for i := range tg.tripped {
+			g := &tg.tripped[i]
+			tg.reasons = append(tg.reasons, g.Healthy[len(g.Healthy)-b.pol.CloseAfter:]...)
+		}
+	}
 	tg.healthy = tg.healthy[:0]
+	tg.tripped = tg.tripped[:0]
+	tg.halfOpenAt = 0
 	tg.active = active{}
 	b.stats.Closes++
 	clear(tg.series)
