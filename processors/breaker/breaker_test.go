@@ -136,9 +136,12 @@ func TestRefreshBeforeExpiry(t *testing.T) {
 	if len(c2.Reasons) != len(c1.Reasons) || len(c1.Reasons) == 0 {
 		t.Fatalf("refresh cites %d verdicts, the trip %d", len(c2.Reasons), len(c1.Reasons))
 	}
+	// Same verdicts; the text says it is a refresh of the open state
+	// (not a new failure), once, however many refreshes follow.
+	pre := "refresh of the open state (unchanged since 00:00:00): "
 	for i := range c2.Reasons {
-		if c2.Reasons[i] != c1.Reasons[i] {
-			t.Fatalf("refresh changed reason %d", i)
+		if c2.Reasons[i].VerdictID != c1.Reasons[i].VerdictID || c2.Reasons[i].Text != pre+c1.Reasons[i].Text {
+			t.Fatalf("refresh reason %d = %+v, want %q + the trip's %+v", i, c2.Reasons[i], pre, c1.Reasons[i])
 		}
 	}
 	if len(b.Advance(at(9.99))) != 0 {
@@ -147,6 +150,9 @@ func TestRefreshBeforeExpiry(t *testing.T) {
 	c3 := one(t, b.Advance(at(10)))
 	if c3.Version != c2.Version+1 || c3.ExpiresAtUnixNano != at(20) {
 		t.Fatalf("second refresh %+v", c3)
+	}
+	if c3.Reasons[0].Text != c2.Reasons[0].Text {
+		t.Fatalf("second refresh text %q, want %q (texts must not grow)", c3.Reasons[0].Text, c2.Reasons[0].Text)
 	}
 	if b.Stats().Refreshes != 2 {
 		t.Fatalf("refreshes %d, want 2", b.Stats().Refreshes)

@@ -74,6 +74,7 @@ type targetSnap struct {
 	// (the old "any ok closes" rule, see target.healthy).
 	Tripped    []signalSnap `json:"tripped,omitempty"`
 	HalfOpenAt int64        `json:"half_open_at,omitempty"`
+	StateSince int64        `json:"state_since,omitempty"`
 	LastIssued int64        `json:"last_issued"`
 	Issued     bool         `json:"issued"`
 	LastActive int64        `json:"last_active"`
@@ -115,7 +116,7 @@ func (b *Breaker) MarshalBinary() ([]byte, error) {
 		if ts.SLOs == nil {
 			ts.SLOs = []string{}
 		}
-		ts.HalfOpenAt = tg.halfOpenAt
+		ts.HalfOpenAt, ts.StateSince = tg.halfOpenAt, tg.stateSince
 		for _, g := range tg.tripped {
 			ts.Tripped = append(ts.Tripped, signalSnap{Processor: g.Processor, SLO: g.SLO, Metric: g.Metric, Key: g.Key, Healthy: toReasonSnaps(g.Healthy), HealthyAt: g.HealthyAt})
 		}
@@ -165,7 +166,7 @@ func (b *Breaker) UnmarshalBinary(data []byte) error {
 			openUntil: ts.OpenUntil, closedAt: ts.ClosedAt, incident: ts.Incident,
 			reasons: fromReasonSnaps(ts.Reasons), slos: ts.SLOs, healthy: fromReasonSnaps(ts.Healthy), healthyAt: ts.HealthyAt,
 			lastIssued: ts.LastIssued, issued: ts.Issued, lastActive: ts.LastActive, clock: ts.Clock,
-			series: make(map[seriesKey]*series, len(ts.Series)), halfOpenAt: ts.HalfOpenAt,
+			series: make(map[seriesKey]*series, len(ts.Series)), halfOpenAt: ts.HalfOpenAt, stateSince: ts.StateSince,
 		}
 		for _, g := range ts.Tripped {
 			tg.tripped = append(tg.tripped, signal{Processor: g.Processor, SLO: g.SLO, Metric: g.Metric, Key: g.Key, Healthy: fromReasonSnaps(g.Healthy), HealthyAt: g.HealthyAt})

@@ -119,6 +119,7 @@ type target struct {
 	healthy    []schemas.Reason
 	healthyAt  int64
 	lastIssued int64 // issued-at of the last command; 0 before the first
+	stateSince int64 // evaluation time of the last state change (for refresh texts)
 	issued     bool
 	lastActive int64 // last breach or state change
 	clock      int64 // latest evaluation time applied
@@ -462,6 +463,8 @@ func (b *Breaker) emit(tg *target, t int64, changed bool) (schemas.FuseCommand, 
 			return schemas.FuseCommand{}, false
 		}
 		b.stats.Refreshes++
+	} else {
+		tg.stateSince = t
 	}
 	tg.seq++
 	tg.issued = true
@@ -474,6 +477,14 @@ func (b *Breaker) emit(tg *target, t int64, changed bool) (schemas.FuseCommand, 
 		IssuedAtUnixNano:  t,
 		ExpiresAtUnixNano: t + int64(b.pol.CommandTTL),
 		Reasons:           slices.Clone(tg.reasons),
+	}
+	if !changed {
+		// A refresh: same state, new expiry. Say so, so the texts do not
+		// read as new failures ("probe failed" again).
+		pre := "refresh of the " + string(tg.state) + " state (unchanged since " + fmtTime(tg.stateSince) + "): "
+		for i := range c.Reasons {
+			c.Reasons[i].Text = pre + c.Reasons[i].Text
+		}
 	}
 	switch tg.state {
 	case schemas.StateClosed:
