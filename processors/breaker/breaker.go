@@ -149,3 +149,31 @@ func (b *Breaker) Advance(now int64) []schemas.FuseCommand {
 	})
 	return out
 }
+
+// ProbesFor returns, for SLO slo, the keys whose verdicts must judge only
+// the traffic since a half-open began, each with that start (Unix ns):
+// every tripping series of a half-open target whose SLO is slo. The
+// engine passes it to the SLO's processor before each evaluation
+// (processors.Prober); nil when there is none. It depends on the breaker's
+// state only, so it is as deterministic as the commands.
+func (b *Breaker) ProbesFor(slo string) map[schemas.Key]int64 {
+	var out map[schemas.Key]int64
+	for _, tg := range b.targets {
+		if tg.state != schemas.StateHalfOpen {
+			continue
+		}
+		for i := range tg.tripped {
+			g := &tg.tripped[i]
+			if g.SLO != slo {
+				continue
+			}
+			if out == nil {
+				out = map[schemas.Key]int64{}
+			}
+			// Two targets probing one key (two rules with different
+			// target dimensions): the later start, the fresher window.
+			out[g.Key] = max(out[g.Key], tg.halfOpenAt)
+		}
+	}
+	return out
+}

@@ -300,3 +300,29 @@ func TestCloseOnWhatTripped(t *testing.T) {
 		t.Fatalf("got %s with %d reasons, want closed citing 3 per tripping SLO", c.State, len(c.Reasons))
 	}
 }
+
+// TestProbesFor: only a half-open target's tripping series are probed,
+// since the instant the half-open began; open and closed targets none.
+func TestProbesFor(t *testing.T) {
+	b := newBreaker(t, onlyRules(Rule{Processor: "decay", Action: schemas.ActionDegrade, Fallback: "small", K: 1, N: 1}, Rule{Processor: "tail", Action: schemas.ActionTrip}))
+	decay := func(m float64, st schemas.Status) schemas.Verdict {
+		return mkVerdict("decay", "align", "alignment_decline", keyA, at(m), st)
+	}
+	b.Observe(decay(1, B))
+	if p := b.ProbesFor("align"); p != nil {
+		t.Fatalf("open target probed: %v", p)
+	}
+	b.Advance(at(6))
+	if p := b.ProbesFor("align"); len(p) != 1 || p[keyA] != at(6) {
+		t.Fatalf("half-open probes %v, want %v since %d", p, keyA, at(6))
+	}
+	if p := b.ProbesFor("latency"); p != nil {
+		t.Fatalf("an SLO that did not trip the target is probed: %v", p)
+	}
+	for m := 7.0; m <= 9; m++ {
+		b.Observe(decay(m, O))
+	}
+	if p := b.ProbesFor("align"); p != nil {
+		t.Fatalf("closed target still probed: %v", p)
+	}
+}
