@@ -19,8 +19,8 @@ import (
 	"github.com/fusebox-dev/fusebox/internal/broker"
 	"github.com/fusebox-dev/fusebox/internal/gen"
 	"github.com/fusebox-dev/fusebox/internal/observe"
-	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/internal/traffic"
+	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 

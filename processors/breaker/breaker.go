@@ -31,6 +31,7 @@ type Stats struct {
 	Insufficient   uint64 // insufficient_data verdicts that matched a rule; ignored
 	Duplicates     uint64 // window end not after the series' last one (a replay or a late verdict); ignored
 	TargetOverflow uint64 // breaches for a new target dropped because MaxTargets targets are held
+	Stale          uint64 // half-open: verdicts of a tripping series whose window began before the half-open; ignored
 	Commands       uint64 // commands issued, refreshes included
 	Trips          uint64 // transitions into open (first trips, re-trips, escalations)
 	Closes         uint64 // half-open targets closed

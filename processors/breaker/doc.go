@@ -43,6 +43,15 @@
 //     keys of a coarse target) neither count toward the close nor reset
 //     it; a breach of any of them still re-trips (above). One evaluation
 //     (window end) of a series counts once.
+//   - Probes: in HALF_OPEN a tripping series is judged on the traffic
+//     admitted since the half-open began. Its verdicts whose window
+//     starts before that instant (they still hold the incident) are
+//     ignored (Stats.Stale); ProbesFor tells the engine which keys of
+//     which SLOs to judge on [half-open start, now) — processors that
+//     implement processors.Prober (tail, decay, corrections) do so from
+//     the next evaluation, with their min_samples (fewer:
+//     insufficient_data, the target waits); the others' verdicts count
+//     once their window has slid past the half-open start.
 //
 // A trip clears the histories of the rules at or below the new active
 // level (those above keep counting toward escalation, so a ladder "degrade

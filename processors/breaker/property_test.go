@@ -244,6 +244,7 @@ func TestPropertyRandomStreams(t *testing.T) {
 		// verdicts first seen since then.
 		tripping := map[schemas.Key]map[sigKey]bool{}
 		halfOpenAt := map[schemas.Key]int{}
+		halfOpenTime := map[schemas.Key]int64{}
 		seenIDs := map[string]bool{}
 		var sinceHalfOpen map[schemas.Key][]*schemas.Verdict = map[schemas.Key][]*schemas.Verdict{}
 		closesChecked, otherOKs := 0, 0
@@ -332,6 +333,7 @@ func TestPropertyRandomStreams(t *testing.T) {
 				case schemas.StateHalfOpen:
 					if _, ho := halfOpenAt[c.Target]; !ho {
 						halfOpenAt[c.Target] = i
+						halfOpenTime[c.Target] = c.IssuedAtUnixNano
 						sinceHalfOpen[c.Target] = nil
 						// The verdict whose time ended the cool-down is
 						// judged in half-open.
@@ -340,7 +342,7 @@ func TestPropertyRandomStreams(t *testing.T) {
 						}
 					}
 				case schemas.StateClosed:
-					otherOKs += checkClose(t, seed, i, p, c, tripping[c.Target], sinceHalfOpen[c.Target], byID)
+					otherOKs += checkClose(t, seed, i, p, c, tripping[c.Target], halfOpenTime[c.Target], sinceHalfOpen[c.Target], byID)
 					closesChecked++
 					delete(tripping, c.Target)
 					delete(halfOpenAt, c.Target)
@@ -393,12 +395,14 @@ func sigOf(v *schemas.Verdict) sigKey {
 // against the stream (written independently of the breaker): the close
 // cites exactly CloseAfter ok verdicts of each series that tripped the
 // target in this incident, with distinct window ends, all first seen
-// since the half-open began; after the first cited verdict of a series no
+// since the half-open began and judging windows that start at or after
+// it; after the first cited verdict of a series no
 // warn or breach of that series was observed; and no breach of any
 // series offered to the target came after the half-open began (it would
-// have re-tripped). It returns how many oks of other series the target
+// have re-tripped), but for a tripping series' verdicts on windows begun
+// before it (stale: ignored). It returns how many oks of other series the target
 // saw while half-open (they must not have mattered).
-func checkClose(t *testing.T, seed uint64, i int, p Policy, c schemas.FuseCommand, trip map[sigKey]bool, since []*schemas.Verdict, byID map[string]*schemas.Verdict) int {
+func checkClose(t *testing.T, seed uint64, i int, p Policy, c schemas.FuseCommand, trip map[sigKey]bool, halfOpen int64, since []*schemas.Verdict, byID map[string]*schemas.Verdict) int {
 	t.Helper()
 	if len(trip) == 0 {
 		t.Fatalf("seed %d event %d: %v closed without an open command before", seed, i, c.Target)
@@ -413,6 +417,9 @@ func checkClose(t *testing.T, seed uint64, i int, p Policy, c schemas.FuseComman
 		s := sigOf(v)
 		if !trip[s] {
 			t.Fatalf("seed %d event %d: %v close cites %s/%s/%s of %v, which did not trip it (tripping: %v)", seed, i, c.Target, v.Processor, v.SLO, v.Metric, v.Key, trip)
+		}
+		if v.WindowStartUnixNano < halfOpen {
+			t.Fatalf("seed %d event %d: %v close cites %s whose window began before the half-open: it judged incident traffic, not the probe", seed, i, c.Target, v.ID)
 		}
 		if !inSince[v.ID] {
 			t.Fatalf("seed %d event %d: %v close cites %s, not seen since the half-open began", seed, i, c.Target, v.ID)
@@ -437,14 +444,14 @@ func checkClose(t *testing.T, seed uint64, i int, p Policy, c schemas.FuseComman
 			if v.ID == first.ID {
 				after = true
 			}
-			if after && sigOf(v) == s && v.Status == schemas.StatusWarn && v.WindowEndUnixNano > first.WindowEndUnixNano {
+			if after && sigOf(v) == s && v.Status == schemas.StatusWarn && v.WindowEndUnixNano > first.WindowEndUnixNano && v.WindowStartUnixNano >= halfOpen {
 				t.Fatalf("seed %d event %d: %v closed although tripping series %v warned (%s) inside its streak", seed, i, c.Target, s, v.ID)
 			}
 		}
 	}
 	others := 0
 	for _, v := range since {
-		if v.Status == schemas.StatusBreach {
+		if v.Status == schemas.StatusBreach && !(trip[sigOf(v)] && v.WindowStartUnixNano < halfOpen) {
 			t.Fatalf("seed %d event %d: %v closed although %s/%s breached (%s) while half-open", seed, i, c.Target, v.Processor, v.SLO, v.ID)
 		}
 		if v.Status == schemas.StatusOK && !trip[sigOf(v)] {

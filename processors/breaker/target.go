@@ -215,6 +215,16 @@ func (b *Breaker) observeTarget(tk schemas.Key, ruleIdx []int, v *schemas.Verdic
 			changed = true
 		}
 	case schemas.StateHalfOpen:
+		if g := tg.signalOf(v); g != nil && v.WindowStartUnixNano < tg.halfOpenAt {
+			// A verdict of a tripping series whose window began before
+			// the half-open judges traffic of the incident, not the probe:
+			// it neither closes, resets nor re-trips. The engine makes the
+			// next evaluations of probing processors start at the half-open
+			// (ProbesFor); other processors' windows get there once they
+			// have slid past it.
+			b.stats.Stale++
+			break
+		}
 		switch v.Status {
 		case schemas.StatusBreach:
 			// The probe failed: open again, with the more severe of the

@@ -326,3 +326,33 @@ func TestProbesFor(t *testing.T) {
 		t.Fatalf("closed target still probed: %v", p)
 	}
 }
+
+// TestHalfOpenIgnoresIncidentWindows: in half-open, verdicts of the
+// tripping series on windows that began before the half-open (they still
+// hold the incident) neither close nor re-trip; probe windows do.
+func TestHalfOpenIgnoresIncidentWindows(t *testing.T) {
+	b := newBreaker(t, onlyRules(Rule{Processor: "tail", Action: schemas.ActionTrip, K: 1}))
+	long := func(m float64, st schemas.Status) schemas.Verdict {
+		v := tail(m, st)
+		v.WindowStartUnixNano = at(m - 10)
+		return v
+	}
+	one(t, b.Observe(tail(0, B)))
+	checkCmds(t, "half-open", b.Advance(at(5)), &want{schemas.ActionHalfOpen, schemas.StateHalfOpen, 2})
+	for m := 6.0; m <= 12; m++ {
+		if got := b.Observe(long(m, B)); len(got) != 0 {
+			t.Fatalf("a breach on a window holding the incident re-tripped: %s", got[0].Reasons[0].Text)
+		}
+	}
+	for m := 13.0; m <= 14; m++ {
+		b.Observe(long(m, O))
+	}
+	if b.Stats().Stale != 9 {
+		t.Fatalf("stale %d, want 9", b.Stats().Stale)
+	}
+	b.Observe(tail(15, O))
+	b.Observe(tail(16, O))
+	if c := one(t, b.Observe(tail(17, O))); c.State != schemas.StateClosed {
+		t.Fatalf("state %s, want closed on three probe windows", c.State)
+	}
+}
