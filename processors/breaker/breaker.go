@@ -173,7 +173,9 @@ func (b *Breaker) ProbesFor(slo string) map[schemas.Key]int64 {
 			}
 			// Two targets probing one key (two rules with different
 			// target dimensions): the later start, the fresher window.
-			out[g.Key] = max(out[g.Key], tg.halfOpenAt)
+			for _, k := range g.Keys {
+				out[k] = max(out[k], tg.halfOpenAt)
+			}
 		}
 	}
 	return out

@@ -244,18 +244,24 @@ func TestCoarseTargetGathersKeys(t *testing.T) {
 	if b.Targets() != 1 {
 		t.Fatalf("%d targets, want 1", b.Targets())
 	}
-	// Half-open: only the series that tripped (tenant "other") can close
-	// it; the other tenant's oks count for nothing, and two oks of one
-	// evaluation time are one healthy evaluation.
-	one(t, b.Advance(at(8)))
-	for m := 9; m <= 14; m++ {
-		if got := b.Observe(mkVerdict("tail", "latency", "duration_ms", ka, at(float64(m)), O)); len(got) != 0 && got[0].State == schemas.StateClosed {
-			t.Fatalf("closed by oks of a series that did not trip it: %+v", got)
+	// Half-open: ok verdicts of the tripping SLO for either tenant count
+	// toward closing, one per evaluation: the two oks at 9 are one healthy
+	// evaluation; a warn of either tenant resets the streak, even when the
+	// other tenant is ok in the same evaluation; another SLO's oks count
+	// for nothing.
+	one(t, b.Observe(mkVerdict("tail", "latency", "duration_ms", ka, at(8), O))) // the cool-down ends: half-open
+	b.Observe(mkVerdict("tail", "latency", "duration_ms", ka, at(9), O))
+	b.Observe(mkVerdict("tail", "latency", "duration_ms", kb, at(9), O))
+	b.Observe(mkVerdict("tail", "latency", "duration_ms", ka, at(10), O))
+	b.Observe(mkVerdict("tail", "latency", "duration_ms", kb, at(10), W))
+	for m := 11; m <= 14; m++ {
+		if got := b.Observe(mkVerdict("tail", "ttft", "ttft_ms", ka, at(float64(m)), O)); len(got) != 0 && got[0].State == schemas.StateClosed {
+			t.Fatalf("closed by oks of an SLO that did not trip it: %+v", got)
 		}
 	}
 	b.Observe(mkVerdict("tail", "latency", "duration_ms", kb, at(15), O))
-	if got := b.Observe(mkVerdict("tail", "latency", "duration_ms", kb, at(16), O)); len(got) != 0 && got[0].State == schemas.StateClosed {
-		t.Fatalf("closed after two healthy evaluations (CloseAfter 3): %+v", got)
+	if got := b.Observe(mkVerdict("tail", "latency", "duration_ms", ka, at(16), O)); len(got) != 0 && got[0].State == schemas.StateClosed {
+		t.Fatalf("closed after two healthy evaluations since the warn (CloseAfter 3): %+v", got)
 	}
 	if c := one(t, b.Observe(mkVerdict("tail", "latency", "duration_ms", kb, at(17), O))); c.State != schemas.StateClosed {
 		t.Fatalf("state %s, want closed", c.State)

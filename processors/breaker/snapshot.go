@@ -47,12 +47,13 @@ type seriesSnap struct {
 }
 
 type signalSnap struct {
-	Processor string       `json:"processor"`
-	SLO       string       `json:"slo"`
-	Metric    string       `json:"metric"`
-	Key       schemas.Key  `json:"key"`
-	Healthy   []reasonSnap `json:"healthy"`
-	HealthyAt int64        `json:"healthy_at"`
+	Processor string        `json:"processor"`
+	SLO       string        `json:"slo"`
+	Metric    string        `json:"metric"`
+	Keys      []schemas.Key `json:"keys"`
+	Healthy   []reasonSnap  `json:"healthy"`
+	HealthyAt int64         `json:"healthy_at"`
+	BlockedAt int64         `json:"blocked_at"`
 }
 
 type targetSnap struct {
@@ -118,7 +119,7 @@ func (b *Breaker) MarshalBinary() ([]byte, error) {
 		}
 		ts.HalfOpenAt, ts.StateSince = tg.halfOpenAt, tg.stateSince
 		for _, g := range tg.tripped {
-			ts.Tripped = append(ts.Tripped, signalSnap{Processor: g.Processor, SLO: g.SLO, Metric: g.Metric, Key: g.Key, Healthy: toReasonSnaps(g.Healthy), HealthyAt: g.HealthyAt})
+			ts.Tripped = append(ts.Tripped, signalSnap{Processor: g.Processor, SLO: g.SLO, Metric: g.Metric, Keys: slices.Clone(g.Keys), Healthy: toReasonSnaps(g.Healthy), HealthyAt: g.HealthyAt, BlockedAt: g.BlockedAt})
 		}
 		for k, se := range tg.series {
 			ts.Series = append(ts.Series, seriesSnap{
@@ -169,7 +170,7 @@ func (b *Breaker) UnmarshalBinary(data []byte) error {
 			series: make(map[seriesKey]*series, len(ts.Series)), halfOpenAt: ts.HalfOpenAt, stateSince: ts.StateSince,
 		}
 		for _, g := range ts.Tripped {
-			tg.tripped = append(tg.tripped, signal{Processor: g.Processor, SLO: g.SLO, Metric: g.Metric, Key: g.Key, Healthy: fromReasonSnaps(g.Healthy), HealthyAt: g.HealthyAt})
+			tg.tripped = append(tg.tripped, signal{Processor: g.Processor, SLO: g.SLO, Metric: g.Metric, Keys: g.Keys, Healthy: fromReasonSnaps(g.Healthy), HealthyAt: g.HealthyAt, BlockedAt: g.BlockedAt})
 		}
 		for _, ss := range ts.Series {
 			ri := b.ruleIndex(ss.Rule)

@@ -38,27 +38,38 @@ type entry struct {
 	Threshold float64 `json:"threshold"`
 }
 
-// signal is one series that tripped a target — the verdicts of one
-// processor, SLO and metric for one key — with its ok streak while the
-// target is half-open. A half-open target closes only once every signal
-// of its incident has CloseAfter ok evaluations in a row; a warn of the
-// signal resets its streak; verdicts of other series never touch it.
+// signal is one SLO signal that tripped a target — the verdicts of one
+// processor, SLO and metric, for every key of the target — with its ok
+// streak while the target is half-open. A half-open target closes only
+// once every signal of its incident has CloseAfter ok evaluations in a
+// row; a warn of the signal (any of its keys) resets its streak; verdicts
+// of other signals never touch it.
 type signal struct {
-	Processor string      `json:"processor"`
-	SLO       string      `json:"slo"`
-	Metric    string      `json:"metric"`
-	Key       schemas.Key `json:"key"`
+	Processor string `json:"processor"`
+	SLO       string `json:"slo"`
+	Metric    string `json:"metric"`
+	// Keys are the keys of the target this signal was seen for since the
+	// incident began (one for a fine target; several for a coarse one):
+	// they are the keys probed in half-open (ProbesFor).
+	Keys []schemas.Key `json:"keys"`
 	// Healthy is the ok streak (reasons for the close); HealthyAt the
-	// evaluation time of its last entry.
+	// evaluation time of its last entry; BlockedAt the evaluation time of
+	// the last warn (an ok of that same evaluation of another key does not
+	// count: the evaluation is not healthy).
 	Healthy   []schemas.Reason `json:"healthy"`
 	HealthyAt int64            `json:"healthy_at"`
+	BlockedAt int64            `json:"blocked_at"`
 }
 
 func (g *signal) is(v *schemas.Verdict) bool {
-	return g.Processor == v.Processor && g.SLO == v.SLO && g.Metric == v.Metric && g.Key == v.Key
+	return g.Processor == v.Processor && g.SLO == v.SLO && g.Metric == v.Metric
 }
 
-func (g *signal) name() string { return g.Processor + "/" + g.SLO + "/" + g.Metric }
+func (g *signal) addKey(k schemas.Key) {
+	if !slices.Contains(g.Keys, k) {
+		g.Keys = append(g.Keys, k)
+	}
+}
 
 type seriesKey struct {
 	rule                   int
@@ -181,6 +192,9 @@ func (b *Breaker) observeTarget(tk schemas.Key, ruleIdx []int, v *schemas.Verdic
 	if breach {
 		tg.lastActive = t
 	}
+	if g := tg.signalOf(v); g != nil && tg.state != schemas.StateClosed {
+		g.addKey(v.Key) // a coarse target's other keys of the signal are probed too
+	}
 
 	switch tg.state {
 	case schemas.StateClosed, schemas.StateOpen:
@@ -259,6 +273,7 @@ func (b *Breaker) observeTarget(tk schemas.Key, ruleIdx []int, v *schemas.Verdic
 				tg.healthy = tg.healthy[:0] // legacy snapshot: any series
 			} else if g := tg.signalOf(v); g != nil {
 				g.Healthy = g.Healthy[:0]
+				g.BlockedAt = t
 			}
 		case schemas.StatusOK:
 			if len(tg.tripped) == 0 {
@@ -269,8 +284,8 @@ func (b *Breaker) observeTarget(tk schemas.Key, ruleIdx []int, v *schemas.Verdic
 			if g == nil {
 				break // another series' ok neither closes nor resets
 			}
-			if len(g.Healthy) > 0 && t <= g.HealthyAt {
-				break // this evaluation is counted already
+			if (len(g.Healthy) > 0 && t <= g.HealthyAt) || t <= g.BlockedAt {
+				break // this evaluation is counted already, or it warned
 			}
 			g.HealthyAt = t
 			g.Healthy = append(g.Healthy, schemas.Reason{VerdictID: v.ID, Text: healthyText(b.pol.CloseAfter, len(g.Healthy)+1, v, tg.halfOpenAt)})
@@ -305,12 +320,13 @@ func (tg *target) closeReady(n int) bool {
 	return len(tg.tripped) > 0
 }
 
-// addSignal records v's series as one that tripped the target.
+// addSignal records v's signal as one that tripped the target.
 func (tg *target) addSignal(v *schemas.Verdict) {
-	if v == nil || tg.signalOf(v) != nil {
+	if g := tg.signalOf(v); g != nil {
+		g.addKey(v.Key)
 		return
 	}
-	tg.tripped = append(tg.tripped, signal{Processor: v.Processor, SLO: v.SLO, Metric: v.Metric, Key: v.Key})
+	tg.tripped = append(tg.tripped, signal{Processor: v.Processor, SLO: v.SLO, Metric: v.Metric, Keys: []schemas.Key{v.Key}})
 }
 
 // legacyHealthy is the close rule of a target restored from a snapshot
@@ -382,7 +398,7 @@ func (b *Breaker) trip(tg *target, r *rule, t int64, reasons []schemas.Reason, v
 	tg.healthy = tg.healthy[:0]
 	tg.halfOpenAt = 0
 	for i := range tg.tripped {
-		tg.tripped[i].Healthy = tg.tripped[i].Healthy[:0]
+		tg.tripped[i].Healthy, tg.tripped[i].BlockedAt = tg.tripped[i].Healthy[:0], 0
 	}
 	tg.lastActive = t
 	// Histories of rules at or below the active level start afresh (they
@@ -415,7 +431,7 @@ func (b *Breaker) expireCoolDown(tg *target, t int64) bool {
 	tg.halfOpenAt = t
 	tg.healthy = tg.healthy[:0]
 	for i := range tg.tripped {
-		tg.tripped[i].Healthy = tg.tripped[i].Healthy[:0]
+		tg.tripped[i].Healthy, tg.tripped[i].BlockedAt = tg.tripped[i].Healthy[:0], 0
 	}
 	tg.lastActive = t
 	cd := time.Duration(b.coolDown(tg.trips)).String()
