@@ -78,7 +78,7 @@ func guardScenario(t *testing.T, withGuard bool) {
 	// The attack: no signing key needed.
 	start := time.Now()
 	k.Produce(t, &kgo.Record{Topic: fusetest.Topic, Key: []byte(a.String()), Value: nil}) // tombstone
-	k.Produce(t, fusetest.Record(t, bTrip))                                                  // the older trip again
+	k.Produce(t, fusetest.Record(t, bTrip))                                               // the older trip again
 	if withGuard {
 		fusetest.Eventually(t, "the guard's repair", func() bool { return guard.Stats().Republished >= 2 })
 		took := time.Since(start)
