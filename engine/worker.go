@@ -38,7 +38,7 @@ type KeyedRecord struct {
 // SLOSpec is one SLO of the configuration as the engine runs it.
 type SLOSpec struct {
 	Meta  processors.Meta
-	Match Match
+	Match schemas.Match
 	// New makes the processor instance for one partition worker.
 	New func() (processors.Processor, error)
 }
@@ -90,7 +90,7 @@ type WorkerStats struct {
 	Spans, LateSpans                int64
 	Corrections, LateCorrections    int64
 	Evaluations, Verdicts, Commands int64
-	Overflowed                      [4]int64 // per dimension, Dimensions order
+	Overflowed                      [4]int64 // per dimension, schemas.Dimensions order
 	Watermark                       int64    // Unix ns, math.MinInt64 before known
 }
 

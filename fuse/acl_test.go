@@ -15,7 +15,6 @@ import (
 
 	"github.com/fusebox-dev/fusebox/fuse"
 	"github.com/fusebox-dev/fusebox/fuse/internal/fusetest"
-	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -31,13 +30,18 @@ func TestACLsOnlyFuseboxWrites(t *testing.T) {
 	acl := func(op kmsg.ACLOperation) kfake.ACL {
 		return kfake.ACL{Resource: kmsg.ACLResourceTypeTopic, Name: topic, Pattern: lit, Operation: op, Allow: true}
 	}
-	k := testharness.StartKafka(t,
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1),
 		kfake.EnableSASL(), kfake.Superuser("PLAIN", "admin", "admin-secret"), kfake.EnableACLs(),
 		kfake.User("PLAIN", "fusebox", "fusebox-secret", acl(kmsg.ACLOperationWrite), acl(kmsg.ACLOperationRead), acl(kmsg.ACLOperationDescribe)),
 		kfake.User("PLAIN", "gateway", "gateway-secret", acl(kmsg.ACLOperationRead), acl(kmsg.ACLOperationDescribe)),
 	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	brokers := cluster.ListenAddrs()
 	as := func(user, pass string, opts ...kgo.Opt) []kgo.Opt {
-		return append([]kgo.Opt{kgo.SeedBrokers(k.Brokers...), kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism())}, opts...)
+		return append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism())}, opts...)
 	}
 	client := func(opts []kgo.Opt) *kgo.Client {
 		cl, err := kgo.NewClient(opts...)
@@ -66,7 +70,7 @@ func TestACLsOnlyFuseboxWrites(t *testing.T) {
 	// InitProducerID, with CLUSTER_AUTHORIZATION_FAILED; without it the
 	// produce itself is refused.)
 	tomb := &kgo.Record{Topic: topic, Key: rec.Key}
-	err := client(as("gateway", "gateway-secret", kgo.DisableIdempotentWrite(), kgo.RecordRetries(1), kgo.RecordDeliveryTimeout(5*time.Second))).ProduceSync(ctx, tomb).FirstErr()
+	err = client(as("gateway", "gateway-secret", kgo.DisableIdempotentWrite(), kgo.RecordRetries(1), kgo.RecordDeliveryTimeout(5*time.Second))).ProduceSync(ctx, tomb).FirstErr()
 	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Fatalf("gateway's write: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}

@@ -54,7 +54,11 @@ func guardScenario(t *testing.T, withGuard bool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pub := k.Client(t)
+		pub, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pub.Close)
 		publish := func(ctx context.Context, key, value []byte) error {
 			return pub.ProduceSync(ctx, &kgo.Record{Topic: fusetest.Topic, Key: key, Value: value}).FirstErr()
 		}

@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fusebox-dev/fusebox/internal/gen"
-	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/internal/traffic"
+	"github.com/fusebox-dev/fusebox/pipeline"
 )
 
 const genDescription = `Publishes realistic LLM-serving traffic to Kafka: OTLP span batches (GenAI
