@@ -369,7 +369,7 @@ func (b *Breaker) ruleIndex(id string) int {
 
 func breachText(r *rule, v *schemas.Verdict, e entry, count int) string {
 	return string(r.Action) + " (" + strconv.Itoa(count) + " of last " + strconv.Itoa(r.n) + ", k=" + strconv.Itoa(r.k) + "): " +
-		v.Processor + "/" + v.SLO + "/" + v.Metric + " breach value=" + fmtFloat(e.Value) + " threshold=" + fmtFloat(e.Threshold)
+		v.Processor + "/" + v.SLO + "/" + v.Metric + " breach value=" + fmtFloat(e.Value) + " budget=" + fmtFloat(e.Threshold)
 }
 
 // trip opens the target with rule r (nil: keep the active action).
