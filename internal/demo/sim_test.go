@@ -154,6 +154,13 @@ func TestScenarioTripsEveryIncident(t *testing.T) {
 	}
 	_, closeAt := checkIncidents(t, cmds, start)
 	checkClosesCiteTripping(t, vs, cmds)
+	lastCmd := map[schemas.Key]schemas.FuseCommand{}
+	for _, c := range cmds {
+		if prev, ok := lastCmd[c.Target]; ok && schemas.CompareFuseOrder(&c, &prev) <= 0 {
+			t.Errorf("%s: command v%d issued %v is not after v%d issued %v: a gateway rejects it", c.Target, c.Version, c.IssuedAtUnixNano, prev.Version, prev.IssuedAtUnixNano)
+		}
+		lastCmd[c.Target] = c
+	}
 	last := time.Duration(math.MinInt64)
 	for _, c := range closeAt {
 		last = max(last, c)
