@@ -10,7 +10,6 @@
 package config
 
 import (
-	"slices"
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors/registry"
@@ -241,7 +240,7 @@ func Default() File {
 		Attributes: schemas.DefaultAttributeNames(),
 		Limits:     g,
 		Keys: Keys{
-			Dimensions: slices.Clone(schemas.Dimensions),
+			Dimensions: []string{"tenant", "service", "model", "variant"},
 			MaxTenants: 1000, MaxServices: 1000, MaxModels: 200, MaxVariants: 20, IdleTTL: 24 * time.Hour,
 		},
 		Time: Time{AllowedLateness: 30 * time.Second, IdleSourceTimeout: 10 * time.Second, CheckpointEvery: 10 * time.Second,

@@ -1,17 +1,8 @@
 // Package rollup makes the per-minute span rollups written to ClickHouse:
-// per key and closed event-time minute, the span count, errors, input and
-// output tokens, the corrections attributed to the key (CountCorrection),
-// the late spans (ObserveLate) and a capped sample of latencies and times
-// to first token for the quantile states. A row is emitted once, when the
-// watermark passes its minute's end, so a replay rewrites the same row.
-//
-// Late spans and corrections arrive for minutes whose row is already
-// written; they are carried to the key's next row, or, when the key has no
-// open minute at the next evaluation, to a row of their own for the minute
-// just closed (no spans, only those counts). The rollup processor is not
-// an SLO kind (processors/registry): the engine runs it under the reserved
-// SLO name "_rollup" when `rollups.enabled`, and it emits rollups, never
-// verdicts.
+// per key and closed event-time minute, the count, errors, tokens, late
+// spans and a capped sample of latencies and times to first token for the
+// quantile states. One row per (key, minute), emitted once when the
+// watermark passes the minute's end, so a replay rewrites the same row.
 package rollup
 
 import (
@@ -57,7 +48,9 @@ type minute struct {
 	durations, ttfts                *window.Store
 }
 
-// New returns a rollup processor.
+// New returns a rollup processor. It is not an SLO kind
+// (processors/registry): the engine runs it under the reserved SLO name
+// "_rollup" when `rollups.enabled`; it emits rollups, never verdicts.
 func New(cfg Config) (*Processor, error) {
 	if cfg.MaxSamplesPerMinute < 1 {
 		return nil, errors.New("rollup: max samples per minute must be positive")
@@ -133,7 +126,11 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 }
 
 // Evaluate emits a row for every minute that ended at or before now, in
-// key order, and forgets it.
+// key order, and forgets it. Rows carry the corrections attributed to
+// their key and minute (CountCorrection). Late spans and corrections whose
+// minute's row is already written are carried to the key's next row, or,
+// when the key has no open minute, to a row of their own for the minute
+// just closed (no spans, only those counts).
 func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 	var buf []window.Sample
 	for _, k := range processors.SortedKeys(p.keys, &p.order) {
