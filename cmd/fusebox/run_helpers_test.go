@@ -20,7 +20,6 @@ import (
 
 	"github.com/fusebox-dev/fusebox/internal/gen"
 	"github.com/fusebox-dev/fusebox/internal/traffic"
-	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/fusebox-dev/fusebox/sinks/jsonlsink"
 )
