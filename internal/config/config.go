@@ -27,16 +27,20 @@ type File struct {
 	Kafka      Kafka                  `yaml:"kafka"`
 	Topics     Topics                 `yaml:"topics"`
 	Attributes schemas.AttributeNames `yaml:"attributes"`
-	Limits     schemas.Limits         `yaml:"limits"`
-	Keys       Keys                   `yaml:"keys"`
-	Time       Time                   `yaml:"time"`
-	SLOs       []SLO                  `yaml:"slos"`
-	Rollups    Rollups                `yaml:"rollups"`
-	Breaker    Breaker                `yaml:"breaker"`
-	Signing    Signing                `yaml:"signing"`
-	Sinks      Sinks                  `yaml:"sinks"`
-	HTTP       HTTP                   `yaml:"http"`
-	Log        Log                    `yaml:"log"`
+	// Evaluations turns gen_ai.evaluation.result events (span events on the
+	// span topics, log records on topics.logs) into corrections. Default:
+	// no rules, the events are not read and topics.logs is not consumed.
+	Evaluations schemas.EvaluationMapping `yaml:"evaluations"`
+	Limits      schemas.Limits            `yaml:"limits"`
+	Keys        Keys                      `yaml:"keys"`
+	Time        Time                      `yaml:"time"`
+	SLOs        []SLO                     `yaml:"slos"`
+	Rollups     Rollups                   `yaml:"rollups"`
+	Breaker     Breaker                   `yaml:"breaker"`
+	Signing     Signing                   `yaml:"signing"`
+	Sinks       Sinks                     `yaml:"sinks"`
+	HTTP        HTTP                      `yaml:"http"`
+	Log         Log                       `yaml:"log"`
 }
 
 // Kafka is how fusebox reaches the brokers.
@@ -76,7 +80,10 @@ type Topics struct {
 	Spans        []string `yaml:"spans"`         // default [otlp_spans]
 	SpanEncoding string   `yaml:"span_encoding"` // otlp_proto, otlp_json or auto (default)
 	Corrections  []string `yaml:"corrections"`   // default [fusebox.corrections]
-	Keyed        string   `yaml:"keyed"`         // default fusebox.keyed
+	// Logs are OTLP log topics read for evaluation events, only when
+	// evaluations has rules; they take span_encoding. Default [otlp_logs].
+	Logs  []string `yaml:"logs"`
+	Keyed string   `yaml:"keyed"` // default fusebox.keyed
 	// KeyedPartitions is the keyed topic's partition count when fusebox
 	// creates it; it bounds how many processes share the work. Default 12.
 	KeyedPartitions int32  `yaml:"keyed_partitions"`
@@ -233,7 +240,7 @@ func Default() File {
 	return File{
 		Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, Group: "fusebox", ClientID: "fusebox"},
 		Topics: Topics{
-			Spans: []string{"otlp_spans"}, SpanEncoding: "auto", Corrections: []string{"fusebox.corrections"},
+			Spans: []string{"otlp_spans"}, SpanEncoding: "auto", Corrections: []string{"fusebox.corrections"}, Logs: []string{"otlp_logs"},
 			Keyed: "fusebox.keyed", KeyedPartitions: 12, State: "fusebox.state",
 			Verdicts: "fusebox.verdicts", Fuse: "fusebox.fuse", DLQ: "fusebox.dlq",
 		},
