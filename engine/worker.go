@@ -38,7 +38,7 @@ type KeyedRecord struct {
 // SLOSpec is one SLO of the configuration as the engine runs it.
 type SLOSpec struct {
 	Meta  processors.Meta
-	Match Match
+	Match schemas.Match
 	// New makes the processor instance for one partition worker.
 	New func() (processors.Processor, error)
 }

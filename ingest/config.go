@@ -15,6 +15,7 @@ import (
 const (
 	DefaultSpanTopic          = "otlp_spans"
 	DefaultCorrectionTopic    = "fusebox.corrections"
+	DefaultLogTopic           = "otlp_logs"
 	DefaultDLQTopic           = "fusebox.dlq"
 	DefaultMaxUnackedRecords  = 10_000
 	DefaultMaxUnackedBytes    = 64 << 20
@@ -88,6 +89,8 @@ type config struct {
 	group            string
 	spanTopics       []string
 	correctionTopics []string
+	logTopics        []string
+	evaluations      schemas.EvaluationMapping
 	encoding         Encoding
 	names            schemas.AttributeNames
 	limits           schemas.Limits
@@ -152,6 +155,21 @@ func SpanTopics(topics ...string) Opt {
 // correction topic.
 func CorrectionTopics(topics ...string) Opt {
 	return optFunc(func(c *config) { c.correctionTopics = append([]string(nil), topics...) })
+}
+
+// LogTopics sets the topics holding OTLP logs (LogsData, as the Collector's
+// kafka exporter writes them; its default topic is DefaultLogTopic), read
+// for gen_ai.evaluation.result events (default none). They take the span
+// encoding (SpanEncoding) and need an Evaluations mapping with rules.
+func LogTopics(topics ...string) Opt {
+	return optFunc(func(c *config) { c.logTopics = append([]string(nil), topics...) })
+}
+
+// Evaluations sets the rules that turn gen_ai.evaluation.result events (on
+// spans of the span topics, and log records of the log topics) into
+// corrections (default none: the events are not read).
+func Evaluations(m schemas.EvaluationMapping) Opt {
+	return optFunc(func(c *config) { c.evaluations = m })
 }
 
 // SpanEncoding sets how span messages are decoded (default EncodingAuto).
@@ -263,6 +281,18 @@ func (c *config) validate() error {
 		if seen[t] != "" {
 			bad("CorrectionTopics", "topic "+strconv.Quote(t)+" is also a span topic")
 		}
+		seen[t] = "CorrectionTopics"
+	}
+	for _, t := range c.logTopics {
+		if seen[t] != "" {
+			bad("LogTopics", "topic "+strconv.Quote(t)+" is also one of "+seen[t])
+		}
+	}
+	if err := c.evaluations.Validate(); err != nil {
+		bad("Evaluations", err.Error())
+	}
+	if len(c.logTopics) > 0 && !c.evaluations.Enabled() {
+		bad("LogTopics", "log topics are read for evaluation events only: set Evaluations rules")
 	}
 	for _, t := range c.topics() {
 		if t == "" {
@@ -326,6 +356,9 @@ func (c *config) topics() []string {
 	for _, t := range c.correctionTopics {
 		add(t)
 	}
+	for _, t := range c.logTopics {
+		add(t)
+	}
 	extra := make([]string, 0, len(c.decoders))
 	for t := range c.decoders {
 		extra = append(extra, t)
@@ -345,12 +378,21 @@ func (c *config) decoderFor(topic string) Decoder {
 	}
 	for _, t := range c.spanTopics {
 		if t == topic {
-			return &SpanDecoder{Encoding: c.encoding, Names: c.names, Limits: c.limits}
+			d := &SpanDecoder{Encoding: c.encoding, Names: c.names, Limits: c.limits}
+			if c.evaluations.Enabled() {
+				d.Evaluations = &c.evaluations
+			}
+			return d
 		}
 	}
 	for _, t := range c.correctionTopics {
 		if t == topic {
 			return CorrectionDecoder{}
+		}
+	}
+	for _, t := range c.logTopics {
+		if t == topic {
+			return &EvaluationDecoder{Encoding: c.encoding, Names: c.names, Limits: c.limits, Evaluations: &c.evaluations}
 		}
 	}
 	return nil

@@ -20,6 +20,7 @@ import (
 	"github.com/fusebox-dev/fusebox/ingest"
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/sinks/clickhousesink"
+	"github.com/fusebox-dev/fusebox/sinks/jsonlsink"
 	"github.com/fusebox-dev/fusebox/sinks/kafkasink"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -57,7 +58,7 @@ type Pipeline struct {
 	sinks     []engine.Sink
 	Kafka     *kafkasink.Sink      // nil when off
 	ClickHous *clickhousesink.Sink // nil when off
-	JSONL     *JSONL               // nil when off
+	JSONL     *jsonlsink.Sink      // nil when off
 
 	mu      sync.Mutex
 	started time.Time
@@ -111,7 +112,11 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 		{name: f.Topics.State, partitions: f.Topics.KeyedPartitions, configs: compact},
 		{name: f.Topics.DLQ, partitions: 3},
 	}
-	for _, t := range slices.Concat(f.Topics.Spans, f.Topics.Corrections) {
+	var logTopics []string // read only for evaluation events
+	if f.Evaluations.Enabled() {
+		logTopics = f.Topics.Logs
+	}
+	for _, t := range slices.Concat(f.Topics.Spans, f.Topics.Corrections, logTopics) {
 		specs = append(specs, topicSpec{name: t, partitions: o.SourcePartitions})
 	}
 	counts, err := ensureTopics(ctx, kadm.NewClient(p.admin), sasl, specs)
@@ -146,7 +151,7 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 		kgo.ProducerLinger(5*time.Millisecond))...); err != nil {
 		return nil, err
 	}
-	sources := slices.Concat(f.Topics.Spans, f.Topics.Corrections)
+	sources := slices.Concat(f.Topics.Spans, f.Topics.Corrections, logTopics)
 	if p.router, err = router.New(ctx, p.producer, router.Config{
 		KeyedTopic: f.Topics.Keyed, SourceTopics: sources, ByTenant: wc.KeyDims.Tenant,
 		HeartbeatEvery: min(time.Second, minEvery(f)/10), IdleTimeout: f.Time.IdleSourceTimeout,
@@ -161,6 +166,7 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 	if p.source, err = ingest.New(
 		ingest.Brokers(f.Kafka.Brokers...), ingest.Group(f.Kafka.Group+".router"),
 		ingest.SpanTopics(f.Topics.Spans...), ingest.CorrectionTopics(f.Topics.Corrections...),
+		ingest.LogTopics(logTopics...), ingest.Evaluations(f.Evaluations),
 		ingest.SpanEncoding(enc), ingest.Attributes(f.Attributes), ingest.Limits(f.Limits),
 		ingest.DLQTopic(f.Topics.DLQ), ingest.Handlers(p.tr.routerHandlers(p.router.Handler)),
 		ingest.ClientOpts(p.kopt...), ingest.Logger(o.Logger.With("component", "ingest")),
@@ -170,7 +176,7 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 	if p.keyedIn, err = ingest.New(
 		ingest.Brokers(f.Kafka.Brokers...), ingest.Group(f.Kafka.Group+".engine"),
 		ingest.SpanTopics(), ingest.CorrectionTopics(),
-		ingest.TopicDecoder(f.Topics.Keyed, engine.KeyedDecoder),
+		ingest.TopicDecoder(f.Topics.Keyed, KeyedDecoder),
 		ingest.DLQTopic(f.Topics.DLQ), ingest.Handlers(p.tr.keyedHandlers(p.keyed.Handler)),
 		// 4x the checkpoint trigger: a partition checkpoints long before
 		// its consumer would pause it.
@@ -214,7 +220,7 @@ func (p *Pipeline) openSinks(ctx context.Context, o Options) error {
 	}
 	if path := f.Sinks.JSONL.Path; path != "" {
 		var err error
-		if p.JSONL, err = OpenJSONL(path); err != nil {
+		if p.JSONL, err = jsonlsink.Open(path); err != nil {
 			return err
 		}
 		p.sinks = append(p.sinks, p.JSONL)

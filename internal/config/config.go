@@ -12,12 +12,7 @@ package config
 import (
 	"time"
 
-	"github.com/fusebox-dev/fusebox/processors/burnrate"
-	"github.com/fusebox-dev/fusebox/processors/corrections"
-	"github.com/fusebox-dev/fusebox/processors/decay"
-	"github.com/fusebox-dev/fusebox/processors/drift"
-	"github.com/fusebox-dev/fusebox/processors/scaling"
-	"github.com/fusebox-dev/fusebox/processors/tail"
+	"github.com/fusebox-dev/fusebox/processors/registry"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -32,16 +27,20 @@ type File struct {
 	Kafka      Kafka                  `yaml:"kafka"`
 	Topics     Topics                 `yaml:"topics"`
 	Attributes schemas.AttributeNames `yaml:"attributes"`
-	Limits     schemas.Limits         `yaml:"limits"`
-	Keys       Keys                   `yaml:"keys"`
-	Time       Time                   `yaml:"time"`
-	SLOs       []SLO                  `yaml:"slos"`
-	Rollups    Rollups                `yaml:"rollups"`
-	Breaker    Breaker                `yaml:"breaker"`
-	Signing    Signing                `yaml:"signing"`
-	Sinks      Sinks                  `yaml:"sinks"`
-	HTTP       HTTP                   `yaml:"http"`
-	Log        Log                    `yaml:"log"`
+	// Evaluations turns gen_ai.evaluation.result events (span events on the
+	// span topics, log records on topics.logs) into corrections. Default:
+	// no rules, the events are not read and topics.logs is not consumed.
+	Evaluations schemas.EvaluationMapping `yaml:"evaluations"`
+	Limits      schemas.Limits            `yaml:"limits"`
+	Keys        Keys                      `yaml:"keys"`
+	Time        Time                      `yaml:"time"`
+	SLOs        []SLO                     `yaml:"slos"`
+	Rollups     Rollups                   `yaml:"rollups"`
+	Breaker     Breaker                   `yaml:"breaker"`
+	Signing     Signing                   `yaml:"signing"`
+	Sinks       Sinks                     `yaml:"sinks"`
+	HTTP        HTTP                      `yaml:"http"`
+	Log         Log                       `yaml:"log"`
 }
 
 // Kafka is how fusebox reaches the brokers.
@@ -81,7 +80,10 @@ type Topics struct {
 	Spans        []string `yaml:"spans"`         // default [otlp_spans]
 	SpanEncoding string   `yaml:"span_encoding"` // otlp_proto, otlp_json or auto (default)
 	Corrections  []string `yaml:"corrections"`   // default [fusebox.corrections]
-	Keyed        string   `yaml:"keyed"`         // default fusebox.keyed
+	// Logs are OTLP log topics read for evaluation events, only when
+	// evaluations has rules; they take span_encoding. Default [otlp_logs].
+	Logs  []string `yaml:"logs"`
+	Keyed string   `yaml:"keyed"` // default fusebox.keyed
 	// KeyedPartitions is the keyed topic's partition count when fusebox
 	// creates it; it bounds how many processes share the work. Default 12.
 	KeyedPartitions int32  `yaml:"keyed_partitions"`
@@ -130,25 +132,32 @@ type Time struct {
 }
 
 // SLO is one entry of slos: a name, an optional match, and exactly one
-// processor section.
+// processor section, keyed by a kind of processors/registry (`tail:`,
+// `drift:`, ...).
 type SLO struct {
-	Name  string `yaml:"name"`
-	Match Match  `yaml:"match"`
+	Name string `yaml:"name"`
+	// Match restricts the SLO to some keys; empty lists match every value.
+	Match schemas.Match `yaml:"match"`
 
-	Tail        *tail.Config        `yaml:"tail"`
-	Drift       *drift.Config       `yaml:"drift"`
-	Decay       *decay.Config       `yaml:"decay"`
-	Scaling     *scaling.Config     `yaml:"scaling"`
-	Corrections *corrections.Config `yaml:"corrections"`
-	Burnrate    *burnrate.Config    `yaml:"burnrate"`
+	// Sections are the entry's processor sections in the order of
+	// registry.Kinds, each decoded over its kind's defaults. Load accepts
+	// only entries with exactly one; use Processor.
+	Sections []Section `yaml:"-"`
 }
 
-// Match restricts an SLO to some keys; empty lists match every value.
-type Match struct {
-	Tenant  []string `yaml:"tenant"`
-	Service []string `yaml:"service"`
-	Model   []string `yaml:"model"`
-	Variant []string `yaml:"variant"`
+// Section is one processor section of an SLO entry.
+type Section struct {
+	Kind   registry.Kind
+	Config registry.Config // the kind's *Config, e.g. *tail.Config
+}
+
+// Processor returns the entry's one processor section; ok is false when
+// the entry has none or several (which Load reports).
+func (s *SLO) Processor() (sec Section, ok bool) {
+	if len(s.Sections) != 1 {
+		return Section{}, false
+	}
+	return s.Sections[0], true
 }
 
 // Rollups configures the per-minute span rollups written to ClickHouse.
@@ -231,7 +240,7 @@ func Default() File {
 	return File{
 		Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, Group: "fusebox", ClientID: "fusebox"},
 		Topics: Topics{
-			Spans: []string{"otlp_spans"}, SpanEncoding: "auto", Corrections: []string{"fusebox.corrections"},
+			Spans: []string{"otlp_spans"}, SpanEncoding: "auto", Corrections: []string{"fusebox.corrections"}, Logs: []string{"otlp_logs"},
 			Keyed: "fusebox.keyed", KeyedPartitions: 12, State: "fusebox.state",
 			Verdicts: "fusebox.verdicts", Fuse: "fusebox.fuse", DLQ: "fusebox.dlq",
 		},

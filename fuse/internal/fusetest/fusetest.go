@@ -19,7 +19,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fusebox-dev/fusebox/fuse"
-	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -94,10 +93,9 @@ func Record(t testing.TB, c schemas.FuseCommand) *kgo.Record {
 	return &kgo.Record{Topic: Topic, Key: []byte(c.Target.String()), Value: v}
 }
 
-// Setup starts the harness broker (FUSEBOX_KAFKA) with the compacted fuse
-// topic (3 partitions).
-func Setup(t testing.TB) *testharness.Kafka {
-	k := testharness.StartBroker(t, testharness.WithFastCompaction())
+// Setup starts kfake with the compacted fuse topic (3 partitions).
+func Setup(t testing.TB) *Kafka {
+	k := StartKafka(t)
 	compact := "compact"
 	k.CreateTopic(t, Topic, 3, map[string]*string{"cleanup.policy": &compact})
 	return k
