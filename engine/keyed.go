@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fusebox-dev/fusebox/ingest"
@@ -58,6 +59,12 @@ type KeyedConfig struct {
 	// OnCheckpoint, when set, is called after each checkpoint with the
 	// partition and the keyed offset it covers (tests and metrics).
 	OnCheckpoint func(partition int32, nextOffset int64)
+	// Deployment is this deployment's identity (its kafka.group). Keyed
+	// records whose HeaderDeployment names another are skipped, counted
+	// (ForeignRecords) and logged once per partition and deployment:
+	// another deployment's router writes the same keyed topic. "" takes
+	// every record.
+	Deployment string
 }
 
 // Keyed is the engine's second stage: one Worker per assigned keyed
@@ -74,7 +81,13 @@ type Keyed struct {
 	stats map[int32]WorkerStats
 	// retired sums the stats of workers whose partitions were revoked.
 	retired WorkerStats
+	// foreign counts keyed records of other deployments, skipped.
+	foreign atomic.Int64
 }
+
+// ForeignRecords is how many keyed records of other deployments this stage
+// skipped.
+func (k *Keyed) ForeignRecords() int64 { return k.foreign.Load() }
 
 // NewKeyed checks cfg and returns the stage.
 func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
@@ -172,6 +185,8 @@ type keyedPartition struct {
 	unacked   int // records in pending
 	last      time.Time
 	overflow  [4]int64 // guard overflow counts already logged
+	// foreign holds the other deployments already logged.
+	foreign map[string]bool
 }
 
 // Start restores the partition's checkpoint and starts after it.
@@ -220,6 +235,11 @@ func (p *keyedPartition) Handle(ctx context.Context, b *ingest.Batch) error {
 		if !ok {
 			continue
 		}
+		if d := p.k.cfg.Deployment; d != "" && rec.Deployment != "" && rec.Deployment != d {
+			p.skipForeign(rec)
+			b.Records[i].Payload = nil
+			continue
+		}
 		p.w.Apply(rec)
 		// The batch is kept only to be acknowledged at the checkpoint:
 		// let the spans go now.
@@ -238,6 +258,22 @@ func (p *keyedPartition) Handle(ctx context.Context, b *ingest.Batch) error {
 		}
 	}
 	return nil
+}
+
+// skipForeign passes over a record of another deployment: it moves the
+// worker's position only, so that neither its spans nor its source
+// progress reach this deployment's state.
+func (p *keyedPartition) skipForeign(rec *KeyedRecord) {
+	p.w.Skip(rec.Offset)
+	p.k.foreign.Add(1)
+	if !p.foreign[rec.Deployment] {
+		if p.foreign == nil {
+			p.foreign = map[string]bool{}
+		}
+		p.foreign[rec.Deployment] = true
+		p.k.cfg.Logger.Warn("keyed record of another deployment skipped: two deployments write one keyed topic (give each its own topics.keyed)",
+			"partition", p.partition, "deployment", p.k.cfg.Deployment, "foreign_deployment", rec.Deployment, "offset", rec.Offset)
+	}
 }
 
 // soft turns an error caused by the partition going away into nil: the

@@ -25,6 +25,11 @@ const (
 	HeaderSourceTopics = "fb.topics"
 	// HeaderIdle is "1" on an idle marker.
 	HeaderIdle = "fb.idle"
+	// HeaderDeployment names the deployment (its kafka.group) whose router
+	// wrote the record. A keyed stage skips records of another deployment;
+	// records without it (written before the header existed) are taken as
+	// its own.
+	HeaderDeployment = "fb.dep"
 )
 
 // ErrBadKeyedRecord wraps every problem decoding a keyed record.
@@ -65,6 +70,8 @@ func DecodeKeyedRecord(r *kgo.Record, rec *KeyedRecord) error {
 			rec.SourceTopics = string(h.Value)
 		case HeaderIdle:
 			rec.Idle = string(h.Value) == "1"
+		case HeaderDeployment:
+			rec.Deployment = string(h.Value)
 		}
 	}
 	if !haveSource {

@@ -30,7 +30,10 @@ type KeyedRecord struct {
 	SourceTopics string
 	// Idle marks the source partition idle: the router saw no records on it
 	// for its idle timeout. The next data record from it clears the mark.
-	Idle        bool
+	Idle bool
+	// Deployment is the HeaderDeployment of the router that wrote it; ""
+	// when absent.
+	Deployment  string
 	Spans       []schemas.Span
 	Corrections []schemas.Correction
 }
@@ -183,6 +186,10 @@ func (w *Worker) TakeOutput() schemas.Output {
 	w.out = schemas.Output{}
 	return o
 }
+
+// Skip moves the worker past the keyed record at offset without applying
+// it (a record of another deployment).
+func (w *Worker) Skip(offset int64) { w.nextOffset = offset + 1 }
 
 // Apply folds one keyed record in: duplicates (a router's replay) are
 // skipped, late records counted and dropped, the rest handed to the SLOs

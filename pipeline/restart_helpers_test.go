@@ -167,11 +167,18 @@ var (
 
 func runClusterReference(t *testing.T) *clusterOutput {
 	t.Helper()
+	return runSolo(t, func(brokers []string) *config.File { return parseClusterConfig(t, brokers) })
+}
+
+// runSolo is the uninterrupted run of the SLO file cfg makes (its group
+// and topics must be the defaults) on a cluster of its own.
+func runSolo(t *testing.T, cfg func(brokers []string) *config.File) *clusterOutput {
+	t.Helper()
 	k := startTestCluster(t)
 	publishClusterTraffic(t, k, 0, 0)
 	col := startClusterCollector(t, k)
 	cp := newClusterCheckpoints()
-	_, stop := startClusterPipeline(t, parseClusterConfig(t, k.Brokers), cp.record)
+	_, stop := startClusterPipeline(t, cfg(k.Brokers), cp.record)
 	ends := cp.waitDrained(t, k, col, 90*time.Second)
 	if err := stop(); err != nil {
 		t.Fatalf("uninterrupted run: %v", err)

@@ -33,6 +33,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/ingest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -59,7 +60,11 @@ type Config struct {
 	// MaxRecordBytes splits a keyed record larger than this into parts.
 	// Default 900 KiB, below Kafka's default 1 MiB message limit.
 	MaxRecordBytes int
-	Logger         *slog.Logger
+	// Deployment, when set, goes in every keyed record's
+	// engine.HeaderDeployment header: a keyed stage of another deployment
+	// that reads the same keyed topic skips the record.
+	Deployment string
+	Logger     *slog.Logger
 }
 
 func (c *Config) defaults() {
@@ -285,6 +290,9 @@ func (h *handler) Handle(ctx context.Context, b *ingest.Batch) error {
 func (h *handler) produce(ctx context.Context, out Out, pending *pendingBatch) {
 	rec := &kgo.Record{Topic: h.r.cfg.KeyedTopic, Partition: out.Partition, Value: out.Value,
 		Headers: Headers(out, *h.r.topics.Load())}
+	if d := h.r.cfg.Deployment; d != "" {
+		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: engine.HeaderDeployment, Value: []byte(d)})
+	}
 	if pending != nil {
 		pending.n.Add(1)
 	}

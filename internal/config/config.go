@@ -49,7 +49,10 @@ type Kafka struct {
 	// Brokers are the seed addresses. Default [127.0.0.1:9092].
 	Brokers []string `yaml:"brokers"`
 	// Group is the consumer group prefix: the router joins
-	// "<group>.router", the keyed stage "<group>.engine". Default "fusebox".
+	// "<group>.router", the keyed stage "<group>.engine". It is also the
+	// deployment's identity: its keyed records carry it (header fb.dep),
+	// its checkpoints are keyed under it, and the keyed and state topics
+	// default to "<group>.keyed" and "<group>.state". Default "fusebox".
 	Group    string `yaml:"group"`
 	ClientID string `yaml:"client_id"` // default "fusebox"
 	TLS      TLS    `yaml:"tls"`
@@ -81,14 +84,17 @@ type Topics struct {
 	Spans        []string `yaml:"spans"`         // default [otlp_spans]
 	SpanEncoding string   `yaml:"span_encoding"` // otlp_proto, otlp_json or auto (default)
 	Corrections  []string `yaml:"corrections"`   // default [fusebox.corrections]
-	Keyed        string   `yaml:"keyed"`         // default fusebox.keyed
+	// Keyed is the topic the router writes and the keyed stage reads.
+	// Default "<kafka.group>.keyed".
+	Keyed string `yaml:"keyed"`
 	// KeyedPartitions is the keyed topic's partition count when fusebox
 	// creates it; it bounds how many processes share the work. Default 12.
-	KeyedPartitions int32  `yaml:"keyed_partitions"`
-	State           string `yaml:"state"`    // default fusebox.state
-	Verdicts        string `yaml:"verdicts"` // default fusebox.verdicts
-	Fuse            string `yaml:"fuse"`     // default fusebox.fuse
-	DLQ             string `yaml:"dlq"`      // default fusebox.dlq
+	KeyedPartitions int32 `yaml:"keyed_partitions"`
+	// State is the compacted checkpoint topic. Default "<kafka.group>.state".
+	State    string `yaml:"state"`
+	Verdicts string `yaml:"verdicts"` // default fusebox.verdicts
+	Fuse     string `yaml:"fuse"`     // default fusebox.fuse
+	DLQ      string `yaml:"dlq"`      // default fusebox.dlq
 }
 
 // Keys says what statistics are kept per, and how many.
