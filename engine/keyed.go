@@ -83,6 +83,24 @@ type Keyed struct {
 	retired WorkerStats
 	// foreign counts keyed records of other deployments, skipped.
 	foreign atomic.Int64
+	// reported holds the restore outcomes already logged.
+	reported map[string]bool
+}
+
+// firstReport reports whether no partition restored with the same outcome
+// before.
+func (k *Keyed) firstReport(r RestoreReport) bool {
+	key := fmt.Sprint(r.SLOs, r.Breaker, r.FormatVersion)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.reported == nil {
+		k.reported = map[string]bool{}
+	}
+	if k.reported[key] {
+		return false
+	}
+	k.reported[key] = true
+	return true
 }
 
 // ForeignRecords is how many keyed records of other deployments this stage
@@ -197,15 +215,24 @@ func (p *keyedPartition) Start(ctx context.Context, committed int64) (int64, err
 		return 0, fmt.Errorf("engine: load checkpoint of partition %d: %w", p.partition, err)
 	}
 	if found {
-		w, full, err := RestoreWorker(p.k.cfg.Worker, p.partition, snap)
+		w, rep, err := RestoreWorker(p.k.cfg.Worker, p.partition, snap)
 		if err != nil {
 			return 0, err
 		}
-		if !full {
-			log.Warn("checkpoint taken under another configuration version: processors start empty")
-		}
 		p.setWorker(w)
-		log.Info("restored checkpoint", "next_offset", w.NextOffset(), "bytes", len(snap))
+		attrs := []any{"next_offset", w.NextOffset(), "bytes", len(snap), "format_version", rep.FormatVersion,
+			"kept", rep.Names(Kept), "reset", rep.Names(Reset), "added", rep.Names(Added), "removed", rep.Names(Removed), "breaker", string(rep.Breaker)}
+		// One line per distinct outcome at info/warn (every partition
+		// of an edited file says the same), each partition at debug.
+		log.Debug("restored checkpoint", attrs...)
+		if p.k.firstReport(rep) {
+			switch {
+			case rep.Full():
+				log.Info("restored checkpoint: state of every SLO and the breaker kept", attrs...)
+			default:
+				log.Warn("restored checkpoint under an edited SLO file: kept SLOs continue, reset and added ones start empty, removed ones are dropped", attrs...)
+			}
+		}
 		p.last = time.Now()
 		return w.NextOffset(), nil
 	}

@@ -11,8 +11,19 @@ import (
 // ErrCorruptSnapshot is returned when a checkpoint cannot be decoded.
 var ErrCorruptSnapshot = errors.New("engine: corrupt snapshot")
 
-// snapshotFormat names and versions the worker snapshot.
-var snapshotFormat = snapcodec.Format{Name: "fusebox.worker", Version: 2, Err: ErrCorruptSnapshot}
+// ErrSnapshotVersion is returned for a checkpoint in a format this fusebox
+// does not read (written by a much older or a newer fusebox).
+var ErrSnapshotVersion = errors.New("engine: checkpoint format not supported")
+
+// snapshotName names the worker snapshot. Version 3 keeps state per SLO
+// under its name and state id, and the breaker's state id; version 2 (up
+// to wave 2) kept one config version for all, and is still read.
+const snapshotName = "fusebox.worker"
+
+var (
+	snapshotFormat   = snapcodec.Format{Name: snapshotName, Version: 3, Err: ErrCorruptSnapshot}
+	snapshotFormatV2 = snapcodec.Format{Name: snapshotName, Version: 2, Err: ErrCorruptSnapshot}
+)
 
 // MarshalBinary snapshots the whole worker: its position in the keyed
 // partition, watermarks, guard, counters, every processor and the breaker.
@@ -52,9 +63,11 @@ func (w *Worker) MarshalBinary() ([]byte, error) {
 		e.Count(len(w.slos))
 		for i := range w.slos {
 			e.String(w.slos[i].spec.Meta.SLO)
+			e.String(w.slos[i].spec.StateID)
 			e.I64(w.slos[i].next)
 			e.String(string(procs[i]))
 		}
+		e.String(w.cfg.BreakerStateID)
 		e.String(string(bb))
 	}), nil
 }
@@ -65,26 +78,46 @@ func (w *Worker) counters() []*int64 {
 		&w.stats.Corrections, &w.stats.LateCorrections, &w.stats.Evaluations, &w.stats.Verdicts, &w.stats.Commands}
 }
 
-// RestoreWorker makes a worker from a snapshot written by MarshalBinary
-// under cfg. When the snapshot was taken under another ConfigVersion (or
-// with other SLOs), only the position (offsets, watermarks, dedup marks) and
-// the breaker are restored; the processors start empty, as their old state
-// may not fit the new parameters. restoredProcessors says which happened.
-func RestoreWorker(cfg WorkerConfig, partition int32, snap []byte) (w *Worker, restoredProcessors bool, err error) {
+// RestoreWorker makes a worker from a snapshot written by MarshalBinary,
+// under cfg, which may differ from the configuration the snapshot was taken
+// under (an edited SLO file). The position (offsets, watermarks, dedup
+// marks, guard, counters) is always restored. Then, per SLO of cfg, by
+// name: its state is kept when the snapshot has an SLO of that name with the
+// same StateID (what its windows hold did not change: a budget, an alpha, a
+// limit may have), and reset otherwise; an SLO of the snapshot that cfg no
+// longer has is dropped. A reset or added SLO evaluates first at the first
+// boundary after the restored watermark, with empty windows. The breaker's
+// state is kept unless its BreakerStateID (the target dimensions) changed.
+// The report says what happened.
+//
+// Snapshots of format version 2 (before per-SLO state) are read too: an
+// SLO's state is kept when the whole configuration version and the SLO's
+// name are the same, the breaker always. Other format versions are refused
+// with ErrSnapshotVersion.
+func RestoreWorker(cfg WorkerConfig, partition int32, snap []byte) (w *Worker, rep RestoreReport, err error) {
 	if w, err = NewWorker(cfg, partition); err != nil {
-		return nil, false, err
+		return nil, rep, err
 	}
 	type saved struct {
-		name string
-		next int64
-		b    []byte
+		name, stateID string
+		next          int64
+		b             []byte
 	}
 	var (
-		version string
-		slos    []saved
-		breaker []byte
+		version   string
+		slos      []saved
+		breakerID string
+		breaker   []byte
 	)
-	err = snapshotFormat.Unmarshal(snap, func(d *snapcodec.Decoder) {
+	format, v2 := snapshotFormat, false
+	if ver, ok := snapshotVersion(snap); ok && ver == snapshotFormatV2.Version {
+		format, v2 = snapshotFormatV2, true
+	} else if ok && ver != snapshotFormat.Version {
+		return nil, rep, fmt.Errorf("%w: partition %d's checkpoint is %s format version %d; this fusebox reads versions %d and %d. "+
+			"To start this partition's state empty, give the deployment a new topics.state",
+			ErrSnapshotVersion, partition, snapshotName, ver, snapshotFormatV2.Version, snapshotFormat.Version)
+	}
+	err = format.Unmarshal(snap, func(d *snapcodec.Decoder) {
 		version = d.String()
 		if p := int32(d.U32()); d.Err() == nil && p != partition {
 			d.Failf("snapshot of partition %d restored into %d", p, partition)
@@ -100,38 +133,100 @@ func RestoreWorker(cfg WorkerConfig, partition int32, snap []byte) (w *Worker, r
 		}
 		n := d.Count(16)
 		for i := 0; i < n && d.Err() == nil; i++ {
-			slos = append(slos, saved{name: d.String(), next: d.I64(), b: []byte(d.String())})
+			s := saved{name: d.String()}
+			if !v2 {
+				s.stateID = d.String()
+			}
+			s.next, s.b = d.I64(), []byte(d.String())
+			slos = append(slos, s)
+		}
+		if !v2 {
+			breakerID = d.String()
 		}
 		breaker = []byte(d.String())
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, rep, err
 	}
-	// The breaker is restored even across a configuration change: its
+	rep.FormatVersion = int(format.Version)
+	if v2 {
+		// Version 2 knew no state ids: what a version-2 fusebox would
+		// have kept is kept.
+		breakerID = cfg.BreakerStateID
+		for i := range slos {
+			slos[i].stateID = "\x00v2"
+			if version == cfg.ConfigVersion {
+				slos[i].stateID = w.specStateID(slos[i].name)
+			}
+		}
+	}
+	// The breaker is restored unless its targets changed shape: its
 	// per-target command versions must never go back, or gateways would
-	// reject every later command.
+	// reject every later command. (A reset breaker's targets are new keys;
+	// their versions start from event time, above any earlier command.)
 	if w.breaker != nil && len(breaker) > 0 {
-		if err := w.breaker.UnmarshalBinary(breaker); err != nil {
-			return nil, false, fmt.Errorf("engine: restore breaker: %w", err)
+		if breakerID == cfg.BreakerStateID {
+			if err := w.breaker.UnmarshalBinary(breaker); err != nil {
+				return nil, rep, fmt.Errorf("engine: restore breaker: %w", err)
+			}
+			rep.Breaker = Kept
+		} else {
+			rep.Breaker = Reset
 		}
 	}
-	same := version == cfg.ConfigVersion && len(slos) == len(w.slos)
-	for i := 0; same && i < len(slos); i++ {
-		same = slos[i].name == w.slos[i].spec.Meta.SLO
+	old := map[string]saved{}
+	for _, s := range slos {
+		old[s.name] = s
 	}
-	if !same {
-		// Position only: evaluations restart at the first boundary after
-		// the watermark, with empty windows.
-		w.watermark = math.MinInt64
-		w.earliest = math.MaxInt64
-		return w, false, nil
-	}
-	for i := range slos {
+	for i := range w.slos {
 		s := &w.slos[i]
-		s.next = slos[i].next
-		if err := s.proc.UnmarshalBinary(slos[i].b); err != nil {
-			return nil, false, fmt.Errorf("engine: restore SLO %q: %w", s.spec.Meta.SLO, err)
+		name := s.spec.Meta.SLO
+		o, ok := old[name]
+		delete(old, name)
+		switch {
+		case ok && o.stateID == s.spec.StateID:
+			s.next = o.next
+			if err := s.proc.UnmarshalBinary(o.b); err != nil {
+				return nil, rep, fmt.Errorf("engine: restore SLO %q: %w", name, err)
+			}
+			rep.SLOs = append(rep.SLOs, SLOChange{SLO: name, Change: Kept})
+		default:
+			// Empty windows, evaluated from the first boundary after the
+			// watermark: no burst of evaluations over the past.
+			if w.watermark != math.MinInt64 {
+				s.next = floorDiv(w.watermark, s.every)*s.every + s.every
+			}
+			c := Added
+			if ok {
+				c = Reset
+			}
+			rep.SLOs = append(rep.SLOs, SLOChange{SLO: name, Change: c})
 		}
 	}
-	return w, true, nil
+	for _, s := range slos {
+		if _, gone := old[s.name]; gone {
+			rep.SLOs = append(rep.SLOs, SLOChange{SLO: s.name, Change: Removed})
+		}
+	}
+	return w, rep, nil
+}
+
+func (w *Worker) specStateID(name string) string {
+	for i := range w.slos {
+		if w.slos[i].spec.Meta.SLO == name {
+			return w.slos[i].spec.StateID
+		}
+	}
+	return ""
+}
+
+// snapshotVersion reads the format version of a worker snapshot's header;
+// ok is false when b does not start with one.
+func snapshotVersion(b []byte) (v uint8, ok bool) {
+	d := snapcodec.NewDecoder(b)
+	if name := d.String(); d.Err() != nil || name != snapshotName {
+		return 0, false
+	}
+	v = d.U8()
+	return v, d.Err() == nil
 }

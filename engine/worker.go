@@ -42,6 +42,11 @@ type KeyedRecord struct {
 type SLOSpec struct {
 	Meta  processors.Meta
 	Match Match
+	// StateID identifies what the SLO's windows hold (its kind, match and
+	// the parameters that shape its windows, not those that only judge
+	// them): a checkpoint's state of an SLO of the same name is restored
+	// only under the same StateID.
+	StateID string
 	// New makes the processor instance for one partition worker.
 	New func() (processors.Processor, error)
 }
@@ -62,12 +67,14 @@ type LateObserver interface {
 
 // WorkerConfig is what every partition worker of one engine shares.
 type WorkerConfig struct {
-	// ConfigVersion identifies the configuration; a snapshot taken under
-	// another version restores only the worker's position, not processor
-	// state.
+	// ConfigVersion identifies the configuration in the snapshot (the
+	// state of each SLO is matched by its StateID, not by this).
 	ConfigVersion string
-	KeyDims       KeyDims
-	Guard         GuardConfig
+	// BreakerStateID identifies the shape of the breaker's targets (their
+	// dimensions): its state is restored only under the same id.
+	BreakerStateID string
+	KeyDims        KeyDims
+	Guard          GuardConfig
 	// AllowedLateness is how far behind the newest record of its own source
 	// partition a record may be and still count. Default 30s.
 	AllowedLateness time.Duration

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/internal/config"
-	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/internal/traffic"
+	"github.com/fusebox-dev/fusebox/pipeline"
 )
 
 // time.checkpoint_records reaches the keyed stage: with the wall-time

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/internal/config"
-	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/internal/traffic"
+	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/fusebox-dev/fusebox/sinks"
 	"github.com/twmb/franz-go/pkg/kgo"

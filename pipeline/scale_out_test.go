@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/internal/enginebench"
-	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/internal/testharness"
+	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/processors/burnrate"
@@ -19,19 +20,29 @@ const configDescription = `Works with SLO files. Subcommands:
   check FILE   load FILE as "fusebox run --config FILE" would and build its
                processors and breaker; print "ok" and one line per SLO, or
                every problem as FILE:LINE: FIELD: REASON. Exit 1 on errors.
-               It does not connect to Kafka or ClickHouse, nor read keys.`
+               It does not connect to Kafka or ClickHouse, nor read keys.
+  diff OLD NEW what restarting a deployment that ran OLD with NEW keeps and
+               resets: per SLO kept (what its windows hold is unchanged:
+               only budgets, alpha, limits, factors, ... changed), reset
+               (its windows changed shape: metric, window, every, match,
+               caps; it restarts empty), added, removed (state dropped);
+               the breaker kept or reset (its target dimensions changed);
+               and whether verdict ids change (they include the config
+               version). The same words the keyed stage logs at start.`
 
 // cmdConfig dispatches `fusebox config SUBCOMMAND`.
 func cmdConfig(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("config", "check FILE", configDescription, stderr)
+	fs := newFlagSet("config", "check FILE | diff OLD NEW", configDescription, stderr)
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "fusebox config: name a subcommand: check FILE")
+		fmt.Fprintln(stderr, "fusebox config: name a subcommand: check FILE, diff OLD NEW")
 		fs.Usage()
 		return exitUsage
 	}
 	switch args[0] {
 	case "check":
 		return cmdConfigCheck(ctx, args[1:], stdout, stderr)
+	case "diff":
+		return cmdConfigDiff(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fs.Usage()
 		return exitOK
@@ -68,6 +79,59 @@ func cmdConfigCheck(_ context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	fmt.Fprintf(stdout, "  breaker: %s\n", breakerSummary(&f.Breaker))
 	return exitOK
+}
+
+func cmdConfigDiff(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("config diff", "OLD NEW", "Says what a restart with NEW keeps of state written under OLD; see `fusebox config -h`.", stderr)
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() != 2 {
+		fmt.Fprintln(stderr, "fusebox config diff: give OLD and NEW")
+		fs.Usage()
+		return exitUsage
+	}
+	var files [2]*config.File
+	for i, path := range fs.Args() {
+		f, err := config.Load(path)
+		if err != nil {
+			printConfigErrors(stderr, "fusebox config diff", path, err)
+			return exitFailure
+		}
+		files[i] = f
+	}
+	rep, err := pipeline.PlanEdit(files[0], files[1])
+	if err != nil {
+		fmt.Fprintf(stderr, "fusebox config diff: %v\n", err)
+		return exitFailure
+	}
+	old, cur := files[0], files[1]
+	fmt.Fprintf(stdout, "config version %s -> %s", old.Version, cur.Version)
+	if old.Version != cur.Version {
+		fmt.Fprintln(stdout, ": every verdict id changes (ids hash the config version); a replay across the edit writes new ids")
+	} else {
+		fmt.Fprintln(stdout, ": verdict ids unchanged")
+	}
+	if old.Deployment() != cur.Deployment() || old.Topics.State != cur.Topics.State {
+		fmt.Fprintf(stdout, "deployment %s (keyed %s, state %s) -> %s (keyed %s, state %s): NO state is carried over: the new deployment reads other checkpoints\n",
+			old.Deployment(), old.Topics.Keyed, old.Topics.State, cur.Deployment(), cur.Topics.Keyed, cur.Topics.State)
+	}
+	for _, c := range rep.SLOs {
+		fmt.Fprintf(stdout, "  slo %s: %s\n", c.SLO, c.Change)
+	}
+	if rep.Breaker != "" {
+		fmt.Fprintf(stdout, "  breaker: %s\n", rep.Breaker)
+	}
+	fmt.Fprintf(stdout, "kept: %s\nreset: %s\nadded: %s\nremoved: %s\n",
+		orNone(rep.Names(engine.Kept)), orNone(rep.Names(engine.Reset)), orNone(rep.Names(engine.Added)), orNone(rep.Names(engine.Removed)))
+	return exitOK
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // sloSummary says in one line what an SLO checks.

@@ -93,3 +93,52 @@ func TestConfigUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigDiff: `fusebox config diff OLD NEW` names, per SLO, what a
+// restart keeps, resets, adds and removes, and the breaker's fate.
+func TestConfigDiff(t *testing.T) {
+	dir := t.TempDir()
+	old := writeFile(t, dir, "old.yaml", `slos:
+  - name: latency
+    tail: {budget: 2500, window: 10m}
+  - name: avail
+    burnrate: {target: 0.999}
+  - name: drift
+    drift: {metric: confidence}
+  - name: trend
+    decay: {limit: -0.12}
+`)
+	cur := writeFile(t, dir, "new.yaml", `slos:
+  - name: latency
+    tail: {budget: 2000, window: 10m}
+  - name: avail
+    burnrate: {target: 0.99}
+  - name: drift
+    drift: {metric: confidence, window: 20m}
+  - name: ttft
+    tail: {metric: ttft_ms, budget: 900}
+breaker:
+  target: [tenant, service]
+`)
+	code, stdout, stderr := runCmd(t, "config", "diff", old, cur)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		": every verdict id changes",
+		"  slo latency: kept\n", "  slo avail: kept\n", "  slo drift: reset\n", "  slo ttft: added\n", "  slo trend: removed\n",
+		"  breaker: reset\n",
+		"kept: latency,avail,_rollup\n", "reset: drift\n", "added: ttft\n", "removed: trend\n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	code, stdout, _ = runCmd(t, "config", "diff", old, old)
+	if code != exitOK || !strings.Contains(stdout, "verdict ids unchanged") || !strings.Contains(stdout, "reset: -\n") || !strings.Contains(stdout, "  breaker: kept\n") {
+		t.Errorf("diff of a file with itself: exit %d\n%s", code, stdout)
+	}
+	if code, _, _ := runCmd(t, "config", "diff", old); code != exitUsage {
+		t.Errorf("diff with one file: exit %d, want %d", code, exitUsage)
+	}
+}
