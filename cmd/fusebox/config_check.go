@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/internal/config"
@@ -20,7 +21,12 @@ const configDescription = `Works with SLO files. Subcommands:
   check FILE   load FILE as "fusebox run --config FILE" would and build its
                processors and breaker; print "ok" and one line per SLO, or
                every problem as FILE:LINE: FIELD: REASON. Exit 1 on errors.
-               It does not connect to Kafka or ClickHouse, nor read keys.
+               It does not connect to Kafka or ClickHouse. It reads the
+               signing keys as run would (--fuse-keys FILE, signing.keys_file,
+               $signing.keys_env) when there are any: an active key past its
+               not-after is an error, one expiring within
+               signing.expiry_warning a warning, a malformed entry an error
+               naming it.
   diff OLD NEW what restarting a deployment that ran OLD with NEW keeps and
                resets: per SLO kept (what its windows hold is unchanged:
                only budgets, alpha, limits, factors, ... changed), reset
@@ -53,17 +59,25 @@ func cmdConfig(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
 func cmdConfigCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("config check", "FILE", "Loads and checks the SLO file FILE; see `fusebox config -h`.", stderr)
-	// FILE may come before or after flags; there are none besides -h.
+	fs := newFlagSet("config check", "FILE [--fuse-keys KEYS]", "Loads and checks the SLO file FILE; see `fusebox config -h`.", stderr)
+	keysFile := fs.String("fuse-keys", "", "`file` of fuse signing keys to check, as run --fuse-keys")
+	// FILE may come before or after the flags.
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	if fs.NArg() != 1 {
+	path := fs.Arg(0)
+	if fs.NArg() > 1 {
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return exitUsage
+		}
+	} else if fs.NArg() == 1 {
+		fs.Parse(nil) //nolint:errcheck // nothing to parse: empties Args
+	}
+	if path == "" || fs.NArg() != 0 {
 		fmt.Fprintln(stderr, "fusebox config check: give exactly one FILE")
 		fs.Usage()
 		return exitUsage
 	}
-	path := fs.Arg(0)
 	f, err := config.Load(path)
 	if err != nil {
 		printConfigErrors(stderr, "fusebox config check", path, err)
@@ -78,6 +92,32 @@ func cmdConfigCheck(_ context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stdout, "  slo %s: %s%s\n", s.Name, sloSummary(&s), matchSummary(s.Match))
 	}
 	fmt.Fprintf(stdout, "  breaker: %s\n", breakerSummary(&f.Breaker))
+	ring, src, err := loadKeyring(f.Signing, *keysFile)
+	switch {
+	case err != nil:
+		fmt.Fprintf(stderr, "fusebox config check: %s: %v\n", path, err)
+		return exitFailure
+	case ring == nil && f.Signing.InsecureUnsigned:
+		fmt.Fprintln(stdout, "  signing: none: commands are published UNSIGNED (signing.insecure_unsigned)")
+	case ring == nil:
+		fmt.Fprintln(stdout, "  signing: no key found here; run refuses to start without one (signing.keys_file, --fuse-keys or $"+f.Signing.KeysEnv+")")
+	default:
+		warn, err := checkSigningKey(ring, src, time.Now(), f.Signing.ExpiryWarning)
+		if err != nil {
+			fmt.Fprintf(stderr, "fusebox config check: %s: %v\n", path, err)
+			return exitFailure
+		}
+		k, _ := ring.Key(ring.Active())
+		until := "no not-after"
+		if !k.NotAfter().IsZero() {
+			until = "not-after " + k.NotAfter().UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(stdout, "  signing: key %s from %s (%s; keys %s)\n", ring.Active(), src, until, strings.Join(ring.IDs(), ","))
+		if warn != "" {
+			fmt.Fprintf(stdout, "  warning: %s\n", warn)
+			fmt.Fprintf(stderr, "fusebox config check: warning: %s\n", warn)
+		}
+	}
 	return exitOK
 }
 

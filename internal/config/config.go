@@ -177,6 +177,10 @@ type Signing struct {
 	// InsecureUnsigned sends unsigned commands; fusebox refuses to start
 	// without a key otherwise. Same as --insecure-unsigned.
 	InsecureUnsigned bool `yaml:"insecure_unsigned"`
+	// ExpiryWarning: fusebox (and `config check`) warns once the active
+	// key's not-after is this close (wall time); it refuses to start with
+	// an active key past its not-after. Default 168h (7 days).
+	ExpiryWarning time.Duration `yaml:"expiry_warning"`
 }
 
 // Sinks configures where verdicts, commands and rollups go.
@@ -251,7 +255,7 @@ func Default() File {
 			CheckpointRecords: 100_000, MaxUnackedBytes: 1 << 30},
 		Rollups: Rollups{Enabled: true, MaxSamplesPerMinute: 2000},
 		Breaker: DefaultBreaker(),
-		Signing: Signing{KeysEnv: "FUSEBOX_FUSE_KEYS"},
+		Signing: Signing{KeysEnv: "FUSEBOX_FUSE_KEYS", ExpiryWarning: 7 * 24 * time.Hour},
 		Sinks: Sinks{
 			Kafka: KafkaSink{Enabled: true, Partitions: 6},
 			ClickHouse: ClickHouse{Database: "fusebox", Username: "default", BatchRows: 5000, FlushEvery: time.Second,
