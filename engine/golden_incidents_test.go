@@ -16,6 +16,7 @@ import (
 
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/internal/enginebench"
+	"github.com/fusebox-dev/fusebox/processors/drift"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -133,8 +134,8 @@ func TestGoldenIncidentsAllProcessors(t *testing.T) {
 func driftConsecutive(t *testing.T, f *config.File) int {
 	t.Helper()
 	for _, s := range f.SLOs {
-		if s.Drift != nil {
-			return s.Drift.Consecutive
+		if sec, _ := s.Processor(); sec.Kind.Name == drift.ProcessorName {
+			return sec.Config.(*drift.Config).Consecutive
 		}
 	}
 	t.Fatal("the SLO file has no drift SLO")

@@ -91,7 +91,7 @@ func (g *guard) expire(now int64) {
 	}
 }
 
-// Overflowed returns, per dimension in Dimensions order, how many records
+// Overflowed returns, per dimension in schemas.Dimensions order, how many records
 // were folded into Overflow.
 func (g *guard) overflowed() [4]int64 {
 	var out [4]int64

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/fusebox-dev/fusebox/ingest"
 	"github.com/fusebox-dev/fusebox/schemas"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Sink receives what the workers produce (package sinks implements it).
@@ -70,7 +68,7 @@ type KeyedConfig struct {
 // Keyed is the engine's second stage: one Worker per assigned keyed
 // partition, fed by ingest, writing to the sinks, checkpointing to the
 // state store. Its Handler is the ingest.HandlerFactory for the keyed
-// topic, and KeyedDecoder its decoder.
+// topic; the records' Payload is a *KeyedRecord (DecodeKeyedRecord).
 type Keyed struct {
 	cfg KeyedConfig
 
@@ -107,36 +105,15 @@ func (k *Keyed) firstReport(r RestoreReport) bool {
 // skipped.
 func (k *Keyed) ForeignRecords() int64 { return k.foreign.Load() }
 
-// NewKeyed checks cfg and returns the stage.
+// NewKeyed fills cfg's zero fields with the defaults, checks it
+// (KeyedConfig.Validate) and returns the stage.
 func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("engine: keyed stage needs a state store")
-	}
-	if len(cfg.Sinks) == 0 {
-		return nil, errors.New("engine: keyed stage needs at least one sink")
-	}
-	if cfg.CheckpointEvery <= 0 {
-		cfg.CheckpointEvery = 10 * time.Second
-	}
-	if cfg.CheckpointRecords <= 0 {
-		cfg.CheckpointRecords = 100_000
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+	cfg.defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	return &Keyed{cfg: cfg, stats: map[int32]WorkerStats{}}, nil
 }
-
-// KeyedDecoder decodes keyed-topic records for ingest: the *KeyedRecord is
-// in Record.Payload.
-var KeyedDecoder ingest.Decoder = ingest.DecoderFunc(func(r *kgo.Record, out *ingest.Record) error {
-	rec := &KeyedRecord{}
-	if err := DecodeKeyedRecord(r, rec); err != nil {
-		return err
-	}
-	out.Payload = rec
-	return nil
-})
 
 // Stats sums the counters of every worker this stage ran, as of the end of
 // each one's last batch. Watermark is left 0: see Partitions.
@@ -363,7 +340,7 @@ func (p *keyedPartition) logOverflow() {
 	for i := range now {
 		if now[i] > 0 && p.overflow[i] == 0 {
 			p.k.cfg.Logger.Warn("cardinality limit reached: new values fold into the overflow key",
-				"partition", p.partition, "dimension", Dimensions[i], "value", Overflow)
+				"partition", p.partition, "dimension", schemas.Dimensions[i], "value", Overflow)
 		}
 	}
 	p.overflow = now

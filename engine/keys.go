@@ -6,17 +6,6 @@ import (
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
-// Dimension names, as the SLO file writes them (see schemas.Dimensions).
-const (
-	DimTenant  = schemas.DimTenant
-	DimService = schemas.DimService
-	DimModel   = schemas.DimModel
-	DimVariant = schemas.DimVariant
-)
-
-// Dimensions lists the key dimensions in key order.
-var Dimensions = schemas.Dimensions
-
 // KeyDims says which dimensions key the statistics; the others are blanked,
 // so their values are pooled.
 type KeyDims struct {
@@ -26,19 +15,20 @@ type KeyDims struct {
 // AllKeyDims keys by every dimension.
 func AllKeyDims() KeyDims { return KeyDims{true, true, true, true} }
 
-// ParseKeyDims turns a list of dimension names into KeyDims; ok is false
+// ParseKeyDims turns a list of dimension names (schemas.Dimensions) into
+// KeyDims; ok is false
 // with the first unknown name.
 func ParseKeyDims(names []string) (KeyDims, string, bool) {
 	var d KeyDims
 	for _, n := range names {
 		switch n {
-		case DimTenant:
+		case schemas.DimTenant:
 			d.Tenant = true
-		case DimService:
+		case schemas.DimService:
 			d.Service = true
-		case DimModel:
+		case schemas.DimModel:
 			d.Model = true
-		case DimVariant:
+		case schemas.DimVariant:
 			d.Variant = true
 		default:
 			return d, n, false
@@ -64,18 +54,6 @@ func (d KeyDims) Project(k schemas.Key) schemas.Key {
 	return k
 }
 
-// Match selects the keys an SLO applies to: each non-empty list restricts
-// its dimension to the values listed; empty lists match everything.
-type Match struct {
-	Tenant  []string `yaml:"tenant"`
-	Service []string `yaml:"service"`
-	Model   []string `yaml:"model"`
-	Variant []string `yaml:"variant"`
-}
-
-// Matches reports whether k is selected.
-func (m *Match) Matches(k schemas.Key) bool {
-	return in(m.Tenant, k.Tenant) && in(m.Service, k.Service) && in(m.Model, k.Model) && in(m.Variant, k.Variant)
-}
-
+// in reports whether v is in list, an empty list holding every value (as
+// in schemas.Match).
 func in(list []string, v string) bool { return len(list) == 0 || slices.Contains(list, v) }

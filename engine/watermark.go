@@ -7,16 +7,6 @@ import (
 	"github.com/fusebox-dev/fusebox/processors/snapcodec"
 )
 
-// SourceRef names the source record a keyed record came from.
-type SourceRef struct {
-	Topic     string
-	Partition int32
-	Offset    int64
-	// Part numbers the keyed records one source record sent to one keyed
-	// partition when it had to be split.
-	Part int32
-}
-
 // sourceID is a source partition.
 type sourceID struct {
 	Topic     string

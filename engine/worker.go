@@ -41,7 +41,7 @@ type KeyedRecord struct {
 // SLOSpec is one SLO of the configuration as the engine runs it.
 type SLOSpec struct {
 	Meta  processors.Meta
-	Match Match
+	Match schemas.Match
 	// StateID identifies what the SLO's windows hold (its kind, match and
 	// the parameters that shape its windows, not those that only judge
 	// them): a checkpoint's state of an SLO of the same name is restored
@@ -89,7 +89,7 @@ type WorkerStats struct {
 	Spans, LateSpans                int64
 	Corrections, LateCorrections    int64
 	Evaluations, Verdicts, Commands int64
-	Overflowed                      [4]int64 // per dimension, Dimensions order
+	Overflowed                      [4]int64 // per dimension, schemas.Dimensions order
 	Watermark                       int64    // Unix ns, math.MinInt64 before known
 }
 

@@ -116,7 +116,7 @@ func referenceRun(t testing.TB, cfg *config.File, recs []*kgo.Record, upTo map[i
 				break
 			}
 			rec := &engine.KeyedRecord{}
-			if err := engine.DecodeKeyedRecord(r, rec); err != nil {
+			if err := engine.DecodeKeyedRecord(r.Offset, pipeline.Headers(r.Headers), r.Value, rec); err != nil {
 				t.Fatalf("keyed %d/%d: %v", p, r.Offset, err)
 			}
 			for i := range rec.Spans {

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/ingest"
 	"github.com/fusebox-dev/fusebox/internal/observe"
 	"github.com/fusebox-dev/fusebox/schemas"
@@ -88,7 +87,7 @@ func (p *Pipeline) collect(s *observe.Snapshot) {
 	ks := p.keyed.Stats()
 	s.LateSpans += ks.LateSpans
 	s.Duplicates += ks.Duplicates
-	for i, d := range engine.Dimensions {
+	for i, d := range schemas.Dimensions {
 		s.CardinalityOverflows = append(s.CardinalityOverflows, observe.DimensionCount{Dimension: d, Count: ks.Overflowed[i]})
 	}
 	for part, wm := range p.keyed.Partitions() {

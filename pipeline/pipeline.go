@@ -20,6 +20,7 @@ import (
 	"github.com/fusebox-dev/fusebox/ingest"
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/sinks/clickhousesink"
+	"github.com/fusebox-dev/fusebox/sinks/jsonlsink"
 	"github.com/fusebox-dev/fusebox/sinks/kafkasink"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -63,7 +64,7 @@ type Pipeline struct {
 	sinks     []engine.Sink
 	Kafka     *kafkasink.Sink      // nil when off
 	ClickHous *clickhousesink.Sink // nil when off
-	JSONL     *JSONL               // nil when off
+	JSONL     *jsonlsink.Sink      // nil when off
 
 	mu      sync.Mutex
 	started time.Time
@@ -182,7 +183,7 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 	if p.keyedIn, err = ingest.New(
 		ingest.Brokers(f.Kafka.Brokers...), ingest.Group(f.Kafka.Group+".engine"),
 		ingest.SpanTopics(), ingest.CorrectionTopics(),
-		ingest.TopicDecoder(f.Topics.Keyed, engine.KeyedDecoder),
+		ingest.TopicDecoder(f.Topics.Keyed, KeyedDecoder),
 		ingest.DLQTopic(f.Topics.DLQ), ingest.Handlers(p.tr.keyedHandlers(p.keyed.Handler)),
 		// 4x the checkpoint trigger: a partition checkpoints long before
 		// its consumer would pause it.
@@ -235,7 +236,7 @@ func (p *Pipeline) openSinks(ctx context.Context, o Options) error {
 	}
 	if path := f.Sinks.JSONL.Path; path != "" {
 		var err error
-		if p.JSONL, err = OpenJSONL(path); err != nil {
+		if p.JSONL, err = jsonlsink.Open(path); err != nil {
 			return err
 		}
 		p.sinks = append(p.sinks, p.JSONL)

@@ -17,6 +17,7 @@ import (
 	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/fusebox-dev/fusebox/sinks"
+	"github.com/fusebox-dev/fusebox/sinks/jsonlsink"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -86,7 +87,7 @@ func readJSONL(t *testing.T, path string) ([]schemas.Verdict, []schemas.FuseComm
 	if err != nil {
 		return nil, nil
 	}
-	vs, cs, err := pipeline.ReadJSONL(b)
+	vs, cs, err := jsonlsink.Read(b)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}

@@ -8,13 +8,7 @@ import (
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/processors"
 	"github.com/fusebox-dev/fusebox/processors/breaker"
-	"github.com/fusebox-dev/fusebox/processors/burnrate"
-	"github.com/fusebox-dev/fusebox/processors/corrections"
-	"github.com/fusebox-dev/fusebox/processors/decay"
-	"github.com/fusebox-dev/fusebox/processors/drift"
 	"github.com/fusebox-dev/fusebox/processors/rollup"
-	"github.com/fusebox-dev/fusebox/processors/scaling"
-	"github.com/fusebox-dev/fusebox/processors/tail"
 )
 
 // RollupSLO is the reserved name of the rollup processor's SLO entry.
@@ -41,29 +35,12 @@ func WorkerConfig(f *config.File) (engine.WorkerConfig, error) {
 	for i := range f.SLOs {
 		s := f.SLOs[i]
 		meta := processors.Meta{SLO: s.Name, ConfigVersion: f.Version}
-		spec := engine.SLOSpec{Meta: meta, Match: engine.Match(s.Match), StateID: StateID(f, s)}
-		switch {
-		case s.Tail != nil:
-			c := *s.Tail
-			spec.New = func() (processors.Processor, error) { return tail.New(meta, c) }
-		case s.Drift != nil:
-			c := *s.Drift
-			spec.New = func() (processors.Processor, error) { return drift.New(meta, c) }
-		case s.Decay != nil:
-			c := *s.Decay
-			spec.New = func() (processors.Processor, error) { return decay.New(meta, c) }
-		case s.Scaling != nil:
-			c := *s.Scaling
-			spec.New = func() (processors.Processor, error) { return scaling.New(meta, c) }
-		case s.Corrections != nil:
-			c := *s.Corrections
-			spec.New = func() (processors.Processor, error) { return corrections.New(meta, c) }
-		case s.Burnrate != nil:
-			c := *s.Burnrate
-			spec.New = func() (processors.Processor, error) { return burnrate.New(meta, c) }
-		default:
-			return engine.WorkerConfig{}, fmt.Errorf("slos[%d]: no processor section", i)
+		spec := engine.SLOSpec{Meta: meta, Match: s.Match, StateID: StateID(f, s)}
+		sec, ok := s.Processor()
+		if !ok {
+			return engine.WorkerConfig{}, fmt.Errorf("slos[%d]: want one processor section, got %d", i, len(s.Sections))
 		}
+		spec.New = func() (processors.Processor, error) { return sec.Kind.New(meta, sec.Config) }
 		// Fail now, at start, rather than at the first partition.
 		if _, err := spec.New(); err != nil {
 			return engine.WorkerConfig{}, fmt.Errorf("slos[%d] %s: %w", i, s.Name, err)
@@ -102,19 +79,8 @@ func minEvery(f *config.File) time.Duration {
 }
 
 func every(s config.SLO) time.Duration {
-	switch {
-	case s.Tail != nil:
-		return s.Tail.Every
-	case s.Drift != nil:
-		return s.Drift.Every
-	case s.Decay != nil:
-		return s.Decay.Every
-	case s.Scaling != nil:
-		return s.Scaling.Every
-	case s.Corrections != nil:
-		return s.Corrections.Every
-	case s.Burnrate != nil:
-		return s.Burnrate.Every
+	if sec, ok := s.Processor(); ok {
+		return sec.Kind.Every(sec.Config)
 	}
 	return 0
 }

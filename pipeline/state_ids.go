@@ -8,55 +8,26 @@ import (
 
 	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/internal/config"
+	"github.com/fusebox-dev/fusebox/schemas"
 )
 
 // StateID identifies what the windows of SLO s hold: its processor kind,
 // its match, the key dimensions and span attributes (what a key and a
-// score are), and the parameters of its section that shape its windows —
-// the metric, window lengths, evaluation interval (the slot size), sample
-// caps, the canary and baseline variants, scopes and mixes, the burn-rate
-// windows and the latency threshold that makes an event bad. Parameters
-// that only judge what the windows hold (budgets, p, alpha, limits,
-// factors, minimum counts, streak lengths) are left out: editing them
-// keeps the state. 12 hex characters of a SHA-256.
+// score are), and the parameters of its section that shape its windows
+// (registry.Kind.StateShape: metric, windows, interval, caps, variants,
+// ...). Parameters that only judge what the windows hold (budgets, p,
+// alpha, limits, factors, minimum counts, streak lengths) are left out:
+// editing them keeps the state. 12 hex characters of a SHA-256.
 func StateID(f *config.File, s config.SLO) string {
 	shape := struct {
 		Kind       string
-		Match      config.Match
+		Match      schemas.Match
 		Dimensions []string
 		Attributes any
 		Section    any
 	}{Match: s.Match, Dimensions: f.Keys.Dimensions, Attributes: f.Attributes}
-	switch {
-	case s.Tail != nil:
-		c := *s.Tail
-		shape.Kind = "tail"
-		shape.Section = []any{c.Metric, c.Window, c.Every, c.MaxSamplesPerSlot}
-	case s.Drift != nil:
-		c := *s.Drift
-		shape.Kind = "drift"
-		shape.Section = []any{c.Metric, c.Mode, c.Window, c.Every, c.ReferenceWindow, c.CanaryVariant, c.BaselineVariant, c.MaxSamplesPerSlot}
-	case s.Decay != nil:
-		c := *s.Decay
-		shape.Kind = "decay"
-		shape.Section = []any{c.Metric, c.Window, c.Every, c.MaxSamplesPerSlot}
-	case s.Scaling != nil:
-		c := *s.Scaling
-		shape.Kind = "scaling"
-		shape.Section = []any{c.Scope, c.Mix, c.Window, c.Every, c.MaxSamplesPerSlot, c.MaxCategories}
-	case s.Corrections != nil:
-		c := *s.Corrections
-		shape.Kind = "corrections"
-		shape.Section = []any{c.JoinWindow, c.Window, c.Every, c.CanaryVariant, c.BaselineVariant,
-			c.MaxIndexedSpans, c.MaxPendingCorrections, c.MaxUnjoinedKeys}
-	case s.Burnrate != nil:
-		c := *s.Burnrate
-		shape.Kind = "burnrate"
-		var windows []any
-		for _, r := range slices.Concat(c.Page, c.Ticket) {
-			windows = append(windows, r.Long, r.Short)
-		}
-		shape.Section = []any{c.LatencyThresholdMs, c.Every, windows}
+	if sec, ok := s.Processor(); ok {
+		shape.Kind, shape.Section = sec.Kind.Name, sec.Kind.StateShape(sec.Config)
 	}
 	return hash12(shape)
 }

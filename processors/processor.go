@@ -1,7 +1,16 @@
 // Package processors defines what every SLO processor implements and the
-// pieces they share: verdict construction, span identity hashing and the
-// event-time window store. The processors themselves live in subpackages
-// (tail, drift, decay, scaling, corrections, burnrate, rollup, breaker).
+// pieces they share: the Processor interface, verdict construction
+// (Meta.NewVerdict), span identity hashing (SpanHash), the watched span
+// metrics (Metric), configuration checks (Check, ConfigError), sorted key
+// iteration (SortedKeys) and slot arithmetic (FloorTo, DropSlotsBefore).
+// The event-time window store is processors/window; the snapshot codec
+// processors/snapcodec.
+//
+// The SLO processors live in subpackages — tail, drift, decay, scaling,
+// corrections, burnrate — and processors/registry lists them: an SLO
+// entry's section names one. Two more are not SLO kinds: rollup (per-minute
+// rows for ClickHouse, a Processor without verdicts) and breaker (verdicts
+// in, fuse commands out; the engine's Breaker, not a Processor).
 //
 // A processor is pure: it reads no clock, does no I/O and keeps no global
 // state. The engine creates one instance per SLO per partition worker and

@@ -158,7 +158,7 @@ func decodeTarget(d *json.Decoder, k *Key) error {
 	if err != nil {
 		return err
 	}
-	for _, f := range []string{"tenant", "service", "model", "variant"} {
+	for _, f := range Dimensions {
 		if !seen[f] {
 			return malformed("target."+f, "member missing")
 		}

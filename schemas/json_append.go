@@ -34,9 +34,12 @@ func AppendJSONFloat(b []byte, f float64) []byte {
 	return b
 }
 
-// AppendJSONString appends s as a JSON string: quotes, backslashes and
-// control characters escaped, invalid UTF-8 replaced by U+FFFD, U+2028 and
-// U+2029 escaped (as encoding/json does). HTML characters are not escaped.
+// AppendJSONString appends s as a JSON string, the bytes encoding/json
+// writes with HTML escaping off (json.Encoder.SetEscapeHTML(false)):
+// '"' → \", '\' → \\, U+0008 → \b, U+000C → \f, U+000A → \n,
+// U+000D → \r, U+0009 → \t, any other byte below 0x20 → \u00XX (lower-case
+// hex), U+2028 and U+2029 → \u2028 and \u2029, each byte of invalid UTF-8
+// → \ufffd; '<', '>', '&', DEL and all other characters as they are.
 func AppendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
@@ -51,6 +54,10 @@ func AppendJSONString(b []byte, s string) []byte {
 			switch c {
 			case '"', '\\':
 				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
 			case '\n':
 				b = append(b, '\\', 'n')
 			case '\r':

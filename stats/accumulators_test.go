@@ -85,26 +85,6 @@ func TestWelford(t *testing.T) {
 	}
 }
 
-func TestEWMA(t *testing.T) {
-	if _, err := NewEWMA(0); !errors.Is(err, ErrInvalidParameter) {
-		t.Error(err)
-	}
-	alpha, _ := EWMAHalfLife(10)
-	if math.Abs(math.Pow(1-alpha, 10)-0.5) > 1e-12 {
-		t.Errorf("half-life alpha %v", alpha)
-	}
-	e, _ := NewEWMA(0.5)
-	if _, ok := e.Get(); ok {
-		t.Error("empty EWMA reported ok")
-	}
-	e.Add(4)
-	e.Add(math.Inf(1))
-	e.Add(2)
-	if v, ok := e.Get(); !ok || v != 3 || e.N != 2 {
-		t.Errorf("EWMA %+v", e)
-	}
-}
-
 func TestWilsonAndTwoProportion(t *testing.T) {
 	lo, hi, err := Wilson(10, 10, 0.95)
 	if err != nil || hi != 1 || !(lo > 0.6 && lo < 0.8) {

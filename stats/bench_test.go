@@ -103,12 +103,11 @@ func benchTail(b *testing.B, m IntervalMethod) {
 func BenchmarkTailEstimate20000Profile(b *testing.B) { benchTail(b, IntervalProfile) }
 func BenchmarkTailEstimate20000Delta(b *testing.B)   { benchTail(b, IntervalDelta) }
 
-// BenchmarkTailEstimateTop1000 is the refit from a maintained
-// ExceedanceStore: 1,000 exceedances of a 20,000-value window, profile CI.
+// BenchmarkTailEstimateTop1000 is the refit from the largest values kept
+// sorted: 1,000 exceedances of a 20,000-value window, profile CI.
 func BenchmarkTailEstimateTop1000(b *testing.B) {
 	values := lognormalDraws(20000, 0.6, 2)
-	s, _ := NewExceedanceStore(4096)
-	s.Rebuild(values, 2*TailSize(len(values), 0.95), nil)
+	s := largest(values, 2*TailSize(len(values), 0.95))
 	cfg := DefaultTailConfig()
 	var e TailEstimator
 	b.ReportAllocs()
@@ -136,41 +135,6 @@ func BenchmarkKS10000x10000Auto(b *testing.B) { benchKS(b, 10000, 10000, KSAuto)
 func BenchmarkKS10000x9000Auto(b *testing.B)  { benchKS(b, 10000, 9000, KSAuto) }
 func BenchmarkKS10000x9999Auto(b *testing.B)  { benchKS(b, 10000, 9999, KSAuto) }
 func BenchmarkKS20000x20000Auto(b *testing.B) { benchKS(b, 20000, 20000, KSAuto) }
-
-func BenchmarkWindowAdd(b *testing.B) {
-	w, _ := NewWindow(1 << 16)
-	b.ReportAllocs()
-	i := int64(0)
-	for b.Loop() {
-		i++
-		w.Add(i, float64(i))
-	}
-}
-
-func BenchmarkExceedanceStoreAdd(b *testing.B) {
-	// A store at steady state over a 20,000-value window: Add and the
-	// matching Remove of the evicted value.
-	values := lognormalDraws(20000+1<<16, 0.6, 5)
-	w, _ := NewWindow(20000)
-	s, _ := NewExceedanceStore(4096)
-	for _, v := range values[:20000] {
-		w.Add(0, v)
-	}
-	s.Rebuild(values[:20000], 2000, nil)
-	b.ReportAllocs()
-	i := 20000
-	for b.Loop() {
-		v := values[i]
-		i++
-		if i == len(values) {
-			i = 20000
-		}
-		if old, ok := w.Add(0, v); ok {
-			s.Remove(old.V)
-		}
-		s.Add(v)
-	}
-}
 
 func BenchmarkMannWhitney2000(b *testing.B) {
 	x := lognormalDraws(2000, 0.6, 6)

@@ -17,12 +17,14 @@
 //     normal p-value) and the Hodges–Lehmann shift.
 //   - regression.go: OLS (as scipy.stats.linregress) and Theil–Sen (as
 //     scipy.stats.theilslopes).
-//   - entropy.go, welford.go, ewma.go, proportion.go: Shannon entropy,
-//     mergeable mean/variance, EWMA, the Wilson interval and the
-//     two-proportion z-test.
-//   - window.go, exceedance.go: the bounded time-stamped window and the
-//     sorted exceedance store used by streaming processors; both serialise
-//     with MarshalBinary/UnmarshalBinary.
+//   - entropy.go, welford.go, proportion.go: Shannon entropy, mergeable
+//     mean/variance, the Wilson interval and the two-proportion z-test.
+//   - studentt.go: Student's t quantile (the OLS slope's interval);
+//     smirnov.go: the one-sided Smirnov tail the KS p-values use.
+//
+// Windows are not kept here: the processors hold their samples in the
+// event-time slot store of processors/window, and call these functions on
+// them.
 //
 // Conventions. Empty or degenerate input is an explicit error wrapping one of
 // the sentinels in errors.go (ErrTooFewSamples, ErrDegenerate, ...) or an

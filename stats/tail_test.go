@@ -149,11 +149,7 @@ func TestTailEstimateTopMatchesEstimate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, _ := NewExceedanceStore(4096)
-	s.Rebuild(values, 2*TailSize(len(values), cfg.ThresholdQuantile), nil)
-	if !s.Covers(len(values), cfg.ThresholdQuantile) {
-		t.Fatal("store does not cover the tail")
-	}
+	s := largest(values, 2*TailSize(len(values), cfg.ThresholdQuantile))
 	got, err := e.EstimateTop(s.Top(), len(values), cfg)
 	if err != nil || got != want {
 		t.Errorf("EstimateTop %+v (%v), Estimate %+v", got, err, want)

@@ -11,9 +11,7 @@ import (
 	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/pipeline"
-	"github.com/fusebox-dev/fusebox/processors/burnrate"
-	"github.com/fusebox-dev/fusebox/processors/drift"
-	"github.com/fusebox-dev/fusebox/processors/tail"
+	"github.com/fusebox-dev/fusebox/schemas"
 )
 
 const configDescription = `Works with SLO files. Subcommands:
@@ -176,49 +174,13 @@ func orNone(s string) string {
 
 // sloSummary says in one line what an SLO checks.
 func sloSummary(s *config.SLO) string {
-	switch {
-	case s.Tail != nil:
-		c := s.Tail
-		return fmt.Sprintf("tail %s budget %g (breach when the 95%% interval's lower bound exceeds it) over %v every %v",
-			tail.MetricName(c.P, c.Metric), c.Budget, c.Window, c.Every)
-	case s.Drift != nil:
-		c := s.Drift
-		against := "the previous " + c.ReferenceWindow.String()
-		if c.Mode == drift.ModeCanary {
-			against = "variant " + c.BaselineVariant + " (canary " + c.CanaryVariant + ")"
-		}
-		return fmt.Sprintf("drift %s: KS p < %g and D >= %g, %d in a row, %v window against %s, every %v",
-			drift.MetricName(*c), c.Alpha, c.MinEffect, c.Consecutive, c.Window, against, c.Every)
-	case s.Decay != nil:
-		c := s.Decay
-		return fmt.Sprintf("decay of %s: decline over %v below %g (OLS slope, alpha %g) every %v", c.Metric, c.Window, c.Limit, c.Alpha, c.Every)
-	case s.Scaling != nil:
-		c := s.Scaling
-		return fmt.Sprintf("scaling per [%s]: entropy of [%s] >= %g with latency sd > %gms scales out; window %v every %v",
-			strings.Join(c.Scope, " "), strings.Join(c.Mix, " "), c.EntropyHigh, c.StdDevBudgetMs, c.Window, c.Every)
-	case s.Corrections != nil:
-		c := s.Corrections
-		return fmt.Sprintf("corrections: rate <= %g (Wilson lower bound) over %v every %v, joined within %v; canary vs baseline at alpha %g",
-			c.MaxRate, c.Window, c.Every, c.JoinWindow, c.Alpha)
-	case s.Burnrate != nil:
-		c := s.Burnrate
-		return fmt.Sprintf("burnrate: target %g; page %s; ticket %s; every %v", c.Target, burnRules(c.Page), burnRules(c.Ticket), c.Every)
+	if sec, ok := s.Processor(); ok {
+		return sec.Kind.Summary(sec.Config)
 	}
 	return "no processor"
 }
 
-func burnRules(rs []burnrate.Rule) string {
-	if len(rs) == 0 {
-		return "none"
-	}
-	var out []string
-	for _, r := range rs {
-		out = append(out, fmt.Sprintf("%g× over %v and %v", r.Factor, r.Long, r.Short))
-	}
-	return strings.Join(out, ", ")
-}
-
-func matchSummary(m config.Match) string {
+func matchSummary(m schemas.Match) string {
 	var parts []string
 	for _, d := range []struct {
 		name string

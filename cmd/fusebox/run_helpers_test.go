@@ -19,9 +19,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fusebox-dev/fusebox/internal/gen"
-	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/internal/traffic"
 	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/sinks/jsonlsink"
 )
 
 // logLines collects what a fusebox run writes to stderr (JSON log lines)
@@ -199,7 +199,7 @@ func readJSONL(t *testing.T, path string) ([]schemas.Verdict, []schemas.FuseComm
 		}
 		t.Fatal(err)
 	}
-	vs, cs, err := pipeline.ReadJSONL(b)
+	vs, cs, err := jsonlsink.Read(b)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}

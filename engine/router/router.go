@@ -6,7 +6,7 @@
 // included.
 //
 // Every keyed record carries where it came from (headers, see
-// engine.HeaderSource) so the keyed stage can drop the duplicates a router
+// schemas.HeaderSource) so the keyed stage can drop the duplicates a router
 // writes when it restarts before committing, and the newest event time of
 // its source partition so the keyed stage can compute a watermark that does
 // not depend on how sources interleave. Keyed partitions that a source
@@ -25,7 +25,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,57 +32,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/ingest"
+	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-// Config configures a Router.
-type Config struct {
-	// KeyedTopic is the topic written. Default "fusebox.keyed".
-	KeyedTopic string
-	// SourceTopics are every topic the ingest consumer reads; their
-	// partition counts are announced to the keyed stage.
-	SourceTopics []string
-	// ByTenant partitions by tenant; when false (the SLO file does not key
-	// by tenant) everything goes to partition 0.
-	ByTenant bool
-	// HeartbeatEvery is how much a source partition's event time must
-	// advance before a keyed partition that got no data from it hears of
-	// it. Default 1s (event time).
-	HeartbeatEvery time.Duration
-	// IdleTimeout is how long (wall time) a source partition may stay
-	// silent before it is marked idle, so that it stops holding the
-	// watermark back. Default 10s.
-	IdleTimeout time.Duration
-	// MaxRecordBytes splits a keyed record larger than this into parts.
-	// Default 900 KiB, below Kafka's default 1 MiB message limit.
-	MaxRecordBytes int
-	// Deployment, when set, goes in every keyed record's
-	// engine.HeaderDeployment header: a keyed stage of another deployment
-	// that reads the same keyed topic skips the record.
-	Deployment string
-	Logger     *slog.Logger
-}
-
-func (c *Config) defaults() {
-	if c.KeyedTopic == "" {
-		c.KeyedTopic = "fusebox.keyed"
-	}
-	if c.HeartbeatEvery == 0 {
-		c.HeartbeatEvery = time.Second
-	}
-	if c.IdleTimeout == 0 {
-		c.IdleTimeout = 10 * time.Second
-	}
-	if c.MaxRecordBytes == 0 {
-		c.MaxRecordBytes = 900 << 10
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-}
 
 // ErrProduce wraps a keyed record that the broker refused for good.
 var ErrProduce = errors.New("router: keyed produce failed")
@@ -106,8 +59,8 @@ type Router struct {
 // exist.
 func New(ctx context.Context, cl *kgo.Client, cfg Config) (*Router, error) {
 	cfg.defaults()
-	if len(cfg.SourceTopics) == 0 {
-		return nil, errors.New("router: no source topics")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	r := &Router{cfg: cfg, cl: cl, handlers: map[string]*handler{}}
 	if err := r.refresh(ctx); err != nil {
@@ -291,7 +244,7 @@ func (h *handler) produce(ctx context.Context, out Out, pending *pendingBatch) {
 	rec := &kgo.Record{Topic: h.r.cfg.KeyedTopic, Partition: out.Partition, Value: out.Value,
 		Headers: Headers(out, *h.r.topics.Load())}
 	if d := h.r.cfg.Deployment; d != "" {
-		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: engine.HeaderDeployment, Value: []byte(d)})
+		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: schemas.HeaderDeployment, Value: []byte(d)})
 	}
 	if pending != nil {
 		pending.n.Add(1)

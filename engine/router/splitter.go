@@ -2,10 +2,8 @@ package router
 
 import (
 	"math"
-	"strconv"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -13,7 +11,7 @@ import (
 // Out is one keyed record to write.
 type Out struct {
 	Partition int32
-	Source    engine.SourceRef
+	Source    schemas.SourceRef
 	// SourceMax is the newest event time seen on the source partition,
 	// math.MinInt64 before any.
 	SourceMax   int64
@@ -25,17 +23,13 @@ type Out struct {
 	Value []byte
 }
 
-// Headers renders the keyed-record headers of out (see engine.HeaderSource).
+// Headers renders the keyed-record headers of out (schemas.AppendKeyedHeaders).
 func Headers(out Out, sourceTopics string) []kgo.RecordHeader {
-	h := []kgo.RecordHeader{
-		{Key: engine.HeaderSource, Value: []byte(engine.FormatSource(out.Source.Topic, out.Source.Partition, out.Source.Offset, out.Source.Part))},
-		{Key: engine.HeaderSourceTopics, Value: []byte(sourceTopics)},
-	}
-	if out.SourceMax != math.MinInt64 {
-		h = append(h, kgo.RecordHeader{Key: engine.HeaderSourceMax, Value: strconv.AppendInt(nil, out.SourceMax, 10)})
-	}
-	if out.Idle {
-		h = append(h, kgo.RecordHeader{Key: engine.HeaderIdle, Value: []byte("1")})
+	hs := schemas.AppendKeyedHeaders(make([]schemas.Header, 0, 4), schemas.KeyedHeaders{
+		Source: out.Source, SourceMaxEventTime: out.SourceMax, SourceTopics: sourceTopics, Idle: out.Idle})
+	h := make([]kgo.RecordHeader, len(hs))
+	for i, x := range hs {
+		h[i] = kgo.RecordHeader(x)
 	}
 	return h
 }
@@ -154,7 +148,7 @@ func (s *Splitter) Split(offset int64, spans []schemas.Span, corrections []schem
 
 func (s *Splitter) out(p int32, offset int64, part int32, spans []schemas.Span, corr []schemas.Correction) Out {
 	s.lastBeat[p] = s.maxEventTime
-	return Out{Partition: p, Source: engine.SourceRef{Topic: s.topic, Partition: s.partition, Offset: offset, Part: part},
+	return Out{Partition: p, Source: schemas.SourceRef{Topic: s.topic, Partition: s.partition, Offset: offset, Part: part},
 		SourceMax: s.maxEventTime, Spans: spans, Corrections: corr}
 }
 
@@ -201,12 +195,12 @@ func (s *Splitter) MarkIdle() []Out {
 // keyed partition, even when it is idle already: the router repeats them
 // while the source stays silent, because a keyed partition whose sources
 // were all idle wakes them all when the first comes back (see
-// engine.Worker.Apply) and must hear again about those still silent.
+// the engine's Worker.Apply) and must hear again about those still silent.
 func (s *Splitter) IdleMarkers() []Out {
 	s.idle = true
 	out := make([]Out, s.partitions)
 	for p := range out {
-		out[p] = Out{Partition: int32(p), Source: engine.SourceRef{Topic: s.topic, Partition: s.partition, Offset: s.lastOffset},
+		out[p] = Out{Partition: int32(p), Source: schemas.SourceRef{Topic: s.topic, Partition: s.partition, Offset: s.lastOffset},
 			SourceMax: s.maxEventTime, Idle: true}
 	}
 	return out

@@ -2,12 +2,11 @@ package router
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/schemas"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func span(tenant string, end int64) schemas.Span {
@@ -25,7 +24,7 @@ func TestSplitRoutesByTenantAndHeartbeats(t *testing.T) {
 	}
 	perPartition := map[int32]int{}
 	for _, o := range out {
-		if o.Source != (engine.SourceRef{Topic: "otlp_spans", Partition: 3, Offset: 10}) || o.SourceMax != base+5e8 {
+		if o.Source != (schemas.SourceRef{Topic: "otlp_spans", Partition: 3, Offset: 10}) || o.SourceMax != base+5e8 {
 			t.Fatalf("record %+v: wrong source or source max", o)
 		}
 		for _, sp := range o.Spans {
@@ -100,8 +99,12 @@ func TestIdleMarkersAndReturn(t *testing.T) {
 		t.Fatalf("back from idle: %d records, idle=%v; want every partition told at once", len(out), s.Idle())
 	}
 	hs := Headers(out[0], "fusebox.corrections:3")
-	var rec engine.KeyedRecord
-	if err := engine.DecodeKeyedRecord(&kgo.Record{Offset: 7, Headers: hs, Value: out[0].Value}, &rec); err != nil {
+	plain := make([]schemas.Header, len(hs))
+	for i, h := range hs {
+		plain[i] = schemas.Header(h)
+	}
+	rec, err := schemas.ParseKeyedHeaders(plain)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if rec.Source.Offset != 1 || rec.SourceMaxEventTime != c.TimeUnixNano || rec.SourceTopics != "fusebox.corrections:3" || rec.Idle {
@@ -109,5 +112,24 @@ func TestIdleMarkersAndReturn(t *testing.T) {
 	}
 	if m := s.MarkIdle(); len(m) != 3 || m[0].SourceMax == math.MinInt64 {
 		t.Fatalf("idle markers after data: %+v", m)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	c := DefaultConfig()
+	c.SourceTopics = []string{"otlp_spans", "fusebox.corrections"}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("defaults with source topics: %v", err)
+	}
+	c.SourceTopics = []string{"fusebox.keyed", ""}
+	c.HeartbeatEvery, c.MaxRecordBytes = -time.Second, 10
+	err := c.Validate()
+	for _, want := range []string{"SourceTopics[0]: is the keyed topic", "SourceTopics[1]: must not be empty", "HeartbeatEvery: must be positive", "MaxRecordBytes: must be at least 1024"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want it to say %q", err, want)
+		}
+	}
+	if err := (&Config{}).Validate(); err == nil || !strings.Contains(err.Error(), "no source topics") {
+		t.Errorf("empty config: %v", err)
 	}
 }

@@ -10,14 +10,10 @@
 package config
 
 import (
+	"slices"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/processors/burnrate"
-	"github.com/fusebox-dev/fusebox/processors/corrections"
-	"github.com/fusebox-dev/fusebox/processors/decay"
-	"github.com/fusebox-dev/fusebox/processors/drift"
-	"github.com/fusebox-dev/fusebox/processors/scaling"
-	"github.com/fusebox-dev/fusebox/processors/tail"
+	"github.com/fusebox-dev/fusebox/processors/registry"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -136,25 +132,32 @@ type Time struct {
 }
 
 // SLO is one entry of slos: a name, an optional match, and exactly one
-// processor section.
+// processor section, keyed by a kind of processors/registry (`tail:`,
+// `drift:`, ...).
 type SLO struct {
-	Name  string `yaml:"name"`
-	Match Match  `yaml:"match"`
+	Name string `yaml:"name"`
+	// Match restricts the SLO to some keys; empty lists match every value.
+	Match schemas.Match `yaml:"match"`
 
-	Tail        *tail.Config        `yaml:"tail"`
-	Drift       *drift.Config       `yaml:"drift"`
-	Decay       *decay.Config       `yaml:"decay"`
-	Scaling     *scaling.Config     `yaml:"scaling"`
-	Corrections *corrections.Config `yaml:"corrections"`
-	Burnrate    *burnrate.Config    `yaml:"burnrate"`
+	// Sections are the entry's processor sections in the order of
+	// registry.Kinds, each decoded over its kind's defaults. Load accepts
+	// only entries with exactly one; use Processor.
+	Sections []Section `yaml:"-"`
 }
 
-// Match restricts an SLO to some keys; empty lists match every value.
-type Match struct {
-	Tenant  []string `yaml:"tenant"`
-	Service []string `yaml:"service"`
-	Model   []string `yaml:"model"`
-	Variant []string `yaml:"variant"`
+// Section is one processor section of an SLO entry.
+type Section struct {
+	Kind   registry.Kind
+	Config registry.Config // the kind's *Config, e.g. *tail.Config
+}
+
+// Processor returns the entry's one processor section; ok is false when
+// the entry has none or several (which Load reports).
+func (s *SLO) Processor() (sec Section, ok bool) {
+	if len(s.Sections) != 1 {
+		return Section{}, false
+	}
+	return s.Sections[0], true
 }
 
 // Rollups configures the per-minute span rollups written to ClickHouse.
@@ -248,7 +251,7 @@ func Default() File {
 		Attributes: schemas.DefaultAttributeNames(),
 		Limits:     g,
 		Keys: Keys{
-			Dimensions: []string{"tenant", "service", "model", "variant"},
+			Dimensions: slices.Clone(schemas.Dimensions),
 			MaxTenants: 1000, MaxServices: 1000, MaxModels: 200, MaxVariants: 20, IdleTTL: 24 * time.Hour,
 		},
 		Time: Time{AllowedLateness: 30 * time.Second, IdleSourceTimeout: 10 * time.Second, CheckpointEvery: 10 * time.Second,

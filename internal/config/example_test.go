@@ -140,30 +140,29 @@ func TestExampleShowsDefaults(t *testing.T) {
 
 	seen := map[string]bool{}
 	for _, s := range f.SLOs {
-		switch {
-		case s.Tail != nil:
+		sec, _ := s.Processor()
+		switch c := sec.Config.(type) {
+		case *tail.Config:
 			w := tail.DefaultConfig()
-			w.Budget = s.Tail.Budget
-			same("slo "+s.Name, *s.Tail, w)
-			seen["tail"] = true
-		case s.Drift != nil:
-			same("slo "+s.Name, *s.Drift, drift.DefaultConfig())
-			seen["drift"] = true
-		case s.Decay != nil:
-			same("slo "+s.Name, *s.Decay, decay.DefaultConfig())
-			seen["decay"] = true
-		case s.Scaling != nil:
+			w.Budget = c.Budget
+			same("slo "+s.Name, *c, w)
+		case *drift.Config:
+			same("slo "+s.Name, *c, drift.DefaultConfig())
+		case *decay.Config:
+			same("slo "+s.Name, *c, decay.DefaultConfig())
+		case *scaling.Config:
 			w := scaling.DefaultConfig()
-			w.StdDevBudgetMs = s.Scaling.StdDevBudgetMs
-			same("slo "+s.Name, *s.Scaling, w)
-			seen["scaling"] = true
-		case s.Corrections != nil:
-			same("slo "+s.Name, *s.Corrections, corrections.DefaultConfig())
-			seen["corrections"] = true
-		case s.Burnrate != nil:
-			same("slo "+s.Name, *s.Burnrate, burnrate.DefaultConfig())
-			seen["burnrate"] = true
+			w.StdDevBudgetMs = c.StdDevBudgetMs
+			same("slo "+s.Name, *c, w)
+		case *corrections.Config:
+			same("slo "+s.Name, *c, corrections.DefaultConfig())
+		case *burnrate.Config:
+			same("slo "+s.Name, *c, burnrate.DefaultConfig())
+		default:
+			t.Errorf("slo %s: processor section %T", s.Name, sec.Config)
+			continue
 		}
+		seen[sec.Kind.Name] = true
 	}
 	if len(seen) != 6 {
 		t.Errorf("the example shows processors %v, want all six", seen)

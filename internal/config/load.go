@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/registry"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"go.yaml.in/yaml/v3"
 )
@@ -158,7 +160,10 @@ func yamlErrorLine(err error) int {
 	return 0
 }
 
-var durationType = reflect.TypeOf(time.Duration(0))
+var (
+	durationType = reflect.TypeOf(time.Duration(0))
+	sloType      = reflect.TypeOf(SLO{})
+)
 
 // checkKnown walks the YAML tree alongside the Go type, recording each
 // field's line and reporting keys the type does not have: a misspelt
@@ -195,6 +200,11 @@ func checkKnown(n *yaml.Node, t reflect.Type, path string, lines map[string]int,
 			tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
 			if tag != "" && tag != "-" {
 				fields[tag] = t.Field(i).Type
+			}
+		}
+		if t == sloType {
+			for _, k := range registry.Kinds() {
+				fields[k.Name] = reflect.TypeOf(k.Default())
 			}
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -271,42 +281,77 @@ func closeTo(a, b string) bool {
 // from that processor's defaults.
 func (s *SLO) UnmarshalYAML(n *yaml.Node) error {
 	var raw struct {
-		Name        string    `yaml:"name"`
-		Match       Match     `yaml:"match"`
-		Tail        yaml.Node `yaml:"tail"`
-		Drift       yaml.Node `yaml:"drift"`
-		Decay       yaml.Node `yaml:"decay"`
-		Scaling     yaml.Node `yaml:"scaling"`
-		Corrections yaml.Node `yaml:"corrections"`
-		Burnrate    yaml.Node `yaml:"burnrate"`
+		Name  string        `yaml:"name"`
+		Match schemas.Match `yaml:"match"`
 	}
 	if err := n.Decode(&raw); err != nil {
 		return err
 	}
 	*s = SLO{Name: raw.Name, Match: raw.Match}
-	var err error
-	s.Tail, err = section(&raw.Tail, tailDefault, err)
-	s.Drift, err = section(&raw.Drift, driftDefault, err)
-	s.Decay, err = section(&raw.Decay, decayDefault, err)
-	s.Scaling, err = section(&raw.Scaling, scalingDefault, err)
-	s.Corrections, err = section(&raw.Corrections, correctionsDefault, err)
-	s.Burnrate, err = section(&raw.Burnrate, burnrateDefault, err)
-	return err
+	for _, k := range registry.Kinds() {
+		sec := mappingValue(n, k.Name)
+		if sec == nil {
+			continue
+		}
+		c := k.Default()
+		if sec.Tag != "!!null" {
+			if err := sec.Decode(c); err != nil {
+				return err
+			}
+		}
+		s.Sections = append(s.Sections, Section{Kind: k, Config: c})
+	}
+	return nil
 }
 
-// section decodes a present processor section over its defaults.
-func section[T any](n *yaml.Node, def func() T, prev error) (*T, error) {
-	if prev != nil || n.Kind == 0 {
-		return nil, prev
+// mappingValue returns the value of key in the mapping n, nil when absent.
+func mappingValue(n *yaml.Node, key string) *yaml.Node {
+	if n.Kind != yaml.MappingNode {
+		return nil
 	}
-	v := def()
-	if n.Tag == "!!null" {
-		return &v, nil
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
 	}
-	if err := n.Decode(&v); err != nil {
+	return nil
+}
+
+// MarshalJSON writes the entry as the configuration hash has always seen
+// it: {"Name":…,"Match":…} then one member per kind of registry.Kinds,
+// named by the kind with a capital initial ("Tail", …), holding its
+// section or null. Keeping these bytes keeps the config version of every
+// existing file (and so its verdict ids and state) across releases.
+func (s SLO) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	name, err := json.Marshal(s.Name)
+	if err != nil {
 		return nil, err
 	}
-	return &v, nil
+	match, err := json.Marshal(s.Match)
+	if err != nil {
+		return nil, err
+	}
+	b.WriteString(`{"Name":`)
+	b.Write(name)
+	b.WriteString(`,"Match":`)
+	b.Write(match)
+	for _, k := range registry.Kinds() {
+		b.WriteString(`,"` + strings.ToUpper(k.Name[:1]) + k.Name[1:] + `":`)
+		var c any
+		for _, sec := range s.Sections {
+			if sec.Kind.Name == k.Name {
+				c = sec.Config
+			}
+		}
+		v, err := json.Marshal(c)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }
 
 // fieldErr is a validation problem before it is located.

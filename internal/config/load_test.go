@@ -1,10 +1,19 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fusebox-dev/fusebox/processors/burnrate"
+	"github.com/fusebox-dev/fusebox/processors/corrections"
+	"github.com/fusebox-dev/fusebox/processors/decay"
+	"github.com/fusebox-dev/fusebox/processors/drift"
+	"github.com/fusebox-dev/fusebox/processors/scaling"
+	"github.com/fusebox-dev/fusebox/processors/tail"
+	"github.com/fusebox-dev/fusebox/schemas"
 )
 
 const minimal = `
@@ -21,7 +30,8 @@ func TestParseAppliesDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tl := f.SLOs[0].Tail
+	sec, _ := f.SLOs[0].Processor()
+	tl, _ := sec.Config.(*tail.Config)
 	if tl == nil || tl.Budget != 2500 || tl.Window != 5*time.Minute || tl.P != 0.999 || tl.Every != time.Minute {
 		t.Fatalf("tail section = %+v, want budget and window from the file and defaults for the rest", tl)
 	}
@@ -95,5 +105,60 @@ func TestVersionHashesOnlyWhatDecidesVerdicts(t *testing.T) {
 	}
 	if v := parse("version: pinned\n" + minimal); v != "pinned" {
 		t.Fatalf("explicit version %q, want pinned", v)
+	}
+}
+
+// TestSLOHashBytesUnchanged: the configuration hash (every verdict id,
+// the engine's state) marshals the SLO entries; since the processor
+// registry they are held as sections, and MarshalJSON must write the bytes
+// the former struct (one pointer field per kind) wrote, or every deployed
+// file would get a new version. The example has every kind.
+func TestSLOHashBytesUnchanged(t *testing.T) {
+	type legacySLO struct {
+		Name        string
+		Match       schemas.Match
+		Tail        *tail.Config
+		Drift       *drift.Config
+		Decay       *decay.Config
+		Scaling     *scaling.Config
+		Corrections *corrections.Config
+		Burnrate    *burnrate.Config
+	}
+	f, err := Load("../../examples/fusebox.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var legacy []legacySLO
+	for _, s := range f.SLOs {
+		l := legacySLO{Name: s.Name, Match: s.Match}
+		sec, _ := s.Processor()
+		switch c := sec.Config.(type) {
+		case *tail.Config:
+			l.Tail = c
+		case *drift.Config:
+			l.Drift = c
+		case *decay.Config:
+			l.Decay = c
+		case *scaling.Config:
+			l.Scaling = c
+		case *corrections.Config:
+			l.Corrections = c
+		case *burnrate.Config:
+			l.Burnrate = c
+		default:
+			t.Fatalf("slo %s: section %T", s.Name, sec.Config)
+		}
+		legacy = append(legacy, l)
+	}
+	want, err := json.Marshal(legacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(f.SLOs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Fatalf("SLO hash bytes changed:\n got %s\nwant %s", got, want)
 	}
 }

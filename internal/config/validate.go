@@ -6,20 +6,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/fusebox-dev/fusebox/processors/burnrate"
-	"github.com/fusebox-dev/fusebox/processors/corrections"
-	"github.com/fusebox-dev/fusebox/processors/decay"
-	"github.com/fusebox-dev/fusebox/processors/drift"
+	"github.com/fusebox-dev/fusebox/processors/registry"
 	"github.com/fusebox-dev/fusebox/processors/scaling"
-	"github.com/fusebox-dev/fusebox/processors/tail"
+	"github.com/fusebox-dev/fusebox/schemas"
 )
-
-func tailDefault() tail.Config               { return tail.DefaultConfig() }
-func driftDefault() drift.Config             { return drift.DefaultConfig() }
-func decayDefault() decay.Config             { return decay.DefaultConfig() }
-func scalingDefault() scaling.Config         { return scaling.DefaultConfig() }
-func correctionsDefault() corrections.Config { return corrections.DefaultConfig() }
-func burnrateDefault() burnrate.Config       { return burnrate.DefaultConfig() }
 
 // validate checks everything the decoder cannot.
 func (f *File) validate() []fieldErr {
@@ -74,8 +64,7 @@ func (f *File) validate() []fieldErr {
 
 	dims := map[string]bool{}
 	for i, d := range f.Keys.Dimensions {
-		ok := d == "tenant" || d == "service" || d == "model" || d == "variant"
-		fail(!ok, "keys.dimensions["+strconv.Itoa(i)+"]", "must be tenant, service, model or variant, got "+strconv.Quote(d))
+		fail(!slices.Contains(schemas.Dimensions, d), "keys.dimensions["+strconv.Itoa(i)+"]", "must be "+orList(schemas.Dimensions)+", got "+strconv.Quote(d))
 		dims[d] = true
 	}
 	fail(f.Keys.MaxTenants < 0 || f.Keys.MaxServices < 0 || f.Keys.MaxModels < 0 || f.Keys.MaxVariants < 0,
@@ -100,26 +89,20 @@ func (f *File) validate() []fieldErr {
 		}
 		seen[s.Name] = i
 		var set []string
-		add := func(name string, present bool, err func() error) {
-			if present {
-				set = append(set, name)
-				errs = append(errs, collect(p+"."+name, err())...)
+		for _, sec := range s.Sections {
+			set = append(set, sec.Kind.Name)
+			errs = append(errs, collect(p+"."+sec.Kind.Name, sec.Config.Validate())...)
+			// A scope without the tenant would mix the state of several
+			// keyed partitions' workers.
+			if c, ok := sec.Config.(*scaling.Config); ok && dims["tenant"] && !slices.Contains(c.Scope, "tenant") {
+				fail(true, p+".scaling.scope", "must include tenant: fusebox shards its state by tenant")
 			}
 		}
-		add("tail", s.Tail != nil, func() error { return s.Tail.Validate() })
-		add("drift", s.Drift != nil, func() error { return s.Drift.Validate() })
-		add("decay", s.Decay != nil, func() error { return s.Decay.Validate() })
-		add("scaling", s.Scaling != nil, func() error { return s.Scaling.Validate() })
-		add("corrections", s.Corrections != nil, func() error { return s.Corrections.Validate() })
-		add("burnrate", s.Burnrate != nil, func() error { return s.Burnrate.Validate() })
 		switch {
 		case len(set) == 0:
-			fail(true, p, "needs one processor section: tail, drift, decay, scaling, corrections or burnrate")
+			fail(true, p, "needs one processor section: "+orList(registry.Names()))
 		case len(set) > 1:
 			fail(true, p, "has "+strings.Join(set, " and ")+": one processor per SLO entry")
-		}
-		if s.Scaling != nil && dims["tenant"] && !slices.Contains(s.Scaling.Scope, "tenant") {
-			fail(true, p+".scaling.scope", "must include tenant: fusebox shards its state by tenant")
 		}
 	}
 	errs = append(errs, validateBreaker(&f.Breaker, dims)...)
@@ -153,6 +136,14 @@ func (f *File) validate() []fieldErr {
 		fail(true, "log.level", "must be debug, info, warn or error")
 	}
 	return errs
+}
+
+// orList is "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 func tlsErrs(prefix string, t TLS) []fieldErr {

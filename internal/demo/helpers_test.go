@@ -4,8 +4,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/sinks/jsonlsink"
 )
 
 // readJSONL returns the verdicts and commands of a JSONL sink file.
@@ -15,7 +15,7 @@ func readJSONL(t *testing.T, path string) ([]schemas.Verdict, []schemas.FuseComm
 	if err != nil {
 		t.Fatal(err)
 	}
-	vs, cs, err := pipeline.ReadJSONL(b)
+	vs, cs, err := jsonlsink.Read(b)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}

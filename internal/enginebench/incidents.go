@@ -122,24 +122,9 @@ func metricIn(m string, ms []string) bool {
 // evaluation interval.
 func SLOFor(f *config.File, processor string) (name string, every time.Duration, ok bool) {
 	for _, s := range f.SLOs {
-		var e time.Duration
-		switch {
-		case s.Tail != nil && processor == "tail":
-			e = s.Tail.Every
-		case s.Drift != nil && processor == "drift":
-			e = s.Drift.Every
-		case s.Decay != nil && processor == "decay":
-			e = s.Decay.Every
-		case s.Scaling != nil && processor == "scaling":
-			e = s.Scaling.Every
-		case s.Corrections != nil && processor == "corrections":
-			e = s.Corrections.Every
-		case s.Burnrate != nil && processor == "burnrate":
-			e = s.Burnrate.Every
-		default:
-			continue
+		if sec, ok := s.Processor(); ok && sec.Kind.Name == processor {
+			return s.Name, sec.Kind.Every(sec.Config), true
 		}
-		return s.Name, e, true
 	}
 	return "", 0, false
 }

@@ -96,6 +96,10 @@ type Processor struct {
 	order   processors.KeyOrder
 }
 
+// MetricName is the verdict metric: "decline_<metric>", e.g.
+// "decline_alignment".
+func MetricName(cfg Config) string { return "decline_" + string(cfg.Metric) }
+
 // New validates cfg and returns an empty processor.
 func New(meta processors.Meta, cfg Config) (*Processor, error) {
 	if err := cfg.Validate(); err != nil {
@@ -104,7 +108,7 @@ func New(meta processors.Meta, cfg Config) (*Processor, error) {
 	return &Processor{
 		meta:   meta,
 		cfg:    cfg,
-		metric: "decline_" + string(cfg.Metric),
+		metric: MetricName(cfg),
 		every:  int64(cfg.Every),
 		win:    int64(cfg.Window),
 		spanH:  float64(cfg.Window) / nsPerHour,

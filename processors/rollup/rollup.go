@@ -1,8 +1,17 @@
 // Package rollup makes the per-minute span rollups written to ClickHouse:
-// per key and closed event-time minute, the count, errors, tokens, late
-// spans and a capped sample of latencies and times to first token for the
-// quantile states. One row per (key, minute), emitted once when the
-// watermark passes the minute's end, so a replay rewrites the same row.
+// per key and closed event-time minute, the span count, errors, input and
+// output tokens, the corrections attributed to the key (CountCorrection),
+// the late spans (ObserveLate) and a capped sample of latencies and times
+// to first token for the quantile states. A row is emitted once, when the
+// watermark passes its minute's end, so a replay rewrites the same row.
+//
+// Late spans and corrections arrive for minutes whose row is already
+// written; they are carried to the key's next row, or, when the key has no
+// open minute at the next evaluation, to a row of their own for the minute
+// just closed (no spans, only those counts). The rollup processor is not
+// an SLO kind (processors/registry): the engine runs it under the reserved
+// SLO name "_rollup" when `rollups.enabled`, and it emits rollups, never
+// verdicts.
 package rollup
 
 import (

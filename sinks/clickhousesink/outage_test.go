@@ -9,6 +9,7 @@ import (
 
 	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/sinks"
 )
 
 // TestServerDownBlocksWritesAndLosesNothing stops clickhouse-server for about
@@ -72,7 +73,7 @@ func TestServerDownBlocksWritesAndLosesNothing(t *testing.T) {
 				fctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 				err := s.Flush(fctx)
 				cancel()
-				var fe *FlushError
+				var fe *sinks.FlushError
 				switch {
 				case err == nil:
 					committed.Store(int64(i))
@@ -126,7 +127,7 @@ func TestServerDownBlocksWritesAndLosesNothing(t *testing.T) {
 		t.Errorf("the writer kept going while the server was down: %d rows written at mid-outage, %d at the end", stalledAt, endOfOutage)
 	}
 	fctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-	var fe *FlushError
+	var fe *sinks.FlushError
 	if err := s.Flush(fctx); !errors.As(err, &fe) || fe.LastErr == nil {
 		t.Errorf("Flush while the server is down: %v, want a FlushError naming the last insert error", err)
 	} else {

@@ -226,7 +226,7 @@ func (s *Sink) waitLocked(ctx context.Context) error {
 
 // Flush returns nil once every row written before the call is inserted. It
 // returns the *InsertError (wrapping ErrMisconfigured) at once while the last
-// insert failed permanently, and a *FlushError when ctx ends first.
+// insert failed permanently, and a *sinks.FlushError when ctx ends first.
 func (s *Sink) Flush(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -253,28 +253,12 @@ func (s *Sink) flushLocked(ctx context.Context, failFast bool) error {
 			s.mu.Lock()
 		case <-ctx.Done():
 			s.mu.Lock()
-			return &FlushError{Pending: int(target - s.durable), LastErr: s.lastErr, Err: ctx.Err()}
+			return &sinks.FlushError{Sink: "clickhousesink", Pending: int(target - s.durable), Missing: "rows not inserted", Op: "insert", LastErr: s.lastErr, Err: ctx.Err()}
 		}
 	}
 	return nil
 }
 
-// FlushError is returned by Flush and Close when their context ended before
-// everything was inserted.
-type FlushError struct {
-	Pending int   // rows written before the call and not yet inserted
-	LastErr error // the last insert error, nil if none
-	Err     error // the context's error
-}
-
-func (e *FlushError) Error() string {
-	msg := fmt.Sprintf("clickhousesink: flush: %d rows not inserted: %v", e.Pending, e.Err)
-	if e.LastErr != nil {
-		msg += "; last insert error: " + e.LastErr.Error()
-	}
-	return msg
-}
-func (e *FlushError) Unwrap() error { return e.Err }
 
 // Close stops accepting writes, inserts what it can until ctx ends, stops
 // the flusher and closes the pool. Rows not inserted by then are reported

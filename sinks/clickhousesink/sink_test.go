@@ -362,7 +362,7 @@ func TestCloseWithServerDownReportsPendingRows(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	err = s.Close(ctx)
-	var fe *FlushError
+	var fe *sinks.FlushError
 	if !errors.As(err, &fe) || fe.Pending != 10 || fe.LastErr == nil {
 		t.Fatalf("Close with the server down: %v, want a FlushError with 10 pending rows and the last insert error", err)
 	}

@@ -394,28 +394,12 @@ func (s *Sink) flush(ctx context.Context) error {
 			s.mu.Lock()
 			last := s.lastErr
 			s.mu.Unlock()
-			return &FlushError{Pending: len(s.slots), LastErr: last, Err: ctx.Err()}
+			return &sinks.FlushError{Sink: "kafkasink", Pending: len(s.slots), Missing: "records not acknowledged", Op: "delivery", LastErr: last, Err: ctx.Err()}
 		}
 		s.mu.Lock()
 	}
 }
 
-// FlushError is returned by Flush and Close when their context ended before
-// everything was acknowledged.
-type FlushError struct {
-	Pending int   // records not yet acknowledged
-	LastErr error // the last delivery error seen, nil if none
-	Err     error // the context's error
-}
-
-func (e *FlushError) Error() string {
-	msg := fmt.Sprintf("kafkasink: flush: %d records not acknowledged: %v", e.Pending, e.Err)
-	if e.LastErr != nil {
-		msg += "; last delivery error: " + e.LastErr.Error()
-	}
-	return msg
-}
-func (e *FlushError) Unwrap() error { return e.Err }
 
 // Close stops accepting writes, flushes until ctx ends, then closes the
 // client. Records still unacknowledged then are abandoned and reported in

@@ -377,7 +377,7 @@ func TestCommandNeverVisibleBeforeItsVerdicts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	err := s.Flush(ctx)
 	cancel()
-	var fe *FlushError
+	var fe *sinks.FlushError
 	if !errors.As(err, &fe) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Flush with verdicts held back: %v, want a FlushError", err)
 	}
@@ -439,7 +439,7 @@ func TestFailedRecordsAreProducedAgain(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	err := s.Flush(ctx)
 	cancel()
-	var fe *FlushError
+	var fe *sinks.FlushError
 	if !errors.As(err, &fe) || fe.LastErr == nil || !errors.Is(fe.LastErr, kerr.NotEnoughReplicas) {
 		t.Fatalf("Flush while failing: %v, want a FlushError with the delivery error", err)
 	}

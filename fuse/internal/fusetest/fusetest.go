@@ -19,7 +19,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fusebox-dev/fusebox/fuse"
-	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -95,8 +94,8 @@ func Record(t testing.TB, c schemas.FuseCommand) *kgo.Record {
 }
 
 // Setup starts kfake with the compacted fuse topic (3 partitions).
-func Setup(t testing.TB) *testharness.Kafka {
-	k := testharness.StartKafka(t)
+func Setup(t testing.TB) *Kafka {
+	k := StartKafka(t)
 	compact := "compact"
 	k.CreateTopic(t, Topic, 3, map[string]*string{"cleanup.policy": &compact})
 	return k

@@ -1,4 +1,4 @@
-package pipeline_test
+package jsonlsink_test
 
 import (
 	"context"
@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/sinks/jsonlsink"
 )
 
-// What the JSONL sink writes, ReadJSONL gives back; a half-written last
+// What the JSONL sink writes, Read gives back; a half-written last
 // line is left out, a broken line is an error that names it.
 func TestJSONLRoundTrip(t *testing.T) {
 	v := schemas.Verdict{
@@ -30,7 +30,7 @@ func TestJSONLRoundTrip(t *testing.T) {
 		Reasons: []schemas.Reason{{VerdictID: v.ID, Text: "tail breach"}},
 	}
 	path := filepath.Join(t.TempDir(), "out.jsonl")
-	sink, err := pipeline.OpenJSONL(path)
+	sink, err := jsonlsink.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,14 +45,14 @@ func TestJSONLRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vs, cs, err := pipeline.ReadJSONL(append(data, `{"verdict":{"id":"half-writ`...))
+	vs, cs, err := jsonlsink.Read(append(data, `{"verdict":{"id":"half-writ`...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(vs, out.Verdicts) || !reflect.DeepEqual(cs, out.Commands) {
 		t.Fatalf("read back\n%+v\n%+v\nwant\n%+v\n%+v", vs, cs, out.Verdicts, out.Commands)
 	}
-	_, _, err = pipeline.ReadJSONL(append(data, "not json\n"...))
+	_, _, err = jsonlsink.Read(append(data, "not json\n"...))
 	if err == nil || !strings.Contains(err.Error(), "jsonl line 4") {
 		t.Fatalf("a broken 4th line: error %v, want one naming line 4", err)
 	}

@@ -1,4 +1,7 @@
-package pipeline
+// Package jsonlsink is the JSON-lines file sink: verdicts and fuse
+// commands appended to a file, one JSON object per line, in the encodings
+// of the Kafka sink; Read decodes such a file.
+package jsonlsink
 
 import (
 	"bufio"
@@ -13,11 +16,11 @@ import (
 	"github.com/fusebox-dev/fusebox/sinks"
 )
 
-// JSONL is a sink that appends verdicts and fuse commands to a file, one
+// Sink appends verdicts and fuse commands to a file, one
 // JSON object per line: {"verdict": {...}} or {"fuse_command": {...}}, in
 // the encodings of the Kafka sink. Rollups are not written. Flush syncs the
 // file, so a checkpoint is durable on disk.
-type JSONL struct {
+type Sink struct {
 	mu   sync.Mutex
 	f    *os.File
 	w    *bufio.Writer
@@ -28,20 +31,20 @@ type JSONL struct {
 	pending, written, errs int64
 }
 
-// OpenJSONL opens (appends to) path.
-func OpenJSONL(path string) (*JSONL, error) {
+// Open opens (appends to) path.
+func Open(path string) (*Sink, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("sinks.jsonl.path: %w", err)
 	}
-	return &JSONL{f: f, w: bufio.NewWriterSize(f, 256<<10), path: path}, nil
+	return &Sink{f: f, w: bufio.NewWriterSize(f, 256<<10), path: path}, nil
 }
 
 // Path is the file written.
-func (j *JSONL) Path() string { return j.path }
+func (j *Sink) Path() string { return j.path }
 
 // Write appends the verdicts, then the commands.
-func (j *JSONL) Write(_ context.Context, out schemas.Output) error {
+func (j *Sink) Write(_ context.Context, out schemas.Output) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.f == nil {
@@ -76,7 +79,7 @@ func (j *JSONL) Write(_ context.Context, out schemas.Output) error {
 }
 
 // Flush writes the buffer and syncs the file.
-func (j *JSONL) Flush(context.Context) error {
+func (j *Sink) Flush(context.Context) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.f == nil {
@@ -97,7 +100,7 @@ func (j *JSONL) Flush(context.Context) error {
 
 // Metrics reports the lines made durable (flushed and synced) and the
 // failed writes, labelled sink="jsonl" and topic=the file's path.
-func (j *JSONL) Metrics() []sinks.Metric {
+func (j *Sink) Metrics() []sinks.Metric {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	l := []sinks.Label{{Name: "sink", Value: "jsonl"}, {Name: "topic", Value: j.path}}
@@ -108,7 +111,7 @@ func (j *JSONL) Metrics() []sinks.Metric {
 }
 
 // Close flushes and closes the file.
-func (j *JSONL) Close(ctx context.Context) error {
+func (j *Sink) Close(ctx context.Context) error {
 	err := j.Flush(ctx)
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -121,11 +124,11 @@ func (j *JSONL) Close(ctx context.Context) error {
 	return err
 }
 
-// ReadJSONL decodes what a JSONL sink wrote: the verdicts and the fuse
+// Read decodes what a Sink wrote: the verdicts and the fuse
 // commands, in file order. A last line without its newline (a write in
 // progress) is ignored; any other undecodable line is an error naming its
 // line number.
-func ReadJSONL(data []byte) ([]schemas.Verdict, []schemas.FuseCommand, error) {
+func Read(data []byte) ([]schemas.Verdict, []schemas.FuseCommand, error) {
 	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
 		data = data[:i+1]
 	} else {

@@ -1,0 +1,97 @@
+package layout
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/fusebox-dev/fusebox/"
+
+// rule says which packages of the module the Go files under dir may
+// import (by path prefix), and which outside import paths they must not.
+type rule struct {
+	dir       string   // relative to the module root; "engine/" is engine and below, "engine" only engine
+	allow     []string // module-relative prefixes
+	forbid    []string // external prefixes
+	withTests bool     // check _test.go files too
+}
+
+var rules = []rule{
+	{dir: "stats/"},
+	{dir: "schemas/"},
+	{dir: "processors/", allow: []string{"processors", "stats", "schemas"}},
+	{dir: "ingest/", allow: []string{"schemas", "ingest"}},
+	{dir: "sinks/", allow: []string{"schemas", "sinks"}},
+	// The engine uses interfaces and plain records: no Kafka client types.
+	{dir: "engine", allow: []string{"schemas", "processors", "ingest"}, forbid: []string{"github.com/twmb/franz-go"}},
+	// The router writes the keyed-record format of schemas, not its parent's.
+	{dir: "engine/router", allow: []string{"schemas", "ingest"}},
+	// The gateway library, tests included, depends on nothing of fusebox
+	// but schemas, so that it could be a module of its own.
+	{dir: "fuse/", allow: []string{"fuse", "schemas"}, withTests: true},
+}
+
+func TestDependenciesPointOneWay(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := map[string]int{}
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		dir := filepath.ToSlash(filepath.Dir(rel))
+		for _, r := range rules {
+			if !(dir == strings.TrimSuffix(r.dir, "/") || strings.HasSuffix(r.dir, "/") && strings.HasPrefix(dir+"/", r.dir)) {
+				continue
+			}
+			if strings.HasSuffix(rel, "_test.go") && !r.withTests {
+				continue
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+			if err != nil {
+				return err
+			}
+			checked[r.dir]++
+			for _, im := range f.Imports {
+				p, _ := strconv.Unquote(im.Path.Value)
+				if own, ok := strings.CutPrefix(p, module); ok {
+					if !allowed(own, r.allow) {
+						t.Errorf("%s imports %s: %s may import only %v of the module", rel, own, r.dir, r.allow)
+					}
+				}
+				for _, f := range r.forbid {
+					if strings.HasPrefix(p, f) {
+						t.Errorf("%s imports %s, which %s must not", rel, p, r.dir)
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rules {
+		if checked[r.dir] == 0 {
+			t.Errorf("no Go file under %s: the rule checks nothing", r.dir)
+		}
+	}
+}
+
+func allowed(p string, prefixes []string) bool {
+	for _, a := range prefixes {
+		if p == a || strings.HasPrefix(p, a+"/") {
+			return true
+		}
+	}
+	return false
+}
