@@ -259,7 +259,6 @@ func (s *Sink) flushLocked(ctx context.Context, failFast bool) error {
 	return nil
 }
 
-
 // Close stops accepting writes, inserts what it can until ctx ends, stops
 // the flusher and closes the pool. Rows not inserted by then are reported
 // in the error; they were never acknowledged upstream, so the engine

@@ -400,7 +400,6 @@ func (s *Sink) flush(ctx context.Context) error {
 	}
 }
 
-
 // Close stops accepting writes, flushes until ctx ends, then closes the
 // client. Records still unacknowledged then are abandoned and reported in
 // the error (they were never acknowledged upstream, so the engine replays
