@@ -89,7 +89,7 @@ type WorkerStats struct {
 	Spans, LateSpans                int64
 	Corrections, LateCorrections    int64
 	Evaluations, Verdicts, Commands int64
-	Overflowed                      [4]int64 // per dimension, schemas.Dimensions order
+	Overflowed                      [4]int64 // per dimension, Dimensions order
 	Watermark                       int64    // Unix ns, math.MinInt64 before known
 }
 

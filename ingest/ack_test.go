@@ -40,7 +40,7 @@ func machineryOpts(s *sink, extra ...Opt) []Opt {
 // not acknowledged come back to the next consumer of the group; once
 // acknowledged and the consumer stopped, they do not.
 func TestAckRedelivery(t *testing.T) {
-	k := testharness.StartKafka(t)
+	k := testharness.StartBroker(t)
 	k.CreateTopic(t, "in", 2, nil)
 	k.CreateTopic(t, "dlq", 1, nil)
 	pub := newPublisher(t, k, "in")

@@ -15,6 +15,7 @@ import (
 const (
 	DefaultSpanTopic          = "otlp_spans"
 	DefaultCorrectionTopic    = "fusebox.corrections"
+	DefaultLogTopic           = "otlp_logs"
 	DefaultDLQTopic           = "fusebox.dlq"
 	DefaultMaxUnackedRecords  = 10_000
 	DefaultMaxUnackedBytes    = 64 << 20
@@ -83,117 +84,130 @@ func ParseEncoding(s string) (Encoding, error) {
 // assignment), from the group's rebalance callback: it must not block.
 type HandlerFactory func(topic string, partition int32) PartitionHandler
 
-// Config configures a Consumer. New starts from DefaultConfig and applies
-// the options, each of which sets one field (see the option of the same
-// name for the field's meaning and default); Validate checks it.
-type Config struct {
-	Brokers            []string
-	Group              string
-	SpanTopics         []string
-	CorrectionTopics   []string
-	SpanEncoding       Encoding
-	Attributes         schemas.AttributeNames
-	Limits             schemas.Limits
-	DLQTopic           string
-	Decoders           map[string]Decoder // per-topic decoder overrides (TopicDecoder)
-	Handlers           HandlerFactory
-	MaxUnackedRecords  int
-	MaxUnackedBytes    int64
-	CommitInterval     time.Duration
-	CloseTimeout       time.Duration
-	IdleInterval       time.Duration
-	DLQRetryBackoffMax time.Duration
-	ClientOpts         []kgo.Opt
-	Logger             *slog.Logger
+type config struct {
+	brokers          []string
+	group            string
+	spanTopics       []string
+	correctionTopics []string
+	logTopics        []string
+	evaluations      schemas.EvaluationMapping
+	encoding         Encoding
+	names            schemas.AttributeNames
+	limits           schemas.Limits
+	dlqTopic         string
+	decoders         map[string]Decoder
+	handlers         HandlerFactory
+	maxUnacked       int
+	maxUnackedBytes  int64
+	commitInterval   time.Duration
+	closeTimeout     time.Duration
+	idleInterval     time.Duration
+	dlqBackoffMax    time.Duration
+	kgoOpts          []kgo.Opt
+	log              *slog.Logger
 
-	errs []error // from options that could not be applied
+	errs []error
 }
 
-// DefaultConfig returns the defaults listed on the options.
-func DefaultConfig() Config {
-	return Config{
-		SpanTopics:         []string{DefaultSpanTopic},
-		CorrectionTopics:   []string{DefaultCorrectionTopic},
-		SpanEncoding:       EncodingAuto,
-		Attributes:         schemas.DefaultAttributeNames(),
-		Limits:             schemas.DefaultLimits(),
-		DLQTopic:           DefaultDLQTopic,
-		Decoders:           map[string]Decoder{},
-		MaxUnackedRecords:  DefaultMaxUnackedRecords,
-		MaxUnackedBytes:    DefaultMaxUnackedBytes,
-		CommitInterval:     DefaultCommitInterval,
-		CloseTimeout:       DefaultCloseTimeout,
-		IdleInterval:       time.Second,
-		DLQRetryBackoffMax: DefaultDLQRetryBackoffMax,
-		Logger:             slog.New(slog.DiscardHandler),
+func defaultConfig() config {
+	return config{
+		spanTopics:       []string{DefaultSpanTopic},
+		correctionTopics: []string{DefaultCorrectionTopic},
+		encoding:         EncodingAuto,
+		names:            schemas.DefaultAttributeNames(),
+		limits:           schemas.DefaultLimits(),
+		dlqTopic:         DefaultDLQTopic,
+		decoders:         map[string]Decoder{},
+		maxUnacked:       DefaultMaxUnackedRecords,
+		maxUnackedBytes:  DefaultMaxUnackedBytes,
+		commitInterval:   DefaultCommitInterval,
+		closeTimeout:     DefaultCloseTimeout,
+		idleInterval:     time.Second,
+		dlqBackoffMax:    DefaultDLQRetryBackoffMax,
+		log:              slog.New(slog.DiscardHandler),
 	}
 }
 
 // Opt configures a Consumer. Options are applied in order and validated
 // once, in New.
-type Opt interface{ apply(*Config) }
+type Opt interface{ apply(*config) }
 
-type optFunc func(*Config)
+type optFunc func(*config)
 
-func (f optFunc) apply(c *Config) { f(c) }
+func (f optFunc) apply(c *config) { f(c) }
 
 // Brokers sets the seed brokers ("host:port"). Required.
 func Brokers(addrs ...string) Opt {
-	return optFunc(func(c *Config) { c.Brokers = append([]string(nil), addrs...) })
+	return optFunc(func(c *config) { c.brokers = append([]string(nil), addrs...) })
 }
 
 // Group sets the consumer group id. Required.
-func Group(id string) Opt { return optFunc(func(c *Config) { c.Group = id }) }
+func Group(id string) Opt { return optFunc(func(c *config) { c.group = id }) }
 
 // SpanTopics sets the topics holding OTLP spans (default ["otlp_spans"]).
 // SpanTopics() with no argument consumes no span topic.
 func SpanTopics(topics ...string) Opt {
-	return optFunc(func(c *Config) { c.SpanTopics = append([]string(nil), topics...) })
+	return optFunc(func(c *config) { c.spanTopics = append([]string(nil), topics...) })
 }
 
 // CorrectionTopics sets the topics holding correction events (default
 // ["fusebox.corrections"]). CorrectionTopics() with no argument consumes no
 // correction topic.
 func CorrectionTopics(topics ...string) Opt {
-	return optFunc(func(c *Config) { c.CorrectionTopics = append([]string(nil), topics...) })
+	return optFunc(func(c *config) { c.correctionTopics = append([]string(nil), topics...) })
+}
+
+// LogTopics sets the topics holding OTLP logs (LogsData, as the Collector's
+// kafka exporter writes them; its default topic is DefaultLogTopic), read
+// for gen_ai.evaluation.result events (default none). They take the span
+// encoding (SpanEncoding) and need an Evaluations mapping with rules.
+func LogTopics(topics ...string) Opt {
+	return optFunc(func(c *config) { c.logTopics = append([]string(nil), topics...) })
+}
+
+// Evaluations sets the rules that turn gen_ai.evaluation.result events (on
+// spans of the span topics, and log records of the log topics) into
+// corrections (default none: the events are not read).
+func Evaluations(m schemas.EvaluationMapping) Opt {
+	return optFunc(func(c *config) { c.evaluations = m })
 }
 
 // SpanEncoding sets how span messages are decoded (default EncodingAuto).
-func SpanEncoding(e Encoding) Opt { return optFunc(func(c *Config) { c.SpanEncoding = e }) }
+func SpanEncoding(e Encoding) Opt { return optFunc(func(c *config) { c.encoding = e }) }
 
 // Attributes sets the configurable span attribute names (default
 // schemas.DefaultAttributeNames()).
-func Attributes(n schemas.AttributeNames) Opt { return optFunc(func(c *Config) { c.Attributes = n }) }
+func Attributes(n schemas.AttributeNames) Opt { return optFunc(func(c *config) { c.names = n }) }
 
 // Limits sets what one message may make fusebox hold (default
 // schemas.DefaultLimits()). MaxMessageBytes is checked by the consumer on the
 // record value before any decoder runs, for every topic; the other limits are
 // enforced inside the span decoders. A record past a limit goes to the DLQ
 // with kind too_large.
-func Limits(l schemas.Limits) Opt { return optFunc(func(c *Config) { c.Limits = l }) }
+func Limits(l schemas.Limits) Opt { return optFunc(func(c *config) { c.limits = l }) }
 
 // DLQTopic sets the dead-letter topic (default "fusebox.dlq"). The topic
 // must exist, or auto-creation must be allowed (pass
 // kgo.AllowAutoTopicCreation() through ClientOpts): a DLQ write that fails
 // is retried forever and holds back the commit of its partition.
-func DLQTopic(topic string) Opt { return optFunc(func(c *Config) { c.DLQTopic = topic }) }
+func DLQTopic(topic string) Opt { return optFunc(func(c *config) { c.dlqTopic = topic }) }
 
 // TopicDecoder consumes topic with d instead of the built-in decoders. The
 // topic is added to the subscription if it is not a span or correction topic;
 // if it is, d replaces that topic's built-in decoder. The engine uses it for
 // its internal keyed topic.
 func TopicDecoder(topic string, d Decoder) Opt {
-	return optFunc(func(c *Config) {
+	return optFunc(func(c *config) {
 		if topic == "" || d == nil {
 			c.errs = append(c.errs, &ConfigError{Option: "TopicDecoder", Reason: "needs a topic and a non-nil Decoder"})
 			return
 		}
-		c.Decoders[topic] = d
+		c.decoders[topic] = d
 	})
 }
 
 // Handlers sets the factory of partition handlers. Required.
-func Handlers(f HandlerFactory) Opt { return optFunc(func(c *Config) { c.Handlers = f }) }
+func Handlers(f HandlerFactory) Opt { return optFunc(func(c *config) { c.handlers = f }) }
 
 // MaxUnackedRecords bounds, per partition, the records handed to or queued
 // for the handler whose batches are not yet acknowledged and durable
@@ -201,21 +215,21 @@ func Handlers(f HandlerFactory) Opt { return optFunc(func(c *Config) { c.Handler
 // paused (other partitions keep flowing) and resumed once acks bring it
 // below. One fetch may overshoot the bound by up to a fetch's worth of
 // records (FetchMaxPartitionBytes, 1 MiB by default).
-func MaxUnackedRecords(n int) Opt { return optFunc(func(c *Config) { c.MaxUnackedRecords = n }) }
+func MaxUnackedRecords(n int) Opt { return optFunc(func(c *config) { c.maxUnacked = n }) }
 
 // MaxUnackedBytes is MaxUnackedRecords counted in record value bytes
 // (default 64 MiB per partition). Whichever bound is reached first pauses
 // the partition.
-func MaxUnackedBytes(n int64) Opt { return optFunc(func(c *Config) { c.MaxUnackedBytes = n }) }
+func MaxUnackedBytes(n int64) Opt { return optFunc(func(c *config) { c.maxUnackedBytes = n }) }
 
 // CommitInterval sets how often acknowledged offsets are committed (default
 // 1s). Offsets are also committed synchronously when partitions are revoked
 // and at shutdown.
-func CommitInterval(d time.Duration) Opt { return optFunc(func(c *Config) { c.CommitInterval = d }) }
+func CommitInterval(d time.Duration) Opt { return optFunc(func(c *config) { c.commitInterval = d }) }
 
 // IdleInterval is how long a partition whose handler implements Idler may
 // go without a batch before Idle is called (default 1s).
-func IdleInterval(d time.Duration) Opt { return optFunc(func(c *Config) { c.IdleInterval = d }) }
+func IdleInterval(d time.Duration) Opt { return optFunc(func(c *config) { c.idleInterval = d }) }
 
 // CloseTimeout bounds how long revoking a partition may take (default 20s):
 // the in-flight Handle call, PartitionHandler.Close and the wait for the
@@ -223,13 +237,11 @@ func IdleInterval(d time.Duration) Opt { return optFunc(func(c *Config) { c.Idle
 // context is canceled; offsets not yet acknowledged and durable are not
 // committed and will be redelivered. Keep it below the group's rebalance
 // timeout (kgo default 60s).
-func CloseTimeout(d time.Duration) Opt { return optFunc(func(c *Config) { c.CloseTimeout = d }) }
+func CloseTimeout(d time.Duration) Opt { return optFunc(func(c *config) { c.closeTimeout = d }) }
 
 // DLQRetryBackoffMax caps the backoff between retries of a failed DLQ
 // write (default 5s; retries start at 100ms and double).
-func DLQRetryBackoffMax(d time.Duration) Opt {
-	return optFunc(func(c *Config) { c.DLQRetryBackoffMax = d })
-}
+func DLQRetryBackoffMax(d time.Duration) Opt { return optFunc(func(c *config) { c.dlqBackoffMax = d }) }
 
 // ClientOpts passes options to the franz-go client (TLS, SASL, fetch sizes,
 // ConsumeResetOffset, ...). They are applied after fusebox's own, so they
@@ -239,89 +251,97 @@ func DLQRetryBackoffMax(d time.Duration) Opt {
 // beginning of a partition (kgo.NewOffset().AtStart()): nothing published is
 // skipped.
 func ClientOpts(opts ...kgo.Opt) Opt {
-	return optFunc(func(c *Config) { c.ClientOpts = append(c.ClientOpts, opts...) })
+	return optFunc(func(c *config) { c.kgoOpts = append(c.kgoOpts, opts...) })
 }
 
 // Logger sets the logger (default: discard). Decoder panics, DLQ retries,
 // commit failures and rebalances are logged.
-func Logger(l *slog.Logger) Opt { return optFunc(func(c *Config) { c.Logger = l }) }
+func Logger(l *slog.Logger) Opt { return optFunc(func(c *config) { c.log = l }) }
 
-// Validate reports every invalid field (errors.Join of *ConfigError, each
-// wrapping ErrConfig, named by the option that sets the field).
-func (c *Config) Validate() error { return c.validate() }
-
-func (c *Config) validate() error {
+func (c *config) validate() error {
 	errs := c.errs
 	bad := func(opt, reason string) { errs = append(errs, &ConfigError{Option: opt, Reason: reason}) }
-	if len(c.Brokers) == 0 {
+	if len(c.brokers) == 0 {
 		bad("Brokers", "at least one seed broker is required")
 	}
-	if c.Group == "" {
+	if c.group == "" {
 		bad("Group", "a consumer group id is required")
 	}
-	if c.Handlers == nil {
+	if c.handlers == nil {
 		bad("Handlers", "a HandlerFactory is required")
 	}
 	if len(c.topics()) == 0 {
 		bad("SpanTopics/CorrectionTopics/TopicDecoder", "no topic to consume")
 	}
 	seen := map[string]string{}
-	for _, t := range c.SpanTopics {
+	for _, t := range c.spanTopics {
 		seen[t] = "SpanTopics"
 	}
-	for _, t := range c.CorrectionTopics {
+	for _, t := range c.correctionTopics {
 		if seen[t] != "" {
 			bad("CorrectionTopics", "topic "+strconv.Quote(t)+" is also a span topic")
 		}
+		seen[t] = "CorrectionTopics"
+	}
+	for _, t := range c.logTopics {
+		if seen[t] != "" {
+			bad("LogTopics", "topic "+strconv.Quote(t)+" is also one of "+seen[t])
+		}
+	}
+	if err := c.evaluations.Validate(); err != nil {
+		bad("Evaluations", err.Error())
+	}
+	if len(c.logTopics) > 0 && !c.evaluations.Enabled() {
+		bad("LogTopics", "log topics are read for evaluation events only: set Evaluations rules")
 	}
 	for _, t := range c.topics() {
 		if t == "" {
 			bad("SpanTopics/CorrectionTopics", "empty topic name")
 		}
-		if t == c.DLQTopic {
+		if t == c.dlqTopic {
 			bad("DLQTopic", "the DLQ topic "+strconv.Quote(t)+" is also consumed: a bad record would loop")
 		}
 	}
-	if c.DLQTopic == "" {
+	if c.dlqTopic == "" {
 		bad("DLQTopic", "must not be empty")
 	}
-	switch c.SpanEncoding {
+	switch c.encoding {
 	case EncodingAuto, EncodingProto, EncodingJSON:
 	default:
-		bad("SpanEncoding", "unknown encoding "+c.SpanEncoding.String())
+		bad("SpanEncoding", "unknown encoding "+c.encoding.String())
 	}
-	if err := c.Attributes.Validate(); err != nil {
+	if err := c.names.Validate(); err != nil {
 		bad("Attributes", err.Error())
 	}
-	if err := c.Limits.Validate(); err != nil {
+	if err := c.limits.Validate(); err != nil {
 		bad("Limits", err.Error())
 	}
-	if c.MaxUnackedRecords <= 0 {
+	if c.maxUnacked <= 0 {
 		bad("MaxUnackedRecords", "must be positive")
 	}
-	if c.MaxUnackedBytes <= 0 {
+	if c.maxUnackedBytes <= 0 {
 		bad("MaxUnackedBytes", "must be positive")
 	}
-	if c.CommitInterval <= 0 {
+	if c.commitInterval <= 0 {
 		bad("CommitInterval", "must be positive")
 	}
-	if c.IdleInterval <= 0 {
+	if c.idleInterval <= 0 {
 		bad("IdleInterval", "must be positive")
 	}
-	if c.CloseTimeout <= 0 {
+	if c.closeTimeout <= 0 {
 		bad("CloseTimeout", "must be positive")
 	}
-	if c.DLQRetryBackoffMax < 100*time.Millisecond {
+	if c.dlqBackoffMax < 100*time.Millisecond {
 		bad("DLQRetryBackoffMax", "must be at least 100ms")
 	}
-	if c.Logger == nil {
+	if c.log == nil {
 		bad("Logger", "must not be nil")
 	}
 	return errors.Join(errs...)
 }
 
 // topics is every topic consumed, in a stable order.
-func (c *Config) topics() []string {
+func (c *config) topics() []string {
 	var out []string
 	seen := map[string]bool{}
 	add := func(t string) {
@@ -330,14 +350,17 @@ func (c *Config) topics() []string {
 			out = append(out, t)
 		}
 	}
-	for _, t := range c.SpanTopics {
+	for _, t := range c.spanTopics {
 		add(t)
 	}
-	for _, t := range c.CorrectionTopics {
+	for _, t := range c.correctionTopics {
 		add(t)
 	}
-	extra := make([]string, 0, len(c.Decoders))
-	for t := range c.Decoders {
+	for _, t := range c.logTopics {
+		add(t)
+	}
+	extra := make([]string, 0, len(c.decoders))
+	for t := range c.decoders {
 		extra = append(extra, t)
 	}
 	slices.Sort(extra)
@@ -349,18 +372,27 @@ func (c *Config) topics() []string {
 
 // decoderFor returns the decoder of a topic: an override, else the built-in
 // span or correction decoder.
-func (c *Config) decoderFor(topic string) Decoder {
-	if d, ok := c.Decoders[topic]; ok {
+func (c *config) decoderFor(topic string) Decoder {
+	if d, ok := c.decoders[topic]; ok {
 		return d
 	}
-	for _, t := range c.SpanTopics {
+	for _, t := range c.spanTopics {
 		if t == topic {
-			return &SpanDecoder{Encoding: c.SpanEncoding, Names: c.Attributes, Limits: c.Limits}
+			d := &SpanDecoder{Encoding: c.encoding, Names: c.names, Limits: c.limits}
+			if c.evaluations.Enabled() {
+				d.Evaluations = &c.evaluations
+			}
+			return d
 		}
 	}
-	for _, t := range c.CorrectionTopics {
+	for _, t := range c.correctionTopics {
 		if t == topic {
 			return CorrectionDecoder{}
+		}
+	}
+	for _, t := range c.logTopics {
+		if t == topic {
+			return &EvaluationDecoder{Encoding: c.encoding, Names: c.names, Limits: c.limits, Evaluations: &c.evaluations}
 		}
 	}
 	return nil

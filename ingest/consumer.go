@@ -28,7 +28,7 @@ type tp struct {
 // Consumer is a Kafka consumer group member over the span, correction and
 // custom topics. Create it with New and start it with Run.
 type Consumer struct {
-	cfg      Config
+	cfg      config
 	log      *slog.Logger
 	topics   []string
 	decoders map[string]Decoder
@@ -51,28 +51,19 @@ type Consumer struct {
 	stopRun context.CancelFunc
 }
 
-// New applies the options to DefaultConfig and returns NewFromConfig's
-// Consumer. The returned error wraps ErrConfig and names each bad option.
+// New validates the options and returns a Consumer. It does not connect:
+// Run does. The returned error wraps ErrConfig and names each bad option.
 func New(opts ...Opt) (*Consumer, error) {
-	cfg := DefaultConfig()
+	cfg := defaultConfig()
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
-	return NewFromConfig(cfg)
-}
-
-// NewFromConfig validates cfg (start from DefaultConfig) and returns a
-// Consumer. It does not connect: Run does.
-func NewFromConfig(cfg Config) (*Consumer, error) {
-	if cfg.Decoders == nil {
-		cfg.Decoders = map[string]Decoder{}
-	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	c := &Consumer{
 		cfg:      cfg,
-		log:      cfg.Logger,
+		log:      cfg.log,
 		topics:   cfg.topics(),
 		decoders: map[string]Decoder{},
 		parts:    map[tp]*partition{},
@@ -139,11 +130,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 }
 
 func (c *Consumer) clientOpts() []kgo.Opt {
-	maxBatch := int64(c.cfg.Limits.MaxMessageBytes) + 1<<20 // headroom for headers and batch overhead
-	maxBatch = max(min(maxBatch, 1<<30), 1_000_012)
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(c.cfg.Brokers...),
-		kgo.ConsumerGroup(c.cfg.Group),
+		kgo.SeedBrokers(c.cfg.brokers...),
+		kgo.ConsumerGroup(c.cfg.group),
 		kgo.ConsumeTopics(c.topics...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
@@ -153,10 +142,10 @@ func (c *Consumer) clientOpts() []kgo.Opt {
 		kgo.OnPartitionsRevoked(c.onRevoked),
 		kgo.OnPartitionsLost(c.onLost),
 		kgo.AdjustFetchOffsetsFn(c.adjustOffsets),
-		kgo.ProducerBatchMaxBytes(int32(maxBatch)),
+		kgo.ProducerBatchMaxBytes(DLQMaxBatchBytes),
 		kgo.WithLogger(&kgoLogger{l: c.log}),
 	}
-	return append(opts, c.cfg.ClientOpts...)
+	return append(opts, c.cfg.kgoOpts...)
 }
 
 // pollLoop fetches and dispatches until ctx ends. Rebalance callbacks run
@@ -217,7 +206,7 @@ func (c *Consumer) onAssigned(_ context.Context, _ *kgo.Client, assigned map[str
 	}
 	for topic, ps := range assigned {
 		for _, id := range ps {
-			h := c.cfg.Handlers(topic, id)
+			h := c.cfg.handlers(topic, id)
 			if h == nil {
 				c.fail(&HandlerError{Topic: topic, Partition: id, Err: errors.New("HandlerFactory returned nil")})
 				continue
@@ -231,7 +220,7 @@ func (c *Consumer) onAssigned(_ context.Context, _ *kgo.Client, assigned map[str
 				// The client never assigns what we own; if it did,
 				// the old state must not leak.
 				c.log.Warn("ingest: partition assigned twice; closing the old handler", "topic", topic, "partition", id)
-				ctx, cancel := contextAfter(c.cfg.CloseTimeout)
+				ctx, cancel := contextAfter(c.cfg.closeTimeout)
 				old.close(ctx, CloseLost)
 				cancel()
 			}
@@ -306,7 +295,7 @@ func (c *Consumer) closePartitions(m map[string][]int32, reason CloseReason) {
 	if len(parts) == 0 {
 		return
 	}
-	ctx, cancel := contextAfter(c.cfg.CloseTimeout)
+	ctx, cancel := contextAfter(c.cfg.closeTimeout)
 	defer cancel()
 	offs := make([]kgo.EpochOffset, len(parts))
 	oks := make([]bool, len(parts))
@@ -352,7 +341,7 @@ func (c *Consumer) closeRemaining() {
 
 // commitLoop commits acknowledged offsets every CommitInterval.
 func (c *Consumer) commitLoop(ctx context.Context) {
-	t := time.NewTicker(c.cfg.CommitInterval)
+	t := time.NewTicker(c.cfg.commitInterval)
 	defer t.Stop()
 	for {
 		select {

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -16,10 +17,15 @@ import (
 // Span.Validate, and invalid ones are reported in a *PartialError (or, when
 // every LLM span of the message is invalid, a plain error: the whole record
 // is invalid).
+//
+// With an enabled Evaluations mapping it also reads the message's
+// gen_ai.evaluation.result span events and delivers the corrections the
+// mapping makes of them in Record.Corrections (see EvaluationDecoder).
 type SpanDecoder struct {
-	Encoding Encoding
-	Names    schemas.AttributeNames
-	Limits   schemas.Limits
+	Encoding    Encoding
+	Names       schemas.AttributeNames
+	Limits      schemas.Limits
+	Evaluations *schemas.EvaluationMapping
 }
 
 // Decode implements Decoder.
@@ -42,6 +48,22 @@ func (d *SpanDecoder) Decode(r *kgo.Record, out *Record) error {
 	if err != nil {
 		return err
 	}
+	var evalErr error
+	// The byte search keeps the second walk off messages without the event.
+	if d.Evaluations.Enabled() && bytes.Contains(r.Value, evaluationEventName) {
+		var evs []schemas.Evaluation
+		if enc == EncodingJSON {
+			evs, evalErr = schemas.DecodeOTLPJSONSpanEvaluations(r.Value, d.Names, d.Limits, nil)
+		} else {
+			evs, evalErr = schemas.DecodeOTLPSpanEvaluations(r.Value, d.Names, d.Limits, nil)
+		}
+		var skipped schemas.EvaluationErrors
+		if evalErr == nil || errors.As(evalErr, &skipped) {
+			var unjoinable error
+			out.Corrections, unjoinable = evaluationCorrections(d.Evaluations, evs, out.Corrections)
+			evalErr = errors.Join(evalErr, unjoinable)
+		}
+	}
 	var bad []InvalidSpan
 	kept := spans[:0]
 	for i := range spans {
@@ -53,14 +75,79 @@ func (d *SpanDecoder) Decode(r *kgo.Record, out *Record) error {
 	}
 	out.Spans = kept
 	if len(bad) == 0 {
+		if evalErr != nil {
+			return &PartialError{Total: len(spans), Evaluations: evalErr}
+		}
 		return nil
 	}
-	if len(kept) == 0 {
+	if len(kept) == 0 && len(out.Corrections) == 0 {
 		// Nothing valid to deliver: the record is invalid as a whole, and
 		// its DLQ headers say so without the partial marker.
 		return &allInvalidError{PartialError{Invalid: bad, Total: len(spans)}}
 	}
-	return &PartialError{Invalid: bad, Total: len(spans)}
+	return &PartialError{Invalid: bad, Total: len(spans), Evaluations: evalErr}
+}
+
+var evaluationEventName = []byte(schemas.EvaluationEventName)
+
+// evaluationCorrections appends the corrections m makes of evs to dst; an
+// event a rule matches but that has nothing to join by is an error naming it.
+func evaluationCorrections(m *schemas.EvaluationMapping, evs []schemas.Evaluation, dst []schemas.Correction) ([]schemas.Correction, error) {
+	dst, unjoinable := m.Corrections(evs, dst)
+	if len(unjoinable) == 0 {
+		return dst, nil
+	}
+	ev := &evs[unjoinable[0]]
+	return dst, fmt.Errorf("%w: %d %s event(s) matched a rule but carry no trace id, session or gen_ai.response.id to join by; first: %s at %d",
+		schemas.ErrInvalid, len(unjoinable), schemas.EvaluationEventName, ev.Name, ev.TimeUnixNano)
+}
+
+// EvaluationDecoder is the built-in decoder of OTLP log topics (the
+// Collector's kafka exporter writes logs as LogsData, otlp_proto or
+// otlp_json, default topic otlp_logs): it reads the gen_ai.evaluation.result
+// events among the log records and delivers the corrections Evaluations
+// makes of them in Record.Corrections. Other log records are skipped. A
+// message that cannot be decoded sends the record to the DLQ; events with
+// an unusable attribute, or that match a rule but cannot be joined, are
+// named in a PartialError (the others' corrections are delivered), or send
+// the record to the DLQ when no correction is left.
+type EvaluationDecoder struct {
+	Encoding    Encoding
+	Names       schemas.AttributeNames
+	Limits      schemas.Limits
+	Evaluations *schemas.EvaluationMapping
+}
+
+// Decode implements Decoder.
+func (d *EvaluationDecoder) Decode(r *kgo.Record, out *Record) error {
+	enc := d.Encoding
+	if enc == EncodingAuto {
+		enc = sniff(r.Value)
+	}
+	var (
+		evs []schemas.Evaluation
+		err error
+	)
+	if enc == EncodingJSON {
+		evs, err = schemas.DecodeOTLPJSONLogEvaluations(r.Value, d.Names, d.Limits, nil)
+	} else {
+		evs, err = schemas.DecodeOTLPLogEvaluations(r.Value, d.Names, d.Limits, nil)
+	}
+	var skipped schemas.EvaluationErrors
+	if err != nil && !errors.As(err, &skipped) {
+		return err
+	}
+	var unjoinable error
+	out.Corrections, unjoinable = evaluationCorrections(d.Evaluations, evs, out.Corrections[:0])
+	if err = errors.Join(err, unjoinable); err != nil {
+		if len(out.Corrections) == 0 {
+			return err
+		}
+		// The usable events' corrections are delivered; the record is
+		// dead-lettered as partial.
+		return &PartialError{Evaluations: err}
+	}
+	return nil
 }
 
 // allInvalidError is a PartialError in which no span survived; it is not

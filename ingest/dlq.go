@@ -1,6 +1,8 @@
 package ingest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"strconv"
 	"strings"
@@ -40,7 +42,25 @@ const (
 	// written again without its value. The source topic, partition and
 	// offset headers still locate the original.
 	HeaderValueOmitted = "fusebox.dlq.value_omitted"
+	// HeaderValueSHA256 is the hex SHA-256 of the omitted value, set with
+	// HeaderValueOmitted, so the original can be recognised (e.g. in the
+	// source topic, or in the team's own copy).
+	HeaderValueSHA256 = "fusebox.dlq.value_sha256"
+	// HeaderHeadersOmitted is set, to the number of the record's own
+	// headers dropped, when even the record without its value was refused
+	// as too large: then only fusebox's headers are kept.
+	HeaderHeadersOmitted = "fusebox.dlq.headers_omitted"
 )
+
+// DLQMaxBatchBytes caps the consumer's produce batches (its client writes
+// only DLQ records): 1,000,012 bytes, franz-go's default, under Apache
+// Kafka's default message.max.bytes (1,048,588). A larger cap lets the
+// client put two records that each fit into one batch the broker refuses
+// whole (both would lose their values); a record larger than the cap is
+// refused by the client itself and written without its value (see
+// HeaderValueOmitted). A DLQ topic configured for bigger records can take
+// them whole with ClientOpts(kgo.ProducerBatchMaxBytes(n)).
+const DLQMaxBatchBytes = 1_000_012
 
 // MaxInvalidSpanHeaders caps the HeaderInvalidSpan headers of one record;
 // HeaderInvalidSpans still gives the full count.
@@ -78,7 +98,7 @@ func (c *Consumer) dlqRecord(r *kgo.Record, err error, kind ErrorKind, partial *
 			add(HeaderInvalidSpan, clip(v, maxErrorHeaderBytes))
 		}
 	}
-	return &kgo.Record{Topic: c.cfg.DLQTopic, Key: r.Key, Value: r.Value, Headers: h}
+	return &kgo.Record{Topic: c.cfg.dlqTopic, Key: r.Key, Value: r.Value, Headers: h}
 }
 
 // clip cuts s to at most n bytes on a rune boundary and makes it valid UTF-8.
@@ -101,7 +121,9 @@ type dlqWrite struct {
 	st      *batchState
 	rec     *kgo.Record
 	attempt int
-	omitted bool
+	// stage is 0 for the record as it was, 1 without its value, 2 with
+	// fusebox's headers only.
+	stage int
 }
 
 // writeDLQ produces rec and, once it is durable, releases st's wait for it.
@@ -130,25 +152,44 @@ func (w *dlqWrite) done(_ *kgo.Record, err error) {
 			"source_topic", w.st.p.topic, "source_partition", w.st.p.id, "err", err)
 		return
 	}
-	if !w.omitted && (errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge)) {
-		// Retrying the same bytes can never succeed; keep the failure and
-		// its location, drop the value.
-		w.omitted = true
-		orig := len(w.rec.Value)
-		nr := &kgo.Record{Topic: w.rec.Topic, Key: w.rec.Key, Headers: append(w.rec.Headers[:len(w.rec.Headers):len(w.rec.Headers)],
-			kgo.RecordHeader{Key: HeaderValueOmitted, Value: []byte(strconv.Itoa(orig))})}
-		w.rec = nr
-		c.stats.dlqValueOmitted.Add(1)
-		c.log.Error("ingest: DLQ topic refused the record as too large; writing it without its value",
-			"dlq_topic", w.rec.Topic, "value_bytes", orig, "err", err)
+	if tooLarge := errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge); tooLarge && w.stage < 2 {
+		// Retrying the same bytes can never succeed. First drop the value
+		// (keeping its size and digest); if that is still refused, the
+		// record's own headers are what is too big: keep only fusebox's.
+		// fusebox's headers are bounded (maxErrorHeaderBytes,
+		// MaxInvalidSpanHeaders), so the second form always fits 1 MB.
+		w.stage++
+		if w.stage == 1 {
+			orig := len(w.rec.Value)
+			sum := sha256.Sum256(w.rec.Value)
+			w.rec = &kgo.Record{Topic: w.rec.Topic, Key: w.rec.Key, Headers: append(w.rec.Headers[:len(w.rec.Headers):len(w.rec.Headers)],
+				kgo.RecordHeader{Key: HeaderValueOmitted, Value: []byte(strconv.Itoa(orig))},
+				kgo.RecordHeader{Key: HeaderValueSHA256, Value: []byte(hex.EncodeToString(sum[:]))})}
+			c.stats.dlqValueOmitted.Add(1)
+			c.log.Error("ingest: DLQ topic refused the record as too large; writing it without its value (size and SHA-256 in headers)",
+				"dlq_topic", w.rec.Topic, "value_bytes", orig, "err", err)
+		} else {
+			var own, kept []kgo.RecordHeader
+			for _, h := range w.rec.Headers {
+				if strings.HasPrefix(h.Key, "fusebox.") {
+					kept = append(kept, h)
+				} else {
+					own = append(own, h)
+				}
+			}
+			kept = append(kept, kgo.RecordHeader{Key: HeaderHeadersOmitted, Value: []byte(strconv.Itoa(len(own)))})
+			w.rec = &kgo.Record{Topic: w.rec.Topic, Headers: kept}
+			c.log.Error("ingest: DLQ topic refused the record without its value as too large; writing fusebox's headers only",
+				"dlq_topic", w.rec.Topic, "headers_dropped", len(own), "err", err)
+		}
 		time.AfterFunc(0, w.produce) // never Produce from inside a produce callback
 		return
 	}
 	w.attempt++
 	c.stats.dlqRetries.Add(1)
 	backoff := 100 * time.Millisecond << min(w.attempt-1, 16)
-	if backoff > c.cfg.DLQRetryBackoffMax {
-		backoff = c.cfg.DLQRetryBackoffMax
+	if backoff > c.cfg.dlqBackoffMax {
+		backoff = c.cfg.dlqBackoffMax
 	}
 	c.log.Error("ingest: DLQ write failed; retrying (the source partition's commit waits for it)",
 		"dlq_topic", w.rec.Topic, "attempt", w.attempt, "backoff", backoff, "err", err)

@@ -19,7 +19,7 @@ import (
 // right headers, the good ones around it are delivered in order, and the
 // group's offsets end committed past all of them.
 func TestDeadLetterMachinery(t *testing.T) {
-	k := testharness.StartKafka(t)
+	k := testharness.StartBroker(t)
 	k.CreateTopic(t, "in", 2, nil)
 	k.CreateTopic(t, "dlq", 1, nil)
 	pub := newPublisher(t, k, "in")
@@ -159,7 +159,7 @@ func TestDeadLetterMachinery(t *testing.T) {
 // partition's offset is not committed past the bad record until the topic
 // exists and the write is acknowledged.
 func TestDeadLetterRetriedUntilDurable(t *testing.T) {
-	k := testharness.StartKafka(t)
+	k := testharness.StartBroker(t)
 	k.CreateTopic(t, "in", 1, nil)
 	pub := newPublisher(t, k, "in")
 	pub.publish(t, msg(0, "a", []byte("ok:1")), msg(0, "b", []byte("malformed:2")), msg(0, "c", []byte("ok:3")))
@@ -190,7 +190,7 @@ func TestDeadLetterRetriedUntilDurable(t *testing.T) {
 // the record gets it without its value and with the original size, instead
 // of a write retried forever.
 func TestDeadLetterTooLargeForDLQ(t *testing.T) {
-	k := testharness.StartKafka(t)
+	k := testharness.StartBroker(t)
 	k.CreateTopic(t, "in", 1, nil)
 	maxBytes := "2000"
 	k.CreateTopic(t, "dlq-small", 1, map[string]*string{"max.message.bytes": &maxBytes})

@@ -103,7 +103,7 @@ func (p *partition) dispatch(recs []*kgo.Record, highWatermark int64) {
 }
 
 func (p *partition) overLocked() bool {
-	return p.unackedRecords >= int64(p.c.cfg.MaxUnackedRecords) || p.unackedBytes >= p.c.cfg.MaxUnackedBytes
+	return p.unackedRecords >= int64(p.c.cfg.maxUnacked) || p.unackedBytes >= p.c.cfg.maxUnackedBytes
 }
 
 // next returns the next queued chunk, waiting for one; ok is false once
@@ -153,7 +153,7 @@ func (p *partition) run() {
 	idler, _ := p.handler.(Idler)
 	var idle time.Duration
 	if idler != nil {
-		idle = p.c.cfg.IdleInterval
+		idle = p.c.cfg.idleInterval
 	}
 	for {
 		ch, ok := p.next(idle)
@@ -201,7 +201,7 @@ func (p *partition) build(ch chunk) *Batch {
 		// Decoder interface).
 		b.Records = append(b.Records, Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Timestamp: r.Timestamp})
 		rec := &b.Records[len(b.Records)-1]
-		err := decodeSafe(p.decoder, r, rec, p.c.cfg.Limits.MaxMessageBytes)
+		err := decodeSafe(p.decoder, r, rec, p.c.cfg.limits.MaxMessageBytes)
 		if err == nil {
 			delivered(rec)
 			continue

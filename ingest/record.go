@@ -74,12 +74,23 @@ type PartialError struct {
 	Invalid []InvalidSpan
 	// Total is the number of LLM spans the message held.
 	Total int
+	// Evaluations is why the message's gen_ai.evaluation.result events
+	// (some or all) made no correction, nil when they all did: the spans
+	// and the other corrections are delivered, the record is dead-lettered
+	// as partial.
+	Evaluations error
 }
 
 func (e *PartialError) Error() string {
+	if len(e.Invalid) == 0 && e.Evaluations != nil {
+		return "evaluation events: " + e.Evaluations.Error()
+	}
 	msg := strconv.Itoa(len(e.Invalid)) + " of " + strconv.Itoa(e.Total) + " spans invalid"
 	if len(e.Invalid) > 0 {
 		msg += "; first: span " + strconv.Itoa(e.Invalid[0].Index) + ": " + e.Invalid[0].Err.Error()
+	}
+	if e.Evaluations != nil {
+		msg += "; evaluation events: " + e.Evaluations.Error()
 	}
 	return msg
 }
@@ -87,9 +98,12 @@ func (e *PartialError) Error() string {
 // Unwrap returns the span errors, so that errors.Is(err, schemas.ErrInvalid)
 // holds.
 func (e *PartialError) Unwrap() []error {
-	out := make([]error, len(e.Invalid))
+	out := make([]error, len(e.Invalid), len(e.Invalid)+1)
 	for i, s := range e.Invalid {
 		out[i] = s.Err
+	}
+	if e.Evaluations != nil {
+		out = append(out, e.Evaluations)
 	}
 	return out
 }

@@ -17,7 +17,7 @@ import (
 // checkpoint_records records (so its consumer, bounded at 4x that many
 // unacknowledged records, never stalls waiting for a checkpoint).
 func TestCheckpointRecordsTriggersCheckpoints(t *testing.T) {
-	k := testharness.StartKafka(t)
+	k := testharness.StartBroker(t)
 	const every = 1000
 	y := "kafka:\n  brokers: [" + k.Brokers[0] + "]\n" +
 		"time: {idle_source_timeout: 1s, checkpoint_every: 1h, checkpoint_records: 1000, allowed_lateness: 5s}\n" +

@@ -133,7 +133,7 @@ func TestE2EKilledBeforeCommitChild(t *testing.T) {
 // verdict set equals an uninterrupted in-memory replay of the keyed topic;
 // rollups are neither missing nor doubled.
 func TestE2EKilledBeforeCommit(t *testing.T) {
-	k := testharness.StartKafka(t)
+	k := testharness.StartBroker(t)
 	ch := testharness.StartClickHouse(t)
 	db := ch.NewDatabase(t)
 	conn := ch.ConnDatabase(t, db)

@@ -94,7 +94,7 @@ func TestE2EClickHouseOutage(t *testing.T) {
 		// buffer of the backlog would be several times more.
 		heapBound = 256 << 20
 	)
-	k := testharness.StartKafka(t)
+	k := testharness.StartBroker(t)
 	srv := testharness.StartPrivateClickHouse(t)
 	const db = "fusebox_outage"
 

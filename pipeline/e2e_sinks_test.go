@@ -47,7 +47,7 @@ func migrateAndStopMerges(t *testing.T, conn driver.Conn, db string) {
 // replay, whose span counts per key equal the generated spans of every
 // closed minute.
 func TestE2EBothSinksAgree(t *testing.T) {
-	k := testharness.StartKafka(t)
+	k := testharness.StartBroker(t)
 	ch := testharness.StartClickHouse(t)
 	db := ch.NewDatabase(t)
 	conn := ch.ConnDatabase(t, db)
@@ -205,7 +205,7 @@ func checkRollupSpans(t *testing.T, got map[string]rollupRow, ref *reference, ge
 // twice, the sink inserted every row again), yet after FINAL each verdict
 // id is one row and the rollup sums are not doubled.
 func TestE2ESameInputTwice(t *testing.T) {
-	k := testharness.StartKafka(t)
+	k := testharness.StartBroker(t)
 	ch := testharness.StartClickHouse(t)
 	db := ch.NewDatabase(t)
 	conn := ch.ConnDatabase(t, db)

@@ -109,6 +109,10 @@ func ensureTopics(ctx context.Context, adm *kadm.Client, sasl bool, specs []topi
 		if err == nil {
 			err = resp.Err
 		}
+		if err != nil && resp.ErrMessage != "" && !strings.Contains(err.Error(), resp.ErrMessage) {
+			// Apache Kafka says which config it refused only in the message.
+			err = fmt.Errorf("%w (%s)", err, resp.ErrMessage)
+		}
 		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 			return nil, fmt.Errorf("create topic %s: %w", s.name, err)
 		}

@@ -118,7 +118,11 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 		{name: f.Topics.State, partitions: f.Topics.KeyedPartitions, configs: compact},
 		{name: f.Topics.DLQ, partitions: 3},
 	}
-	for _, t := range slices.Concat(f.Topics.Spans, f.Topics.Corrections) {
+	var logTopics []string // read only for evaluation events
+	if f.Evaluations.Enabled() {
+		logTopics = f.Topics.Logs
+	}
+	for _, t := range slices.Concat(f.Topics.Spans, f.Topics.Corrections, logTopics) {
 		specs = append(specs, topicSpec{name: t, partitions: o.SourcePartitions})
 	}
 	counts, err := ensureTopics(ctx, kadm.NewClient(p.admin), sasl, specs)
@@ -159,7 +163,7 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 		kgo.ProducerLinger(5*time.Millisecond))...); err != nil {
 		return nil, err
 	}
-	sources := slices.Concat(f.Topics.Spans, f.Topics.Corrections)
+	sources := slices.Concat(f.Topics.Spans, f.Topics.Corrections, logTopics)
 	if p.router, err = router.New(ctx, p.producer, router.Config{
 		KeyedTopic: f.Topics.Keyed, SourceTopics: sources, ByTenant: wc.KeyDims.Tenant,
 		HeartbeatEvery: min(time.Second, minEvery(f)/10), IdleTimeout: f.Time.IdleSourceTimeout,
@@ -174,6 +178,7 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 	if p.source, err = ingest.New(
 		ingest.Brokers(f.Kafka.Brokers...), ingest.Group(f.Kafka.Group+".router"),
 		ingest.SpanTopics(f.Topics.Spans...), ingest.CorrectionTopics(f.Topics.Corrections...),
+		ingest.LogTopics(logTopics...), ingest.Evaluations(f.Evaluations),
 		ingest.SpanEncoding(enc), ingest.Attributes(f.Attributes), ingest.Limits(f.Limits),
 		ingest.DLQTopic(f.Topics.DLQ), ingest.Handlers(p.tr.routerHandlers(p.router.Handler)),
 		ingest.ClientOpts(p.kopt...), ingest.Logger(o.Logger.With("component", "ingest")),

@@ -95,7 +95,7 @@ func readJSONL(t *testing.T, path string) ([]schemas.Verdict, []schemas.FuseComm
 }
 
 func TestPipelineEndToEnd(t *testing.T) {
-	k := testharness.StartKafka(t)
+	k := testharness.StartBroker(t)
 	dir := t.TempDir()
 	jsonl := filepath.Join(dir, "out.jsonl")
 	cfg := loadConfig(t, k.Brokers, "sinks: {jsonl: {path: "+jsonl+"}}\n")

@@ -21,7 +21,6 @@ import (
 	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.yaml.in/yaml/v3"
 )
@@ -42,12 +41,18 @@ var clusterTraffic = sync.OnceValues(func() (enginebench.Sources, error) {
 	return enginebench.Generate(sc, enginebench.Start, enginebench.CompactDuration, enginebench.GenConfig{SpanPartitions: 3, SpansPerMessage: 100})
 })
 
-// startTestCluster starts a kfake cluster whose groups notice a dead member
-// fast (a SIGKILLed process never leaves its groups), creates the source
-// topics with the traffic's partition counts, and returns it.
+// startTestCluster starts the harness's broker (FUSEBOX_KAFKA) whose groups
+// notice a dead member fast (a SIGKILLed process never leaves its groups),
+// creates the source topics with the traffic's partition counts, and
+// returns it.
 func startTestCluster(t *testing.T) *testharness.Kafka {
 	t.Helper()
-	k := testharness.StartKafka(t, kfake.GroupMinSessionTimeout(500*time.Millisecond))
+	return createClusterTopics(t, testharness.StartBroker(t, testharness.WithGroupMinSessionTimeout(500*time.Millisecond)))
+}
+
+// createClusterTopics creates the source topics of clusterTraffic on k.
+func createClusterTopics(t *testing.T, k *testharness.Kafka) *testharness.Kafka {
+	t.Helper()
 	src, err := clusterTraffic()
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +172,22 @@ var (
 
 func runClusterReference(t *testing.T) *clusterOutput {
 	t.Helper()
-	return runSolo(t, func(brokers []string) *config.File { return parseClusterConfig(t, brokers) })
+	return runClusterReferenceOn(t, startTestCluster(t))
+}
+
+// runClusterReferenceOn is the uninterrupted run on k (with the source
+// topics created).
+func runClusterReferenceOn(t *testing.T, k *testharness.Kafka) *clusterOutput {
+	t.Helper()
+	publishClusterTraffic(t, k, 0, 0)
+	return runClusterPublished(t, k)
+}
+
+// runClusterPublished runs one pipeline on the traffic already in k's
+// source topics, to the end, and returns what it wrote.
+func runClusterPublished(t *testing.T, k *testharness.Kafka) *clusterOutput {
+	t.Helper()
+	return runPublishedWith(t, k, parseClusterConfig(t, k.Brokers))
 }
 
 // runSolo is the uninterrupted run of the SLO file cfg makes (its group
@@ -176,9 +196,15 @@ func runSolo(t *testing.T, cfg func(brokers []string) *config.File) *clusterOutp
 	t.Helper()
 	k := startTestCluster(t)
 	publishClusterTraffic(t, k, 0, 0)
+	return runPublishedWith(t, k, cfg(k.Brokers))
+}
+
+// runPublishedWith is runClusterPublished with the SLO file cfg.
+func runPublishedWith(t *testing.T, k *testharness.Kafka, cfg *config.File) *clusterOutput {
+	t.Helper()
 	col := startClusterCollector(t, k)
 	cp := newClusterCheckpoints()
-	_, stop := startClusterPipeline(t, cfg(k.Brokers), cp.record)
+	_, stop := startClusterPipeline(t, cfg, cp.record)
 	ends := cp.waitDrained(t, k, col, 90*time.Second)
 	if err := stop(); err != nil {
 		t.Fatalf("uninterrupted run: %v", err)

@@ -95,6 +95,13 @@ func (m Metric) Value(s *schemas.Span) (float64, bool) {
 	return 0, false
 }
 
+// Latency reports whether m is a latency metric (duration_ms, ttft_ms,
+// tpot_ms): one whose failed calls measure the failure (a 60 s timeout, a
+// 5 ms refusal), not the service's speed.
+func (m Metric) Latency() bool {
+	return m == MetricDuration || m == MetricTTFT || m == MetricTPOT
+}
+
 // FiniteValue is Value, with ok false also for a NaN or infinite value:
 // one that a window of samples cannot use.
 func (m Metric) FiniteValue(s *schemas.Span) (float64, bool) {

@@ -49,7 +49,11 @@ type Correction struct {
 	// no span.
 	Model   string
 	Variant string
-	Kind    CorrectionKind
+	// ResponseID is the gen_ai.response.id of the evaluated answer, set on
+	// corrections made of evaluation events; it joins when the trace id is
+	// absent (before the session). Not part of the JSON schema.
+	ResponseID string
+	Kind       CorrectionKind
 	// Context holds optional string properties (screen, locale, ...),
 	// kept in key order.
 	Context []KV

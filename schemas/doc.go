@@ -1,7 +1,8 @@
 // Package schemas holds the records fusebox reads and writes — Key, Span,
 // Correction, Verdict, FuseCommand, Rollup — with their validation and codecs
-// (OTLP protobuf and JSON in, correction JSON in, the internal keyed-batch
-// format between the router and the engine).
+// (OTLP protobuf and JSON in, correction JSON in, gen_ai.evaluation.result
+// events in OTLP spans and logs with the rules that make corrections of
+// them, the internal keyed-batch format between the router and the engine).
 //
 // It imports only the standard library and protowire, so every other package
 // may depend on it.

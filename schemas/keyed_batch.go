@@ -6,9 +6,15 @@ import (
 	"strconv"
 )
 
-// KeyedBatchVersion is the first byte of every keyed batch this build writes,
-// and the only one it reads.
-const KeyedBatchVersion = 1
+// KeyedBatchVersion is the first byte of every keyed batch this build writes.
+// It reads this version and KeyedBatchVersion1.
+const KeyedBatchVersion = 2
+
+// KeyedBatchVersion1 is the format of builds before the token kinds: its
+// span records end after the strings. It is still read, so that records on
+// the keyed topic and checkpoints written by an older build decode (their
+// spans have no cache, reasoning or stream fields).
+const KeyedBatchVersion1 = 1
 
 // The keyed-batch format carries spans and corrections from the engine's
 // router to its workers (the keyed topic between the two stages). It is
@@ -28,12 +34,15 @@ const KeyedBatchVersion = 1
 // payloads and -0 survive), input and output tokens (int64), Has (uint16),
 // Error (1 byte, 0 or 1), then 11 strings, each a uvarint length and its
 // bytes: FinishReason, ErrorType, Tenant, Service, Model, Variant, Operation,
-// Provider, ResponseModel, Route, SessionID.
+// Provider, ResponseModel, Route, SessionID; then (version 2 only)
+// CacheReadTokens, CacheWriteTokens, ReasoningTokens (int64), Stream (1
+// byte, 0 or 1) and ResponseID (a string).
 //
 // Correction record: SchemaVersion (zig-zag uvarint), time Unix ns (int64),
 // trace id (16 bytes), then EventID, Tenant, SessionID, Model, Variant, Kind as
 // strings, then the context: a uvarint count and that many key, value string
-// pairs. An empty context decodes as nil.
+// pairs (an empty context decodes as nil); then (version 2 only) ResponseID
+// as a string.
 //
 // Strings are copied as bytes, without any UTF-8 check: every field
 // round-trips exactly.
@@ -41,11 +50,13 @@ const KeyedBatchVersion = 1
 const (
 	keyedSpanFixed       = 16 + 8 + 2*8 + 5*8 + 2*8 + 2 + 1 // bytes before a span's strings
 	keyedSpanStrings     = 11
-	keyedSpanMin         = keyedSpanFixed + keyedSpanStrings
+	keyedSpanMin         = keyedSpanFixed + keyedSpanStrings // the smallest version-1 span; version 2 adds keyedSpanV2
+	keyedSpanV2          = 3*8 + 1 + 1                       // the token kinds, the stream flag, the response id
 	keyedCorrectionFixed = 8 + 16
 	keyedCorrectionMin   = 1 + keyedCorrectionFixed + 6 + 1
 	// keyedHasMask holds every Fields bit this build knows.
-	keyedHasMask = HasTTFT | HasTPOT | HasInputTokens | HasOutputTokens | HasConfidence | HasAlignment
+	keyedHasMaskV1 = HasTTFT | HasTPOT | HasInputTokens | HasOutputTokens | HasConfidence | HasAlignment
+	keyedHasMask   = keyedHasMaskV1 | HasCacheReadTokens | HasCacheWriteTokens | HasReasoningTokens | HasStream
 )
 
 // AppendKeyedBatch appends spans and corrections to dst in the keyed-batch
@@ -76,6 +87,15 @@ func AppendKeyedBatch(dst []byte, spans []Span, corrections []Correction) []byte
 			s.Key.Variant, s.Operation, s.Provider, s.ResponseModel, s.Route, s.SessionID} {
 			dst = appendKeyedString(dst, str)
 		}
+		dst = le.AppendUint64(dst, uint64(s.CacheReadTokens))
+		dst = le.AppendUint64(dst, uint64(s.CacheWriteTokens))
+		dst = le.AppendUint64(dst, uint64(s.ReasoningTokens))
+		if s.Stream {
+			dst = append(dst, 1)
+		} else {
+			dst = append(dst, 0)
+		}
+		dst = appendKeyedString(dst, s.ResponseID)
 	}
 	for i := range corrections {
 		c := &corrections[i]
@@ -90,6 +110,7 @@ func AppendKeyedBatch(dst []byte, spans []Span, corrections []Correction) []byte
 			dst = appendKeyedString(dst, kv.Key)
 			dst = appendKeyedString(dst, kv.Value)
 		}
+		dst = appendKeyedString(dst, c.ResponseID)
 	}
 	return dst
 }
@@ -105,9 +126,10 @@ func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 // keyedReader reads a keyed batch; after the first failure every read
 // returns zero values and failed is set.
 type keyedReader struct {
-	b      []byte
-	off    int
-	failed bool
+	b       []byte
+	off     int
+	failed  bool
+	version byte
 	// strings caches recent values per string field so that a batch of spans
 	// sharing tenants, services and models allocates each once.
 	strings [keyedSpanStrings + 6]internSet
@@ -170,7 +192,8 @@ func (r *keyedReader) str(slot int) string {
 	return s
 }
 
-// DecodeKeyedBatch decodes a batch written by AppendKeyedBatch, appending its
+// DecodeKeyedBatch decodes a batch written by AppendKeyedBatch (this build's
+// KeyedBatchVersion, or KeyedBatchVersion1 of older builds), appending its
 // spans and corrections to the given slices. Every field comes back exactly
 // as written. Anything else (another version, truncation, counts larger than
 // the bytes can hold, a bad flag, trailing bytes) yields an error wrapping
@@ -179,17 +202,23 @@ func DecodeKeyedBatch(b []byte, spans []Span, corrections []Correction) ([]Span,
 	if len(b) == 0 {
 		return spans, corrections, malformed("keyed_batch", "empty")
 	}
-	if b[0] != KeyedBatchVersion {
-		return spans, corrections, malformed("keyed_batch.version", "got "+strconv.Itoa(int(b[0]))+", this build reads "+strconv.Itoa(KeyedBatchVersion))
+	if b[0] != KeyedBatchVersion && b[0] != KeyedBatchVersion1 {
+		return spans, corrections, malformed("keyed_batch.version", "got "+strconv.Itoa(int(b[0]))+", this build reads "+
+			strconv.Itoa(KeyedBatchVersion1)+" and "+strconv.Itoa(KeyedBatchVersion))
 	}
-	r := &keyedReader{b: b, off: 1}
+	r := &keyedReader{b: b, off: 1, version: b[0]}
+	spanMin, corrMin := uint64(keyedSpanMin), uint64(keyedCorrectionMin)
+	if r.version >= 2 {
+		spanMin += keyedSpanV2
+		corrMin++
+	}
 	ns, nc := r.uvarint(), r.uvarint()
 	if r.failed {
 		return spans, corrections, malformed("keyed_batch", "truncated counts")
 	}
 	// Refuse counts the remaining bytes cannot hold before allocating for them.
 	rest := uint64(len(b) - r.off)
-	if ns > rest/keyedSpanMin || nc > rest/keyedCorrectionMin || ns*keyedSpanMin+nc*keyedCorrectionMin > rest {
+	if ns > rest/spanMin || nc > rest/corrMin || ns*spanMin+nc*corrMin > rest {
 		return spans, corrections, malformed("keyed_batch", "counts of "+strconv.FormatUint(ns, 10)+" spans and "+
 			strconv.FormatUint(nc, 10)+" corrections do not fit in "+strconv.FormatUint(rest, 10)+" bytes")
 	}
@@ -239,8 +268,12 @@ func (r *keyedReader) span(s *Span) string {
 		return "truncated"
 	}
 	s.Has = Fields(binary.LittleEndian.Uint16(flags))
-	if s.Has&^keyedHasMask != 0 {
-		return "unknown Has bits " + strconv.Itoa(int(s.Has&^keyedHasMask))
+	mask := keyedHasMask
+	if r.version == KeyedBatchVersion1 {
+		mask = keyedHasMaskV1
+	}
+	if s.Has&^mask != 0 {
+		return "unknown Has bits " + strconv.Itoa(int(s.Has&^mask))
 	}
 	switch flags[2] {
 	case 0:
@@ -260,6 +293,19 @@ func (r *keyedReader) span(s *Span) string {
 	s.ResponseModel = r.str(8)
 	s.Route = r.str(9)
 	s.SessionID = r.str(10)
+	if r.version >= 2 {
+		s.CacheReadTokens = int64(r.u64())
+		s.CacheWriteTokens = int64(r.u64())
+		s.ReasoningTokens = int64(r.u64())
+		switch f := r.fixed(1); {
+		case f == nil:
+		case f[0] == 1:
+			s.Stream = true
+		case f[0] != 0:
+			return "stream flag " + strconv.Itoa(int(f[0])) + ", want 0 or 1"
+		}
+		s.ResponseID = r.str(-1)
+	}
 	if r.failed {
 		return "truncated"
 	}
@@ -292,6 +338,9 @@ func (r *keyedReader) correction(c *Correction) string {
 		for i := range c.Context {
 			c.Context[i] = KV{Key: r.str(keyedSpanStrings + 4), Value: r.str(keyedSpanStrings + 5)}
 		}
+	}
+	if r.version >= 2 {
+		c.ResponseID = r.str(-1)
 	}
 	if r.failed {
 		return "truncated"

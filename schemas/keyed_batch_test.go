@@ -4,7 +4,9 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 )
@@ -21,9 +23,12 @@ func oddSpans(rng *rand.Rand, n int) []Span {
 		case 1:
 			s.TTFTMs, s.Confidence, s.DurationMs = pick(rng, odd), pick(rng, odd), pick(rng, odd)
 			s.Has = keyedHasMask
+			s.CacheReadTokens, s.CacheWriteTokens, s.ReasoningTokens = rng.Int64(), -rng.Int64(), math.MaxInt64
+			s.Stream, s.ResponseID = true, "chatcmpl-\xff1"
 		case 2:
 			s.Key.Tenant, s.SessionID = "bad\xff\xfeutf8", string([]byte{0, 1, 2})
 			s.InputTokens, s.StartUnixNano = -5, math.MinInt64
+			s.CacheReadTokens, s.Stream = -1, true // without its Has bit: carried as is
 		case 3:
 			s.Error, s.ErrorType = false, "inconsistent on purpose"
 		}
@@ -35,6 +40,9 @@ func oddCorrections(rng *rand.Rand, n int) []Correction {
 	out := make([]Correction, n)
 	for i := range out {
 		out[i] = randCorrection(rng)
+		if i%3 == 2 {
+			out[i].ResponseID = "resp-" + strconv.Itoa(i)
+		}
 		if i%3 == 1 {
 			out[i].SchemaVersion = -7
 			out[i].Kind = "not-a-kind\xff"
@@ -82,7 +90,8 @@ func TestKeyedBatchRejectsGarbage(t *testing.T) {
 	good := AppendKeyedBatch(nil, oddSpans(rng, 3), oddCorrections(rng, 3))
 	cases := map[string][]byte{
 		"empty":          {},
-		"other version":  append([]byte{2}, good[1:]...),
+		"other version":  append([]byte{3}, good[1:]...),
+		"v2 read as v1":  append([]byte{KeyedBatchVersion1}, good[1:]...),
 		"trailing byte":  append(append([]byte{}, good...), 0),
 		"huge counts":    {KeyedBatchVersion, 0xff, 0xff, 0xff, 0xff, 0x0f, 0},
 		"bad varint":     {KeyedBatchVersion, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
@@ -157,4 +166,43 @@ func FuzzDecodeKeyedBatch(f *testing.F) {
 			assertCorrectionsEqual(t, againC, corrs)
 		}
 	})
+}
+
+// TestKeyedBatchReadsVersion1 decodes a batch written by the build before
+// the token kinds (testdata/keyed_batch_v1.bin, made by that build's
+// AppendKeyedBatch): records on the keyed topic and checkpoints of an older
+// build stay readable, with the new fields absent.
+func TestKeyedBatchReadsVersion1(t *testing.T) {
+	b, err := os.ReadFile("testdata/keyed_batch_v1.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b[0] != KeyedBatchVersion1 {
+		t.Fatalf("version %d", b[0])
+	}
+	spans, corrs, err := DecodeKeyedBatch(b, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Span{TraceID: TraceID{1, 2, 3}, SpanID: SpanID{4, 5}, StartUnixNano: 1e18, EndUnixNano: 1e18 + 2e9, DurationMs: 2000, TTFTMs: 500, TPOTMs: 15,
+		InputTokens: 100, OutputTokens: 101, Has: HasTTFT | HasTPOT | HasInputTokens | HasOutputTokens | HasConfidence, Confidence: 0.75,
+		FinishReason: "stop", Key: Key{Tenant: "acme", Service: "bot", Model: "gpt-4o", Variant: "canary"}, Operation: "chat", Provider: "openai",
+		ResponseModel: "gpt-4o-0613", Route: "chat", SessionID: "s1", Error: true, ErrorType: "timeout"}
+	if len(spans) != 1 || spans[0] != want {
+		t.Fatalf("spans %+v", spans)
+	}
+	wantC := []Correction{{SchemaVersion: 1, EventID: "e1", TimeUnixNano: 1e18 + 3e9, TraceID: TraceID{1, 2, 3}, Tenant: "acme", Kind: "reject", Context: []KV{{"k", "v"}}}}
+	assertCorrectionsEqual(t, corrs, wantC)
+	// Version 1 knows none of the new Has bits: one set there is damage.
+	bad := slices.Clone(b)
+	hasOff := 1 + 2 + 16 + 8 + 2*8 + 5*8 + 2*8
+	bad[hasOff+0] |= byte(HasCacheReadTokens)
+	if _, _, err := DecodeKeyedBatch(bad, nil, nil); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("v1 with a cache bit: err = %v", err)
+	}
+	// The same records written by this build are version 2 and come back whole.
+	again, _, err := DecodeKeyedBatch(AppendKeyedBatch(nil, spans, corrs), nil, nil)
+	if err != nil || len(again) != 1 || again[0] != want {
+		t.Fatalf("v2 round trip: %+v, %v", again, err)
+	}
 }

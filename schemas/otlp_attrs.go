@@ -27,6 +27,16 @@ const (
 	idAlignment
 	idSession
 	idRoute
+	// The variants of newer and older GenAI conventions (after the
+	// configurable ones so that the sets above keep their bits).
+	idTTFT          // gen_ai.response.time_to_first_token: TTFT when time_to_first_chunk is absent
+	idStream        // gen_ai.request.stream
+	idCacheRead     // gen_ai.usage.cache_read.input_tokens
+	idCacheReadOld  // gen_ai.usage.cache_read_input_tokens
+	idCacheWrite    // gen_ai.usage.cache_creation.input_tokens
+	idCacheWriteOld // gen_ai.usage.cache_creation_input_tokens
+	idReasoning     // gen_ai.usage.reasoning.output_tokens
+	idResponseID    // gen_ai.response.id
 	numAttrIDs
 )
 
@@ -88,6 +98,14 @@ func (m *keyMatcher) init(n AttributeNames) {
 		idAlignment:     n.Alignment,
 		idSession:       n.Session,
 		idRoute:         n.Route,
+		idTTFT:          "gen_ai.response.time_to_first_token",
+		idStream:        "gen_ai.request.stream",
+		idCacheRead:     "gen_ai.usage.cache_read.input_tokens",
+		idCacheReadOld:  "gen_ai.usage.cache_read_input_tokens",
+		idCacheWrite:    "gen_ai.usage.cache_creation.input_tokens",
+		idCacheWriteOld: "gen_ai.usage.cache_creation_input_tokens",
+		idReasoning:     "gen_ai.usage.reasoning.output_tokens",
+		idResponseID:    "gen_ai.response.id",
 	}
 	for i, s := range m.names {
 		m.bucket[len(s)&63] |= 1 << i
@@ -196,8 +214,15 @@ func (b *badAttr) note(id attrID, p problem) {
 type spanState struct {
 	seen   uint32 // mapped attributes already seen: the first occurrence wins
 	system string // gen_ai.system, the fallback for gen_ai.provider.name
-	bad    badAttr
-	attrs  int // attributes counted against max_attributes_per_span
+	// The fallbacks of the older names, applied by finishSpan when the
+	// newer name is absent (has holds HasTTFT, HasCacheReadTokens,
+	// HasCacheWriteTokens for them).
+	ttftMs                float64
+	cacheRead, cacheWrite int64
+	has                   Fields
+	name                  []byte // the span's name, for the operation of "{operation} {model}"
+	bad                   badAttr
+	attrs                 int // attributes counted against max_attributes_per_span
 }
 
 // resourceVals holds what a resource contributes to its spans.

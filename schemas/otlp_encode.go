@@ -122,6 +122,27 @@ func spanAttrs(sp *Span, n *AttributeNames, out []encAttr) []encAttr {
 	if sp.Has&HasTTFT != 0 {
 		out = append(out, encAttr{key: "gen_ai.response.time_to_first_chunk", v: attrVal{kind: kindDouble, f: secondsFor(sp.TTFTMs)}})
 	}
+	for _, t := range [...]struct {
+		has Fields
+		key string
+		v   int64
+	}{
+		{HasCacheReadTokens, "gen_ai.usage.cache_read.input_tokens", sp.CacheReadTokens},
+		{HasCacheWriteTokens, "gen_ai.usage.cache_creation.input_tokens", sp.CacheWriteTokens},
+		{HasReasoningTokens, "gen_ai.usage.reasoning.output_tokens", sp.ReasoningTokens},
+	} {
+		if sp.Has&t.has != 0 {
+			out = append(out, encAttr{key: t.key, v: attrVal{kind: kindInt, i: t.v}})
+		}
+	}
+	if sp.Has&HasStream != 0 {
+		var i int64
+		if sp.Stream {
+			i = 1
+		}
+		out = append(out, encAttr{key: "gen_ai.request.stream", v: attrVal{kind: kindBool, i: i}})
+	}
+	str("gen_ai.response.id", sp.ResponseID)
 	if sp.ErrorType != statusErrorType {
 		str("error.type", sp.ErrorType)
 	}
@@ -209,6 +230,9 @@ func appendKV(b []byte, num protowire.Number, key string, v attrVal, s string) [
 	case kindString:
 		b = protowire.AppendTag(b, 1, protowire.BytesType)
 		b = protowire.AppendString(b, s)
+	case kindBool:
+		b = protowire.AppendTag(b, 2, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(v.i))
 	case kindInt:
 		b = protowire.AppendTag(b, 3, protowire.VarintType)
 		b = protowire.AppendVarint(b, uint64(v.i))

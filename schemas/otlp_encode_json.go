@@ -82,6 +82,9 @@ func appendJSONValue(b []byte, v attrVal, s string) []byte {
 	case kindString:
 		b = append(b, `{"stringValue":`...)
 		b = AppendJSONString(b, s)
+	case kindBool:
+		b = append(b, `{"boolValue":`...)
+		b = strconv.AppendBool(b, v.i != 0)
 	case kindInt:
 		b = append(b, `{"intValue":"`...)
 		b = strconv.AppendInt(b, v.i, 10)

@@ -84,6 +84,22 @@ func randSpans(rng *rand.Rand, n int) []Span {
 			sp.Alignment = rng.Float64()
 			sp.Has |= HasAlignment
 		}
+		// The token kinds, the stream flag and the response id of newer
+		// conventions, each present at random.
+		for _, t := range []struct {
+			has Fields
+			dst *int64
+		}{{HasCacheReadTokens, &sp.CacheReadTokens}, {HasCacheWriteTokens, &sp.CacheWriteTokens}, {HasReasoningTokens, &sp.ReasoningTokens}} {
+			if rng.IntN(3) == 0 {
+				*t.dst, sp.Has = rng.Int64N(5000), sp.Has|t.has
+			}
+		}
+		if rng.IntN(2) == 0 {
+			sp.Stream, sp.Has = rng.IntN(4) > 0, sp.Has|HasStream
+		}
+		if rng.IntN(2) == 0 {
+			sp.ResponseID = fmt.Sprintf("chatcmpl-%08x", rng.Uint32())
+		}
 		refDerive(sp)
 	}
 	return out

@@ -15,6 +15,7 @@ type jsonDecoder struct {
 	valBuf     []byte
 	firstBuf   []byte
 	elem       attrVal // the first element of an array value being read
+	name       []byte  // the current span's name (copied: see spanField)
 }
 
 func (d *jsonDecoder) init(names AttributeNames, lim Limits, dst []Span, msg []byte) {
@@ -321,12 +322,19 @@ func (d *jsonDecoder) spanField(k []byte, sp *Span, st *spanState) error {
 		if r.null() {
 			return nil
 		}
-		s, _, err := r.str()
+		s, escaped, err := r.str()
 		if err != nil {
 			return syntax(d.spanPath()+".name", err)
 		}
 		if len(s) > d.lim.MaxStringBytes {
 			return tooLargeLimit(d.spanPath()+".name", "max_string_bytes", len(s), d.lim.MaxStringBytes, "bytes")
+		}
+		st.name = s
+		if escaped {
+			// s lives in the reader's scratch buffer: keep a copy in one
+			// buffer reused across spans (unescaped, s points into the message).
+			d.name = append(d.name[:0], s...)
+			st.name = d.name
 		}
 	case "startTimeUnixNano", "start_time_unix_nano", "endTimeUnixNano", "end_time_unix_nano":
 		name := "start_time_unix_nano"

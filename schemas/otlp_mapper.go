@@ -1,6 +1,7 @@
 package schemas
 
 import (
+	"bytes"
 	"math"
 	"math/bits"
 	"strconv"
@@ -53,7 +54,7 @@ func (mp *mapper) keepSlow(id attrID, b []byte) (string, problem) {
 	if len(b) == 0 {
 		return "", problem{}
 	}
-	if id == idSession { // all but unique per span: caching would only cost
+	if id == idSession || id == idResponseID { // all but unique per span: caching would only cost
 		if !utf8.Valid(b) {
 			return "", problem{ErrMalformed, "string is not valid UTF-8"}
 		}
@@ -164,6 +165,8 @@ func spanString(sp *Span, st *spanState, id attrID) *string {
 		return &sp.SessionID
 	case idRoute:
 		return &sp.Route
+	case idResponseID:
+		return &sp.ResponseID
 	}
 	return nil
 }
@@ -207,6 +210,39 @@ func (mp *mapper) spanAttr(sp *Span, st *spanState, hit uint32, v *attrVal) {
 			if sec, p = number(v); p.kind == nil {
 				sp.TTFTMs = sec * 1000
 				sp.Has |= HasTTFT
+			}
+		case idTTFT:
+			var sec float64
+			if sec, p = number(v); p.kind == nil {
+				st.ttftMs = sec * 1000
+				st.has |= HasTTFT
+			}
+		case idStream:
+			if v.kind != kindBool {
+				p = wrongType("a bool", v.kind)
+			} else {
+				sp.Stream = v.i != 0
+				sp.Has |= HasStream
+			}
+		case idCacheRead:
+			if sp.CacheReadTokens, p = tokens(v); p.kind == nil {
+				sp.Has |= HasCacheReadTokens
+			}
+		case idCacheReadOld:
+			if st.cacheRead, p = tokens(v); p.kind == nil {
+				st.has |= HasCacheReadTokens
+			}
+		case idCacheWrite:
+			if sp.CacheWriteTokens, p = tokens(v); p.kind == nil {
+				sp.Has |= HasCacheWriteTokens
+			}
+		case idCacheWriteOld:
+			if st.cacheWrite, p = tokens(v); p.kind == nil {
+				st.has |= HasCacheWriteTokens
+			}
+		case idReasoning:
+			if sp.ReasoningTokens, p = tokens(v); p.kind == nil {
+				sp.Has |= HasReasoningTokens
 			}
 		case idConfidence:
 			if sp.Confidence, p = number(v); p.kind == nil {
@@ -271,6 +307,7 @@ func (mp *mapper) finishSpan(st *spanState, r *resourceVals) (bad *badAttr, onRe
 	if sp.Key.Model == "" {
 		sp.Key.Model = sp.ResponseModel
 	}
+	mp.olderNames(sp, st)
 	modelBad := st.bad.set && (st.bad.id == idRequestModel || st.bad.id == idResponseModel)
 	if sp.Key.Model == "" && !modelBad {
 		mp.stats.SkippedNoModel++
@@ -314,6 +351,47 @@ func (mp *mapper) finishSpan(st *spanState, r *resourceVals) (bad *badAttr, onRe
 	}
 	sp.Derive()
 	return nil, false
+}
+
+// olderNames applies the values of the older attribute names where the
+// newer name is absent (whatever the order they came in), and the operation
+// of a span named "{operation} {model}" when gen_ai.operation.name is absent.
+func (mp *mapper) olderNames(sp *Span, st *spanState) {
+	if sp.Has&HasTTFT == 0 && st.has&HasTTFT != 0 {
+		sp.TTFTMs = st.ttftMs
+		sp.Has |= HasTTFT
+	}
+	if sp.Has&HasCacheReadTokens == 0 && st.has&HasCacheReadTokens != 0 {
+		sp.CacheReadTokens = st.cacheRead
+		sp.Has |= HasCacheReadTokens
+	}
+	if sp.Has&HasCacheWriteTokens == 0 && st.has&HasCacheWriteTokens != 0 {
+		sp.CacheWriteTokens = st.cacheWrite
+		sp.Has |= HasCacheWriteTokens
+	}
+	if sp.Operation == "" && sp.Key.Model != "" {
+		sp.Operation = mp.operationFromName(st.name, sp)
+	}
+}
+
+// operationFromName returns the operation of a span named
+// "{gen_ai.operation.name} {model}" (the name of gen_ai.client.inference
+// spans), where model is the span's request or response model; "" for any
+// other name, so an unrelated span name never becomes an operation.
+func (mp *mapper) operationFromName(name []byte, sp *Span) string {
+	i := bytes.IndexByte(name, ' ')
+	if i <= 0 {
+		return ""
+	}
+	model := name[i+1:]
+	if string(model) != sp.Key.Model && string(model) != sp.ResponseModel {
+		return ""
+	}
+	op, p := mp.keep(idOperation, name[:i])
+	if p.kind != nil {
+		return ""
+	}
+	return op
 }
 
 // statusErrorType is Span.ErrorType for an ERROR status without error.type.

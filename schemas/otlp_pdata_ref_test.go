@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -102,6 +103,7 @@ type refAttrs struct {
 	str     map[string]string  // string-valued mapped attributes by name
 	num     map[string]float64 // confidence, alignment, ttfc
 	tok     map[string]int64   // token counts
+	bools   map[string]bool    // gen_ai.request.stream
 	bad     string             // the first unusable mapped attribute
 	badProb refProblem
 }
@@ -110,7 +112,7 @@ type refAttrs struct {
 // "tok", "finish") from m, in map order, keeping the first problem. Maps built
 // with pdata's Put methods hold each key once.
 func refRead(m pcommon.Map, mapped map[string]string) refAttrs {
-	ra := refAttrs{str: map[string]string{}, num: map[string]float64{}, tok: map[string]int64{}}
+	ra := refAttrs{str: map[string]string{}, num: map[string]float64{}, tok: map[string]int64{}, bools: map[string]bool{}}
 	for k, v := range m.All() {
 		kind, ok := mapped[k]
 		if !ok || v.Type() == pcommon.ValueTypeEmpty {
@@ -131,6 +133,12 @@ func refRead(m pcommon.Map, mapped map[string]string) refAttrs {
 			var n int64
 			if n, p = refTokens(v); p.kind == nil {
 				ra.tok[k] = n
+			}
+		case "bool":
+			if v.Type() != pcommon.ValueTypeBool {
+				p = refProblem{ErrInvalid, "want a bool, got " + pdataTypeName(v.Type())}
+			} else {
+				ra.bools[k] = v.Bool()
 			}
 		}
 		if p.kind != nil && ra.bad == "" {
@@ -153,7 +161,12 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 		"gen_ai.usage.input_tokens": "tok", "gen_ai.usage.output_tokens": "tok",
 		"gen_ai.response.finish_reasons": "finish", "gen_ai.response.time_to_first_chunk": "num",
 		"error.type": "str",
-		n.Tenant:     "str", n.Variant: "str", n.Session: "str", n.Route: "str", n.Confidence: "num", n.Alignment: "num",
+		// The variants of other generations of the conventions.
+		"gen_ai.response.time_to_first_token": "num", "gen_ai.request.stream": "bool",
+		"gen_ai.usage.cache_read.input_tokens": "tok", "gen_ai.usage.cache_read_input_tokens": "tok",
+		"gen_ai.usage.cache_creation.input_tokens": "tok", "gen_ai.usage.cache_creation_input_tokens": "tok",
+		"gen_ai.usage.reasoning.output_tokens": "tok", "gen_ai.response.id": "str",
+		n.Tenant: "str", n.Variant: "str", n.Session: "str", n.Route: "str", n.Confidence: "num", n.Alignment: "num",
 	}
 	resMapped := map[string]string{"service.name": "str",
 		n.Tenant: "str", n.Variant: "str", n.Session: "str", n.Route: "str", n.Confidence: "num", n.Alignment: "num"}
@@ -201,12 +214,10 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 					SessionID:     either(n.Session),
 					FinishReason:  a.str["gen_ai.response.finish_reasons"],
 					ErrorType:     a.str["error.type"],
+					ResponseID:    a.str["gen_ai.response.id"],
 				}
 				if sp.Provider == "" {
 					sp.Provider = a.str["gen_ai.system"]
-				}
-				if sp.Route == "" {
-					sp.Route = sp.Operation
 				}
 				if v, ok := a.tok["gen_ai.usage.input_tokens"]; ok {
 					sp.InputTokens, sp.Has = v, sp.Has|HasInputTokens
@@ -216,6 +227,33 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 				}
 				if v, ok := a.num["gen_ai.response.time_to_first_chunk"]; ok {
 					sp.TTFTMs, sp.Has = v*1000, sp.Has|HasTTFT
+				} else if v, ok := a.num["gen_ai.response.time_to_first_token"]; ok {
+					sp.TTFTMs, sp.Has = v*1000, sp.Has|HasTTFT
+				}
+				// The newer name wins over the older, whatever their order.
+				for _, c := range []struct {
+					names [2]string
+					dst   *int64
+					bit   Fields
+				}{
+					{[2]string{"gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens"}, &sp.CacheReadTokens, HasCacheReadTokens},
+					{[2]string{"gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens"}, &sp.CacheWriteTokens, HasCacheWriteTokens},
+					{[2]string{"gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning.output_tokens"}, &sp.ReasoningTokens, HasReasoningTokens},
+				} {
+					for _, name := range c.names {
+						if v, ok := a.tok[name]; ok {
+							*c.dst, sp.Has = v, sp.Has|c.bit
+							break
+						}
+					}
+				}
+				if v, ok := a.bools["gen_ai.request.stream"]; ok {
+					sp.Stream, sp.Has = v, sp.Has|HasStream
+				}
+				// A gen_ai.client.inference span is named "{operation} {model}".
+				if op, m, ok := strings.Cut(span.Name(), " "); ok && sp.Operation == "" && op != "" &&
+					(m == sp.Key.Model || m == sp.ResponseModel) {
+					sp.Operation = op
 				}
 				for _, c := range []struct {
 					name string
@@ -227,6 +265,9 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 					} else if v, ok := res.num[c.name]; ok {
 						*c.dst, sp.Has = v, sp.Has|c.bit
 					}
+				}
+				if sp.Route == "" {
+					sp.Route = sp.Operation
 				}
 				sp.Error = span.Status().Code() == ptrace.StatusCodeError || sp.ErrorType != ""
 				if sp.Error && sp.ErrorType == "" {
@@ -243,10 +284,14 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 // refDerive is Span.Derive written out again from the definitions in
 // DESIGN.md, so that the reference does not use the code under test:
 // duration = end - start; TPOT = (duration - TTFT) / (output tokens - 1),
-// only with a TTFT and at least two output tokens.
+// only with a TTFT and at least two output tokens, and not for a call that
+// says it was not streamed.
 func refDerive(sp *Span) {
 	sp.DurationMs = float64(sp.EndUnixNano-sp.StartUnixNano) / 1e6
 	sp.Has &^= HasTPOT
+	if sp.Has&HasStream != 0 && !sp.Stream {
+		return
+	}
 	if sp.Has&HasTTFT != 0 && sp.Has&HasOutputTokens != 0 && sp.OutputTokens > 1 {
 		sp.TPOTMs = (sp.DurationMs - sp.TTFTMs) / float64(sp.OutputTokens-1)
 		sp.Has |= HasTPOT
@@ -341,6 +386,9 @@ func genPdataSpan(rng *rand.Rand, span ptrace.Span, n AttributeNames, opt pdataC
 	}
 	span.TraceState().FromRaw("vendor=x")
 	span.SetFlags(1)
+	// gen picks the generation of the conventions the span is written in:
+	// 0 the older names, 1 the newer, 2 both (the newer must win).
+	gen := rng.IntN(3)
 	span.SetName("chat " + pick(rng, genModels))
 	span.SetKind(ptrace.SpanKind(rng.IntN(6)))
 	start := 1_700_000_000_000_000_000 + rng.Int64N(1e15)
@@ -376,11 +424,15 @@ func genPdataSpan(rng *rand.Rand, span ptrace.Span, n AttributeNames, opt pdataC
 	}
 	if maybe(80) {
 		a.PutStr("gen_ai.operation.name", pick(rng, genOps))
+	} else if v, ok := a.Get("gen_ai.request.model"); ok && maybe(70) {
+		// A gen_ai.client.inference span without the operation attribute:
+		// the operation is only in its name.
+		span.SetName(pick(rng, genOps) + " " + v.AsString())
 	}
-	if maybe(50) {
+	if gen > 0 && maybe(60) {
 		a.PutStr("gen_ai.provider.name", pick(rng, genProviders))
 	}
-	if maybe(30) {
+	if gen != 1 && maybe(60) {
 		a.PutStr("gen_ai.system", pick(rng, genProviders))
 	}
 	for _, k := range []string{"gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"} {
@@ -403,12 +455,40 @@ func genPdataSpan(rng *rand.Rand, span ptrace.Span, n AttributeNames, opt pdataC
 			}
 		}
 	}
-	if maybe(60) {
+	ttft := func(k string) {
 		if maybe(10) {
-			a.PutInt("gen_ai.response.time_to_first_chunk", int64(rng.IntN(3)))
+			a.PutInt(k, int64(rng.IntN(3)))
 		} else {
-			a.PutDouble("gen_ai.response.time_to_first_chunk", rng.Float64()*float64(dur)/1e9)
+			a.PutDouble(k, rng.Float64()*float64(dur)/1e9)
 		}
+	}
+	if gen > 0 && maybe(60) {
+		ttft("gen_ai.response.time_to_first_chunk")
+	}
+	if gen != 1 && maybe(60) {
+		ttft("gen_ai.response.time_to_first_token")
+	}
+	for _, names := range [][2]string{
+		{"gen_ai.usage.cache_read_input_tokens", "gen_ai.usage.cache_read.input_tokens"},
+		{"gen_ai.usage.cache_creation_input_tokens", "gen_ai.usage.cache_creation.input_tokens"},
+		{"", "gen_ai.usage.reasoning.output_tokens"},
+	} {
+		for g, k := range names {
+			if k == "" || gen != 2 && gen != g || !maybe(50) {
+				continue
+			}
+			if maybe(10) {
+				a.PutDouble(k, float64(rng.IntN(3000)))
+			} else {
+				a.PutInt(k, int64(rng.IntN(3000)))
+			}
+		}
+	}
+	if maybe(70) {
+		a.PutBool("gen_ai.request.stream", maybe(60))
+	}
+	if maybe(50) {
+		strOrInt("gen_ai.response.id", "chatcmpl-"+strconv.Itoa(rng.IntN(1e9)))
 	}
 	if maybe(10) {
 		a.PutStr("error.type", pick(rng, []string{"timeout", "rate_limited", ""}))
@@ -442,7 +522,6 @@ func genPdataSpan(rng *rand.Rand, span ptrace.Span, n AttributeNames, opt pdataC
 	a.PutStr("http.method", "POST")
 	a.PutStr("server.address", "api.example.com")
 	a.PutInt("server.port", 443)
-	a.PutBool("gen_ai.request.stream", maybe(50))
 	a.PutDouble("gen_ai.request.temperature", rng.Float64())
 	if maybe(50) {
 		s := a.PutEmptySlice("gen_ai.request.stop_sequences")
@@ -459,7 +538,9 @@ func genPdataSpan(rng *rand.Rand, span ptrace.Span, n AttributeNames, opt pdataC
 	}
 	if rng.Float64() < opt.badTypes {
 		badType(rng, a, pick(rng, []string{"gen_ai.usage.input_tokens", "gen_ai.response.finish_reasons",
-			"gen_ai.operation.name", n.Alignment, "gen_ai.response.time_to_first_chunk", "gen_ai.request.model"}))
+			"gen_ai.operation.name", n.Alignment, "gen_ai.response.time_to_first_chunk", "gen_ai.request.model",
+			"gen_ai.response.time_to_first_token", "gen_ai.request.stream", "gen_ai.usage.cache_read_input_tokens",
+			"gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.reasoning.output_tokens"}))
 	}
 	if opt.badTypes > 0 && maybe(2) {
 		a.PutDouble("gen_ai.usage.output_tokens", 12.5) // not a whole number: unusable

@@ -19,6 +19,9 @@ func TestDecodeOTLPProtoMatchesPdata(t *testing.T) {
 	var unmarshal ptrace.ProtoUnmarshaler
 	names := DefaultAttributeNames()
 	var totals struct{ spans, llm, skipped, errs, invalid int }
+	// has counts the returned spans holding each optional field, so that the
+	// corpus is seen to cover every generation's attributes.
+	has := map[Fields]int{}
 	for seed := range uint64(corpusSize) {
 		rng := rand.New(rand.NewPCG(seed, 2))
 		opt := pdataCorpusOptions{}
@@ -46,6 +49,16 @@ func TestDecodeOTLPProtoMatchesPdata(t *testing.T) {
 			if got[i].Validate() != nil {
 				totals.invalid++
 			}
+			for b := Fields(1); b <= HasStream; b <<= 1 {
+				if got[i].Has&b != 0 {
+					has[b]++
+				}
+			}
+		}
+	}
+	for b := Fields(1); b <= HasStream; b <<= 1 {
+		if has[b] < 100 {
+			t.Errorf("corpus too narrow: only %d spans have field bit %d", has[b], b)
 		}
 	}
 	t.Logf("%d messages: %d spans, %d LLM spans returned (%d fail Validate), %d skipped without model, %d messages rejected",

@@ -194,6 +194,7 @@ func (d *protoDecoder) span(b []byte) error {
 				}
 			case 0x2a: // name (5, LEN) shorter than 128 bytes
 				if l := int(b[1]); l < 0x80 && l < len(b)-1 && l <= d.lim.MaxStringBytes {
+					st.name = b[2 : 2+l]
 					b = b[2+l:]
 					continue
 				}
@@ -247,6 +248,7 @@ func (d *protoDecoder) span(b []byte) error {
 			if len(f.v) > d.lim.MaxStringBytes {
 				return tooLargeLimit(d.spanPath()+".name", "max_string_bytes", len(f.v), d.lim.MaxStringBytes, "bytes")
 			}
+			st.name = f.v
 		case 7:
 			sp.StartUnixNano = int64(f.u)
 		case 8:

@@ -11,8 +11,16 @@ type Rollup struct {
 	Errors         int64
 	InputTokens    int64
 	OutputTokens   int64
-	DurationsMs    []float64
-	TTFTsMs        []float64
-	Corrections    int64
-	LateSpans      int64 // spans for this minute that arrived after it closed
+	// CacheReadTokens, CacheWriteTokens and ReasoningTokens sum the spans'
+	// counts of those kinds (spans without one add nothing).
+	CacheReadTokens  int64
+	CacheWriteTokens int64
+	ReasoningTokens  int64
+	DurationsMs      []float64
+	TTFTsMs          []float64
+	// TPOTsMs are the times per output token (Span.TPOTMs, ms/token) of the
+	// spans that have one, capped as the latencies are.
+	TPOTsMs     []float64
+	Corrections int64
+	LateSpans   int64 // spans for this minute that arrived after it closed
 }

@@ -42,12 +42,16 @@ func ParseTraceID(s string) (TraceID, error) {
 type Fields uint16
 
 const (
-	HasTTFT         Fields = 1 << iota // TTFTMs is set
-	HasTPOT                            // TPOTMs is set
-	HasInputTokens                     // InputTokens is set
-	HasOutputTokens                    // OutputTokens is set
-	HasConfidence                      // Confidence is set
-	HasAlignment                       // Alignment is set
+	HasTTFT             Fields = 1 << iota // TTFTMs is set
+	HasTPOT                                // TPOTMs is set
+	HasInputTokens                         // InputTokens is set
+	HasOutputTokens                        // OutputTokens is set
+	HasConfidence                          // Confidence is set
+	HasAlignment                           // Alignment is set
+	HasCacheReadTokens                     // CacheReadTokens is set
+	HasCacheWriteTokens                    // CacheWriteTokens is set
+	HasReasoningTokens                     // ReasoningTokens is set
+	HasStream                              // Stream is set (gen_ai.request.stream was given)
 )
 
 // Span is one LLM call, decoded from an OTLP span that carries a model.
@@ -64,15 +68,30 @@ type Span struct {
 	// DurationMs is (end - start) in milliseconds.
 	DurationMs float64
 	// TTFTMs is the time to first token (gen_ai.response.time_to_first_chunk,
-	// given in seconds, stored in ms). Valid when Has&HasTTFT.
+	// else gen_ai.response.time_to_first_token; given in seconds, stored in
+	// ms). Valid when Has&HasTTFT.
 	TTFTMs float64
 	// TPOTMs is the time per output token after the first:
 	// (DurationMs - TTFTMs) / (OutputTokens - 1), in ms/token. Valid when
-	// Has&HasTPOT (needs TTFT and at least 2 output tokens).
+	// Has&HasTPOT (needs TTFT and at least 2 output tokens); see Derive.
 	TPOTMs float64
 
 	InputTokens  int64 // gen_ai.usage.input_tokens
 	OutputTokens int64 // gen_ai.usage.output_tokens
+	// CacheReadTokens is gen_ai.usage.cache_read.input_tokens (else the
+	// older gen_ai.usage.cache_read_input_tokens): input tokens served from
+	// the provider's prompt cache. Valid when Has&HasCacheReadTokens.
+	CacheReadTokens int64
+	// CacheWriteTokens is gen_ai.usage.cache_creation.input_tokens (else the
+	// older gen_ai.usage.cache_creation_input_tokens): input tokens written
+	// to the provider's prompt cache. Valid when Has&HasCacheWriteTokens.
+	CacheWriteTokens int64
+	// ReasoningTokens is gen_ai.usage.reasoning.output_tokens: output tokens
+	// spent on reasoning. Valid when Has&HasReasoningTokens.
+	ReasoningTokens int64
+	// Stream is gen_ai.request.stream: the response was requested as a
+	// stream. Valid when Has&HasStream.
+	Stream bool
 
 	// FinishReason is the first of gen_ai.response.finish_reasons, "" if none.
 	FinishReason string
@@ -95,6 +114,9 @@ type Span struct {
 	Route string
 	// SessionID is the configurable session attribute (default session.id).
 	SessionID string
+	// ResponseID is gen_ai.response.id: what an evaluation event names
+	// when it cannot name the span.
+	ResponseID string
 
 	// Confidence is the model's confidence score in [0, 1]. Valid when
 	// Has&HasConfidence.
@@ -147,6 +169,19 @@ func (s *Span) Validate() error {
 	if s.Has&HasOutputTokens != 0 && (s.OutputTokens < 0 || s.OutputTokens > MaxTokens) {
 		return invalid("gen_ai.usage.output_tokens", "absurd token count "+strconv.FormatInt(s.OutputTokens, 10))
 	}
+	for _, t := range [...]struct {
+		has   Fields
+		v     int64
+		field string
+	}{
+		{HasCacheReadTokens, s.CacheReadTokens, "gen_ai.usage.cache_read.input_tokens"},
+		{HasCacheWriteTokens, s.CacheWriteTokens, "gen_ai.usage.cache_creation.input_tokens"},
+		{HasReasoningTokens, s.ReasoningTokens, "gen_ai.usage.reasoning.output_tokens"},
+	} {
+		if s.Has&t.has != 0 && (t.v < 0 || t.v > MaxTokens) {
+			return invalid(t.field, "absurd token count "+strconv.FormatInt(t.v, 10))
+		}
+	}
 	if s.Has&HasConfidence != 0 && !unit(s.Confidence) {
 		return invalid("confidence", "not in [0, 1]")
 	}
@@ -157,10 +192,26 @@ func (s *Span) Validate() error {
 }
 
 // Derive fills DurationMs and TPOTMs from the other fields, as decoders do
-// after reading a span. TPOT needs TTFT and at least two output tokens.
+// after reading a span, and as everything that builds a Span by hand must,
+// so that every path computes the same time per output token:
+//
+//	DurationMs = (EndUnixNano - StartUnixNano) / 1e6
+//	TPOTMs     = (DurationMs - TTFTMs) / (OutputTokens - 1)   [ms/token]
+//
+// the time after the first token spread over the tokens after the first.
+// TPOT is left out (HasTPOT cleared, TPOTMs 0 and meaningless) unless TTFT
+// and output tokens are both present, OutputTokens >= 2 (one token has no
+// time after it), and the call was not a non-streamed one (Stream present
+// and false: its first chunk is the whole answer, so TTFT is the decode
+// time and the per-token time is not observed). A TTFT longer than the call
+// gives a negative TPOT, which Validate rejects (on the TTFT).
 func (s *Span) Derive() {
 	s.DurationMs = float64(s.EndUnixNano-s.StartUnixNano) / 1e6
 	s.Has &^= HasTPOT
+	s.TPOTMs = 0
+	if s.Has&HasStream != 0 && !s.Stream {
+		return
+	}
 	if s.Has&HasTTFT != 0 && s.Has&HasOutputTokens != 0 && s.OutputTokens >= 2 {
 		s.TPOTMs = (s.DurationMs - s.TTFTMs) / float64(s.OutputTokens-1)
 		s.Has |= HasTPOT

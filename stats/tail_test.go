@@ -3,6 +3,7 @@ package stats
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -76,6 +77,7 @@ func TestTailQuantileGPD(t *testing.T) {
 	for _, m := range []IntervalMethod{IntervalProfile, IntervalDelta} {
 		cfg := DefaultTailConfig()
 		cfg.Interval = m
+		cfg.ExceedanceScale = -1 // the fixed P95 threshold: 2,500 exceedances
 		est, err := TailQuantile(values, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -162,7 +164,7 @@ func TestTailEstimateTopMatchesEstimate(t *testing.T) {
 	if a := testing.AllocsPerRun(5, func() { e.Estimate(values, cfg) }); a != 0 {
 		t.Errorf("TailEstimator.Estimate allocates %v times per call", a)
 	}
-	short := s.Top()[s.Len()-TailSize(len(values), cfg.ThresholdQuantile)+1:]
+	short := s.Top()[s.Len()-TailSize(len(values), cfg.ThresholdQuantileAt(len(values)))+1:]
 	if _, err := e.EstimateTop(short, len(values), cfg); !errors.Is(err, ErrTooFewSamples) {
 		t.Errorf("short top: %v", err)
 	}
@@ -256,5 +258,51 @@ func TestSelectK(t *testing.T) {
 		if b[len(b)/2] != a[len(a)/2] {
 			t.Error("selectK on a reversed input")
 		}
+	}
+}
+
+// TestThresholdQuantileAt: u is the configured quantile up to n =
+// (c/(1-q0))^2 = 10,000, then rises so that about c*sqrt(n) values exceed
+// it, capped at 1-5(1-P); a negative scale fixes it. Estimate uses it: on
+// 100,000 values the fit has ~1,581 exceedances, not 5,000.
+func TestThresholdQuantileAt(t *testing.T) {
+	c := DefaultTailConfig()
+	for _, tc := range []struct {
+		n    int
+		want float64
+	}{{1000, 0.95}, {10000, 0.95}, {40000, 0.975}, {100000, 1 - 5/math.Sqrt(1e5)}, {1e6, 0.995}, {1e8, 0.995}} {
+		if got := c.ThresholdQuantileAt(tc.n); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("ThresholdQuantileAt(%d) = %v, want %v", tc.n, got, tc.want)
+		}
+	}
+	fixed := c
+	fixed.ExceedanceScale = -1
+	if got := fixed.ThresholdQuantileAt(100000); got != 0.95 {
+		t.Errorf("fixed threshold at 100000: %v", got)
+	}
+	if got := (TailConfig{}).ThresholdQuantileAt(100000); got != c.ThresholdQuantileAt(100000) {
+		t.Errorf("zero config: %v, want the default's", got)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	values := make([]float64, 100000)
+	for i := range values {
+		values[i] = math.Exp(0.6 * r.NormFloat64())
+	}
+	est, err := TailQuantile(values, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est.NExceed < 1570 || est.NExceed > 1590 {
+		t.Errorf("n=100000: %d exceedances, want ~1581", est.NExceed)
+	}
+	est, err = TailQuantile(values, fixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est.NExceed < 4990 || est.NExceed > 5010 {
+		t.Errorf("fixed threshold, n=100000: %d exceedances, want ~5000", est.NExceed)
+	}
+	if err := (TailConfig{ExceedanceScale: math.NaN()}).Validate(); !errors.Is(err, ErrInvalidParameter) {
+		t.Errorf("NaN ExceedanceScale: %v", err)
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fusebox-dev/fusebox/internal/study"
 	"github.com/fusebox-dev/fusebox/stats"
@@ -14,7 +16,7 @@ import (
 // cmdBench runs the long studies that are too slow for `go test`.
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(stderr, "Usage: fusebox bench STUDY [flags]\n\nStudies:\n  tail-accuracy   P99.9 accuracy of the empirical quantile and the GPD estimate (RMSE, bias, interval coverage)")
+		fmt.Fprintln(stderr, "Usage: fusebox bench STUDY [flags]\n\nStudies:\n  tail-accuracy   P99.9 accuracy of the empirical quantile and the GPD estimate (RMSE, bias, interval coverage)\n  false-trips     false breaches and breaker trips per 1,000 key-days of every processor's defaults on stationary traffic")
 		if len(args) == 0 {
 			return exitUsage
 		}
@@ -23,26 +25,36 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	switch args[0] {
 	case "tail-accuracy":
 		return benchTailAccuracy(ctx, args[1:], stdout, stderr)
+	case "false-trips":
+		return benchFalseTrips(ctx, args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "fusebox bench: unknown study %q (try: tail-accuracy)\n", args[0])
+	fmt.Fprintf(stderr, "fusebox bench: unknown study %q (try: tail-accuracy, false-trips)\n", args[0])
 	return exitUsage
 }
 
 func benchTailAccuracy(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("bench tail-accuracy", "[flags]",
-		"Estimates P99.9 from seeded samples of lognormal(sigma 0.6) and Lomax(xi 1/3) and prints, per family and\n"+
+		"Estimates P99.9 from seeded samples of lognormal(sigma 0.6), Lomax(xi 1/3) and a lognormal body with 6% of calls\n"+
+			"stalled by 1 + GPD(xi 0.2), and prints, per family and\n"+
 			"sample size, the RMSE and bias of the empirical quantile and of the GPD peaks-over-threshold estimate,\n"+
 			"and the coverage of the GPD's 95% interval. Misses of the issue's targets are listed after the table.", stderr)
 	trials := fs.Int("trials", 400, "seeded trials per (family, size)")
 	seed := fs.Uint64("seed", 1, "seed of the first trial")
 	sizes := fs.String("sizes", "1000,10000,100000", "comma-separated sample sizes")
-	tq := fs.Float64("threshold-quantile", 0.95, "POT threshold u as an empirical quantile")
+	tq := fs.Float64("threshold-quantile", 0.95, "POT threshold u as an empirical quantile (the lowest: see --exceedance-scale)")
+	xs := fs.Float64("exceedance-scale", 5, "c: at most about c*sqrt(n) exceedances, u rising above --threshold-quantile on large samples; negative: a fixed threshold")
 	interval := fs.String("interval", "profile", "GPD interval method: profile or delta")
+	families := fs.String("families", "lognormal,lomax,mixture", "comma-separated families: lognormal, lomax, mixture")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}
 	cfg := study.TailAccuracyConfig{Trials: *trials, Seed: *seed, Tail: stats.DefaultTailConfig()}
 	cfg.Tail.ThresholdQuantile = *tq
+	cfg.Tail.ExceedanceScale = *xs
+	if *xs == 0 {
+		fmt.Fprintln(stderr, "fusebox bench tail-accuracy: --exceedance-scale must not be 0 (negative: a fixed threshold)")
+		return exitUsage
+	}
 	switch *interval {
 	case "profile":
 		cfg.Tail.Interval = stats.IntervalProfile
@@ -60,6 +72,19 @@ func benchTailAccuracy(_ context.Context, args []string, stdout, stderr io.Write
 		}
 		cfg.Sizes = append(cfg.Sizes, n)
 	}
+	for _, f := range strings.Split(*families, ",") {
+		switch strings.TrimSpace(f) {
+		case "lognormal":
+			cfg.Families = append(cfg.Families, study.LogNormal06())
+		case "lomax":
+			cfg.Families = append(cfg.Families, study.Lomax3())
+		case "mixture":
+			cfg.Families = append(cfg.Families, study.StallMixture())
+		default:
+			fmt.Fprintf(stderr, "fusebox bench tail-accuracy: --families: unknown family %q (lognormal, lomax, mixture)\n", f)
+			return exitUsage
+		}
+	}
 	table, err := study.TailAccuracy(stdout, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "fusebox bench tail-accuracy: %v\n", err)
@@ -72,6 +97,50 @@ func benchTailAccuracy(_ context.Context, args []string, stdout, stderr io.Write
 		}
 	} else {
 		fmt.Fprintln(stdout, "\nall targets met")
+	}
+	return exitOK
+}
+
+func benchFalseTrips(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("bench false-trips", "[flags]",
+		"Runs an SLO file's processors and breaker (the engine's worker, exactly as `fusebox run` runs them) over\n"+
+			"stationary seeded demo traffic (no incident) and prints, per SLO, the breach episodes and breaker trips per\n"+
+			"1,000 key-days with exact 95% Poisson intervals: every one is false. By default every processor at its\n"+
+			"defaults; --config runs another SLO file.", stderr)
+	config := fs.String("config", "", "SLO file to study (default: every processor at its defaults)")
+	rate := fs.Float64("rate", 50, "calls/s over the demo's 36 keys")
+	duration := fs.Duration("duration", 24*time.Hour, "event time per run")
+	runs := fs.Int("runs", 1, "independently seeded runs")
+	seed := fs.Uint64("seed", 1, "seed of the first run")
+	target := fs.Float64("target", 1, "false trips per 1,000 key-days the defaults must stay under (listed after the table)")
+	if code, done := parseFlags(fs, args, stderr); done {
+		return code
+	}
+	cfg := study.FalseTripsConfig{Rate: *rate, Duration: *duration, Runs: *runs, Seed: *seed}
+	if *config != "" {
+		b, err := os.ReadFile(*config)
+		if err != nil {
+			fmt.Fprintf(stderr, "fusebox bench false-trips: %v\n", err)
+			return exitUsage
+		}
+		cfg.SLOFile = string(b)
+	}
+	if !(*rate > 0) || *duration < time.Hour || *runs < 1 {
+		fmt.Fprintln(stderr, "fusebox bench false-trips: --rate must be positive, --duration at least 1h, --runs at least 1")
+		return exitUsage
+	}
+	table, err := study.FalseTrips(stdout, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "fusebox bench false-trips: %v\n", err)
+		return exitFailure
+	}
+	if misses := table.Misses(*target); len(misses) > 0 {
+		fmt.Fprintf(stdout, "\nnot shown to be at most %g false trips per 1,000 key-days (run longer, or more runs):\n", *target)
+		for _, m := range misses {
+			fmt.Fprintln(stdout, "  "+m)
+		}
+	} else {
+		fmt.Fprintf(stdout, "\nevery SLO at most %g false trips per 1,000 key-days (95%% upper bounds)\n", *target)
 	}
 	return exitOK
 }

@@ -19,7 +19,7 @@ func TestConfigCheckExample(t *testing.T) {
 		"ok: ../../examples/fusebox.yaml: config version ",
 		", 6 SLO(s), sinks kafka",
 		"slo latency-p999: tail p999_duration_ms budget 6000 (breach when",
-		"slo confidence-drift: drift ks_confidence: KS p < 0.001",
+		"slo confidence-drift: drift ks_confidence: KS p < 1e-05",
 		"slo alignment-decay: decay of alignment",
 		"slo request-mix: scaling per [tenant service]",
 		"slo corrections: corrections: rate <= 0.05",

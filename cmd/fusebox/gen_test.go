@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/internal/traffic"
@@ -51,7 +50,7 @@ func parseSummary(t *testing.T, stdout string) (how string, spans, other, msgs, 
 }
 
 func TestGenCommandPublishes(t *testing.T) {
-	k := testharness.StartKafka(t)
+	k := testharness.StartBroker(t)
 	code, stdout, stderr := runCmd(t, "gen", "--brokers", k.Brokers[0], "--seed", "3", "--rate", "100", "--duration", "20s",
 		"--speedup", "0", "--start", "2025-03-04T10:00:00Z", "--encoding", "otlp_json", "--spans-topic", "spans",
 		"--corrections-topic", "corr", "--progress-every", "0")
@@ -84,7 +83,7 @@ func TestGenCommandPublishes(t *testing.T) {
 }
 
 func TestGenCommandSCRAM(t *testing.T) {
-	k := testharness.StartKafka(t, kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-256", "gen", "s3cret"))
+	k := testharness.StartBroker(t, testharness.WithSASL(testharness.SASLUser{Mechanism: "SCRAM-SHA-256", User: "gen", Password: "s3cret"}))
 	base := []string{"gen", "--brokers", k.Brokers[0], "--sasl-mechanism", "SCRAM-SHA-256", "--sasl-user", "gen",
 		"--duration", "2s", "--speedup", "0", "--progress-every", "0"}
 

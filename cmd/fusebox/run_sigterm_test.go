@@ -60,7 +60,7 @@ func sigtermConfig(brokers []string, prefix, extra string) string {
 // run that the checkpoint covers (evaluated at or before its watermark),
 // with the same ids, and nothing the reference run does not have.
 func TestRunSIGTERMLosesNothing(t *testing.T) {
-	k := testharness.StartKafka(t)
+	k := testharness.StartBroker(t)
 	dir := t.TempDir()
 	sc := traffic.Demo()
 	sc.Rate = 150

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fusebox-dev/fusebox/internal/testharness"
@@ -74,7 +73,7 @@ func startRun(t *testing.T, ctx context.Context, args ...string) (*logLines, str
 // /readyz and pprof answer; the fuse commands are signed with the key
 // file's key; cancelling (what SIGTERM does) exits 0.
 func TestRunServesMetrics(t *testing.T) {
-	k := testharness.StartKafka(t)
+	k := testharness.StartBroker(t)
 	dir := t.TempDir()
 	jsonl := filepath.Join(dir, "out.jsonl")
 	cfg := writeFile(t, dir, "fusebox.yaml", runConfig(k.Brokers,
@@ -231,10 +230,10 @@ func TestRunRefusesBadStarts(t *testing.T) {
 // both groups (/readyz 200) and stops cleanly; with a wrong password it
 // exits 1 with an error that names SASL and the config fields.
 func TestRunSASL(t *testing.T) {
-	k := testharness.StartKafka(t, kfake.EnableSASL(),
-		kfake.Superuser("SCRAM-SHA-256", "s256", "pw-256"),
-		kfake.Superuser("SCRAM-SHA-512", "s512", "pw-512"),
-		kfake.Superuser("PLAIN", "plain", "pw-plain"))
+	k := testharness.StartBroker(t, testharness.WithSASL(
+		testharness.SASLUser{Mechanism: "SCRAM-SHA-256", User: "s256", Password: "pw-256"},
+		testharness.SASLUser{Mechanism: "SCRAM-SHA-512", User: "s512", Password: "pw-512"},
+		testharness.SASLUser{Mechanism: "PLAIN", User: "plain", Password: "pw-plain"}))
 	dir := t.TempDir()
 	for _, tc := range []struct{ mech, user, pass string }{
 		{"SCRAM-SHA-256", "s256", "pw-256"},

@@ -40,7 +40,7 @@ func random(r *rand.Rand, n int) []byte {
 }
 
 func TestSaveLoadGenerationsAndCompaction(t *testing.T) {
-	k := testharness.StartKafka(t)
+	k := testharness.StartBroker(t, testharness.WithFastCompaction())
 	ctx := context.Background()
 	s := newStore(t, k, "state")
 	if _, found, err := s.Load(ctx, 1); err != nil || found {
@@ -60,7 +60,7 @@ func TestSaveLoadGenerationsAndCompaction(t *testing.T) {
 			last[p] = snap
 		}
 	}
-	k.Cluster.Compact()
+	k.Compact(t, "state")
 	// A fresh store (another process after a rebalance) reads the newest.
 	s2 := newStore(t, k, "state")
 	for p := int32(0); p < 3; p++ {
@@ -81,7 +81,7 @@ func TestSaveLoadGenerationsAndCompaction(t *testing.T) {
 }
 
 func TestCrashBeforeManifestKeepsThePreviousCheckpoint(t *testing.T) {
-	k := testharness.StartKafka(t)
+	k := testharness.StartBroker(t, testharness.WithFastCompaction())
 	ctx := context.Background()
 	s := newStore(t, k, "state")
 	r := rand.New(rand.NewPCG(2, 2))
@@ -99,7 +99,7 @@ func TestCrashBeforeManifestKeepsThePreviousCheckpoint(t *testing.T) {
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	k.Cluster.Compact()
+	k.Compact(t, "state")
 	got, found, err := newStore(t, k, "state").Load(ctx, 2)
 	if err != nil || !found || !bytes.Equal(got, good) {
 		t.Fatalf("found=%v err=%v: want the last complete checkpoint", found, err)
@@ -107,7 +107,7 @@ func TestCrashBeforeManifestKeepsThePreviousCheckpoint(t *testing.T) {
 }
 
 func TestCorruptCheckpointIsAnError(t *testing.T) {
-	k := testharness.StartKafka(t)
+	k := testharness.StartBroker(t, testharness.WithFastCompaction())
 	ctx := context.Background()
 	s := newStore(t, k, "state")
 	if err := s.Save(ctx, 0, random(rand.New(rand.NewPCG(3, 3)), 2500)); err != nil {

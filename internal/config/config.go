@@ -10,7 +10,6 @@
 package config
 
 import (
-	"slices"
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors/registry"
@@ -28,16 +27,20 @@ type File struct {
 	Kafka      Kafka                  `yaml:"kafka"`
 	Topics     Topics                 `yaml:"topics"`
 	Attributes schemas.AttributeNames `yaml:"attributes"`
-	Limits     schemas.Limits         `yaml:"limits"`
-	Keys       Keys                   `yaml:"keys"`
-	Time       Time                   `yaml:"time"`
-	SLOs       []SLO                  `yaml:"slos"`
-	Rollups    Rollups                `yaml:"rollups"`
-	Breaker    Breaker                `yaml:"breaker"`
-	Signing    Signing                `yaml:"signing"`
-	Sinks      Sinks                  `yaml:"sinks"`
-	HTTP       HTTP                   `yaml:"http"`
-	Log        Log                    `yaml:"log"`
+	// Evaluations turns gen_ai.evaluation.result events (span events on the
+	// span topics, log records on topics.logs) into corrections. Default:
+	// no rules, the events are not read and topics.logs is not consumed.
+	Evaluations schemas.EvaluationMapping `yaml:"evaluations"`
+	Limits      schemas.Limits            `yaml:"limits"`
+	Keys        Keys                      `yaml:"keys"`
+	Time        Time                      `yaml:"time"`
+	SLOs        []SLO                     `yaml:"slos"`
+	Rollups     Rollups                   `yaml:"rollups"`
+	Breaker     Breaker                   `yaml:"breaker"`
+	Signing     Signing                   `yaml:"signing"`
+	Sinks       Sinks                     `yaml:"sinks"`
+	HTTP        HTTP                      `yaml:"http"`
+	Log         Log                       `yaml:"log"`
 }
 
 // Kafka is how fusebox reaches the brokers.
@@ -80,6 +83,9 @@ type Topics struct {
 	Spans        []string `yaml:"spans"`         // default [otlp_spans]
 	SpanEncoding string   `yaml:"span_encoding"` // otlp_proto, otlp_json or auto (default)
 	Corrections  []string `yaml:"corrections"`   // default [fusebox.corrections]
+	// Logs are OTLP log topics read for evaluation events, only when
+	// evaluations has rules; they take span_encoding. Default [otlp_logs].
+	Logs []string `yaml:"logs"`
 	// Keyed is the topic the router writes and the keyed stage reads.
 	// Default "<kafka.group>.keyed".
 	Keyed string `yaml:"keyed"`
@@ -244,14 +250,14 @@ func Default() File {
 	return File{
 		Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, Group: "fusebox", ClientID: "fusebox"},
 		Topics: Topics{
-			Spans: []string{"otlp_spans"}, SpanEncoding: "auto", Corrections: []string{"fusebox.corrections"},
+			Spans: []string{"otlp_spans"}, SpanEncoding: "auto", Corrections: []string{"fusebox.corrections"}, Logs: []string{"otlp_logs"},
 			Keyed: "fusebox.keyed", KeyedPartitions: 12, State: "fusebox.state",
 			Verdicts: "fusebox.verdicts", Fuse: "fusebox.fuse", DLQ: "fusebox.dlq",
 		},
 		Attributes: schemas.DefaultAttributeNames(),
 		Limits:     g,
 		Keys: Keys{
-			Dimensions: slices.Clone(schemas.Dimensions),
+			Dimensions: []string{"tenant", "service", "model", "variant"},
 			MaxTenants: 1000, MaxServices: 1000, MaxModels: 200, MaxVariants: 20, IdleTTL: 24 * time.Hour,
 		},
 		Time: Time{AllowedLateness: 30 * time.Second, IdleSourceTimeout: 10 * time.Second, CheckpointEvery: 10 * time.Second,

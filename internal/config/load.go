@@ -98,7 +98,12 @@ func (f *File) semanticVersion() string {
 		SLOs       []SLO
 		Rollups    Rollups
 		Breaker    Breaker
-	}{f.Keys, f.Attributes, f.Limits, f.Time.AllowedLateness, f.SLOs, f.Rollups, f.Breaker}
+		// Only when set, so that the versions of files without rules stay.
+		Evaluations *schemas.EvaluationMapping `json:",omitempty"`
+	}{f.Keys, f.Attributes, f.Limits, f.Time.AllowedLateness, f.SLOs, f.Rollups, f.Breaker, nil}
+	if f.Evaluations.Enabled() {
+		sem.Evaluations = &f.Evaluations
+	}
 	b, err := json.Marshal(sem)
 	if err != nil {
 		panic("config: version hash: " + err.Error()) // plain data: cannot fail

@@ -64,6 +64,12 @@ func TestParseErrorsNameFileLineAndField(t *testing.T) {
 		{"scaling scope", "slos:\n  - name: a\n    scaling: {stddev_budget_ms: 100, scope: [service]}\n", []string{"slos[0].scaling.scope: must include tenant"}},
 		{"checkpoint records", "time:\n  checkpoint_records: 10\nslos:\n  - name: a\n    tail: {budget: 1}\n", []string{"x.yaml:2: time.checkpoint_records: must be at least 1000"}},
 		{"unacked bytes", "time:\n  max_unacked_bytes: 1000\nslos:\n  - name: a\n    tail: {budget: 1}\n", []string{"x.yaml:2: time.max_unacked_bytes: must be at least 1048576"}},
+		{"evaluation kind", "evaluations:\n  rules:\n    - name: user_feedback\n      labels: [incorrect]\n      kind: smile\nslos:\n  - name: a\n    tail: {budget: 1}\n",
+			[]string{`x.yaml:5: evaluations.rules[0].kind: unknown correction kind "smile"`}},
+		{"evaluation matches nothing", "evaluations:\n  rules:\n    - name: user_feedback\nslos:\n  - name: a\n    tail: {budget: 1}\n",
+			[]string{"x.yaml:3: evaluations.rules[0]: needs labels or score_at_most"}},
+		{"log topic is a span topic", "topics:\n  logs: [otlp_spans]\nevaluations:\n  rules: [{name: f, labels: [x]}]\nslos:\n  - name: a\n    tail: {budget: 1}\n",
+			[]string{`x.yaml:2: topics.logs: log topic "otlp_spans" is also a span or correction topic`}},
 		{"not yaml", "slos: [\n", []string{"x.yaml"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

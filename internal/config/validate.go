@@ -59,6 +59,18 @@ func (f *File) validate() []fieldErr {
 		fail(s == "", "topics.spans", "topic "+strconv.Itoa(i)+" is empty")
 	}
 
+	if f.Evaluations.Enabled() {
+		for i, s := range t.Logs {
+			if other, dup := names[s]; dup {
+				fail(true, "topics.logs", "log topic "+strconv.Quote(s)+" is also "+other)
+			}
+			if slices.Contains(t.Spans, s) || slices.Contains(t.Corrections, s) {
+				fail(true, "topics.logs", "log topic "+strconv.Quote(s)+" is also a span or correction topic")
+			}
+			fail(s == "", "topics.logs", "topic "+strconv.Itoa(i)+" is empty")
+		}
+	}
+	errs = append(errs, collect("evaluations", f.Evaluations.Validate())...)
 	errs = append(errs, collect("attributes", f.Attributes.Validate())...)
 	errs = append(errs, collect("limits", f.Limits.Validate())...)
 

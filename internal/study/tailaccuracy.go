@@ -52,7 +52,7 @@ func Lomax3() Family {
 
 // TailAccuracyConfig configures TailAccuracy. Zero fields take defaults.
 type TailAccuracyConfig struct {
-	Families []Family // default LogNormal06, Lomax3
+	Families []Family // default LogNormal06, Lomax3, StallMixture
 	Sizes    []int    // sample sizes; default 1000, 10000, 100000
 	Trials   int      // per (family, size); default 400
 	Seed     uint64   // default 1; trial i of a cell uses PCG(Seed, hash(cell, i))
@@ -100,7 +100,7 @@ type Table struct {
 // empirical P-quantile and stats.TailQuantile's estimate and interval.
 func TailAccuracy(w io.Writer, cfg TailAccuracyConfig) (Table, error) {
 	if len(cfg.Families) == 0 {
-		cfg.Families = []Family{LogNormal06(), Lomax3()}
+		cfg.Families = []Family{LogNormal06(), Lomax3(), StallMixture()}
 	}
 	if len(cfg.Sizes) == 0 {
 		cfg.Sizes = []int{1000, 10000, 100000}

@@ -19,7 +19,7 @@ func TestTailAccuracyShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tab.Rows) != 4 || tab.P != 0.999 || tab.Method != stats.MethodGPDProfile {
+	if len(tab.Rows) != 6 || tab.P != 0.999 || tab.Method != stats.MethodGPDProfile {
 		t.Fatalf("table %+v", tab)
 	}
 	for _, r := range tab.Rows {
@@ -37,7 +37,7 @@ func TestTailAccuracyShort(t *testing.T) {
 		}
 	}
 	text := out.String()
-	for _, want := range []string{"lognormal(sigma=0.6)", "lomax(xi=1/3)", "RMSE ratio", "coverage", "3000"} {
+	for _, want := range []string{"lognormal(sigma=0.6)", "lomax(xi=1/3)", "stall mixture", "RMSE ratio", "coverage", "3000"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("printed table lacks %q:\n%s", want, text)
 		}

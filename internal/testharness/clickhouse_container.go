@@ -15,7 +15,7 @@ import (
 // not exercised by the project's own CI.
 const (
 	// clickHouseImage is a current ClickHouse LTS release.
-	clickHouseImage = "clickhouse/clickhouse-server:25.8"
+	clickHouseImage = "clickhouse/clickhouse-server:26.9"
 	// containerUser/containerPassword: current images refuse network logins
 	// for a passwordless default user, so the harness creates its own.
 	containerUser     = "fusebox"

@@ -1,5 +1,9 @@
 // Package testharness starts the real services integration tests talk to:
-// a franz-go kfake Kafka-protocol broker in-process (StartKafka), and a
+// a Kafka broker — franz-go's kfake in-process (StartKafka), or the one
+// FUSEBOX_KAFKA=kfake|apache picks (StartBroker): Apache Kafka is a
+// single-node KRaft broker in a JVM, its jars fetched once per machine by
+// Maven from testing/kafka/pom.xml into .cache/, skipped with a message
+// without java/mvn unless FUSEBOX_REQUIRE_APACHE_KAFKA=1 — and a
 // ClickHouse server (StartClickHouse): FUSEBOX_CLICKHOUSE_ADDR, else
 // clickhouse-server from PATH or /usr/sbin started on a free loopback port,
 // else testcontainers where a Docker engine answers, else a skip that

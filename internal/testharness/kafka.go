@@ -10,11 +10,25 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Kafka is a kfake cluster listening on a free loopback port.
+// Kafka is a broker listening on free loopback ports: a kfake cluster
+// (StartKafka, or StartBroker by default) or an Apache Kafka broker
+// (StartBroker with FUSEBOX_KAFKA=apache).
 type Kafka struct {
+	// Cluster is the kfake cluster; nil on Apache Kafka.
 	Cluster *kfake.Cluster
-	// Brokers are the seed addresses, "127.0.0.1:PORT".
+	// Brokers are the seed addresses the code under test uses,
+	// "127.0.0.1:PORT" (the SASL listener when the broker has SASL users).
 	Brokers []string
+	// Kind is KindKfake or KindApache.
+	Kind string
+	// Version is Apache Kafka's version ("4.1.0"), "" on kfake.
+	Version string
+
+	// adminBrokers is a listener without SASL for the harness's own
+	// clients (Apache Kafka only; nil means Brokers).
+	adminBrokers []string
+	// apache is the broker process (Apache Kafka only).
+	apache *apacheBroker
 }
 
 // StartKafka starts a one-broker kfake cluster with topic auto-creation
@@ -32,14 +46,18 @@ func StartKafka(t testing.TB, opts ...kfake.Opt) *Kafka {
 		t.Fatalf("testharness: start kfake: %v", err)
 	}
 	t.Cleanup(c.Close)
-	return &Kafka{Cluster: c, Brokers: c.ListenAddrs()}
+	return &Kafka{Cluster: c, Brokers: c.ListenAddrs(), Kind: KindKfake}
 }
 
 // Client returns a franz-go client for the cluster, closed when the test
 // ends.
 func (k *Kafka) Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(k.Brokers...)}, opts...)...)
+	seeds := k.Brokers
+	if k.adminBrokers != nil {
+		seeds = k.adminBrokers
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, opts...)...)
 	if err != nil {
 		t.Fatalf("testharness: kgo client: %v", err)
 	}
@@ -110,3 +128,114 @@ func (k *Kafka) ReadAll(t testing.TB, topic string, want int, timeout time.Durat
 // asked for: the records it looks for are already written, so a fetch or
 // two brings any extra ones.
 const readAllSettle = 300 * time.Millisecond
+
+// compactTimeout bounds Compact's wait for Apache Kafka's log cleaner.
+const compactTimeout = 60 * time.Second
+
+// Compact compacts the compacted topics. On kfake it compacts every topic
+// at once. On Apache Kafka (started WithFastCompaction) the broker's log
+// cleaner does it: Compact waits until, in every partition of each topic,
+// no key repeats among the records of the closed segments (the cleaner
+// never touches the active one; the harness reads which one that is from
+// the broker's log directory), and fails the test after compactTimeout.
+func (k *Kafka) Compact(t testing.TB, topics ...string) {
+	t.Helper()
+	if k.Cluster != nil {
+		k.Cluster.Compact()
+		return
+	}
+	deadline := time.Now().Add(compactTimeout)
+	for _, topic := range topics {
+		for {
+			dups := k.duplicateKeys(t, topic)
+			if dups == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("testharness: %s: %d records of closed segments still share a key with a newer one after %v: the log cleaner did not run (start the broker WithFastCompaction)", topic, dups, compactTimeout)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+}
+
+// duplicateKeys counts, over topic's partitions, the records of closed
+// segments whose key a newer record of a closed segment repeats.
+func (k *Kafka) duplicateKeys(t testing.TB, topic string) int {
+	t.Helper()
+	adm := kadm.NewClient(k.Client(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatalf("testharness: end offsets of %s: %v", topic, err)
+	}
+	recs := k.readToEnd(t, topic, ends)
+	byPart := map[int32][]*kgo.Record{}
+	for _, r := range recs {
+		byPart[r.Partition] = append(byPart[r.Partition], r)
+	}
+	dups := 0
+	for p, rs := range byPart {
+		active, err := k.apache.activeSegmentBase(topic, p)
+		if err != nil {
+			t.Fatalf("testharness: %v", err)
+		}
+		seen := map[string]bool{}
+		for i := len(rs) - 1; i >= 0; i-- {
+			if rs[i].Offset >= active {
+				continue
+			}
+			key := string(rs[i].Key)
+			if seen[key] {
+				dups++
+			}
+			seen[key] = true
+		}
+	}
+	return dups
+}
+
+// readToEnd reads every partition of topic from its start to the given end
+// offsets.
+func (k *Kafka) readToEnd(t testing.TB, topic string, ends kadm.ListedOffsets) []*kgo.Record {
+	t.Helper()
+	left := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			left[o.Partition] = o.Offset
+		}
+	})
+	if len(left) == 0 {
+		return nil
+	}
+	offs := map[int32]kgo.Offset{}
+	for p := range left {
+		offs[p] = kgo.NewOffset().AtStart()
+	}
+	cl := k.Client(t, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}))
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out []*kgo.Record
+	for len(left) > 0 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("testharness: read %s to its end: %v", topic, ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			out = append(out, r)
+			if end, ok := left[r.Partition]; ok && r.Offset+1 >= end {
+				delete(left, r.Partition)
+			}
+		})
+		// A compacted log can end in removed records: the high watermark is
+		// reached when the fetch returns nothing more.
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			if end, ok := left[p.Partition]; ok && p.HighWatermark <= end && len(p.Records) == 0 {
+				delete(left, p.Partition)
+			}
+		})
+	}
+	return out
+}

@@ -172,6 +172,7 @@ type pending struct {
 	tenant  string
 	trace   schemas.TraceID
 	session string
+	resp    string // gen_ai.response.id (corrections made of evaluation events)
 	model   string
 	variant string
 	kind    schemas.CorrectionKind
@@ -220,7 +221,7 @@ func (p *Processor) state(key schemas.Key) *keyState {
 func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 	ks := p.state(key)
 	ks.slot(processors.FloorTo(s.EndUnixNano, p.every)).responses++
-	if s.TraceID.IsZero() && s.SessionID == "" {
+	if s.TraceID.IsZero() && s.SessionID == "" && s.ResponseID == "" {
 		return
 	}
 	p.index.add(entry{
@@ -228,6 +229,7 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 		h:       processors.SpanHash(s),
 		trace:   s.TraceID,
 		session: s.SessionID,
+		resp:    s.ResponseID,
 		tenant:  s.Key.Tenant,
 		ks:      ks,
 	})
@@ -248,6 +250,7 @@ func (p *Processor) ObserveCorrection(c *schemas.Correction) {
 		tenant:  c.Tenant,
 		trace:   c.TraceID,
 		session: c.SessionID,
+		resp:    c.ResponseID,
 		model:   c.Model,
 		variant: c.Variant,
 		kind:    c.Kind,
@@ -262,7 +265,7 @@ func (p *Processor) joinPending(now int64) {
 	for done < len(p.pending) && p.pending[done].tc < now {
 		c := &p.pending[done]
 		start := processors.FloorTo(c.tc, p.every)
-		if j := p.index.find(c.tenant, c.trace, c.session, c.tc, p.join); j >= 0 {
+		if j := p.index.find(c.tenant, c.trace, c.resp, c.session, c.tc, p.join); j >= 0 {
 			e := &p.index.entries[j]
 			sl := e.ks.slot(start)
 			if e.corrected {

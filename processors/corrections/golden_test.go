@@ -35,10 +35,12 @@ func checkIncidents(t *testing.T, vs []schemas.Verdict) {
 	if len(b) == 0 || b[0] < 61 || b[0] > 62 {
 		t.Errorf("spike from +60m: correction_rate breaches at %v, want the first at +61 or +62", b)
 	}
-	// Canary: breach within 2 evaluations of +90m.
+	// Canary: breach within 3 evaluations of +90m (alpha 1e-5, set for
+	// the false-trip target, costs one evaluation on this 3.5x canary:
+	// z = 3.56 at +91 no longer breaches).
 	c := minutesWith(vs, keyCanary, MetricCanary, schemas.StatusBreach)
-	if len(c) == 0 || c[0] < 91 || c[0] > 92 {
-		t.Errorf("canary from +90m: canary breaches at %v, want the first at +91 or +92", c)
+	if len(c) == 0 || c[0] < 91 || c[0] > 93 {
+		t.Errorf("canary from +90m: canary breaches at %v, want the first at +91 to +93", c)
 	}
 	// Nothing else breaches: the other keys, and before the incidents.
 	for _, k := range []schemas.Key{keyBase, keyOther} {
@@ -58,8 +60,8 @@ func checkIncidents(t *testing.T, vs []schemas.Verdict) {
 	}
 }
 
-// TestDetectionOnEverySeed: the incidents are found within 2 evaluations on
-// other seeds too.
+// TestDetectionOnEverySeed: the incidents are found within 2 evaluations
+// (the canary within 3) on other seeds too.
 func TestDetectionOnEverySeed(t *testing.T) {
 	for seed := uint64(2); seed <= 6; seed++ {
 		evs := generate(seed, t0+40*minute, t0+95*minute, incidents)
@@ -67,7 +69,7 @@ func TestDetectionOnEverySeed(t *testing.T) {
 		if b := minutesWith(vs, keySearch, MetricRate, schemas.StatusBreach); len(b) == 0 || b[0] > 62 || b[0] < 61 {
 			t.Errorf("seed %d: spike breaches at %v", seed, b)
 		}
-		if c := minutesWith(vs, keyCanary, MetricCanary, schemas.StatusBreach); len(c) == 0 || c[0] > 92 || c[0] < 91 {
+		if c := minutesWith(vs, keyCanary, MetricCanary, schemas.StatusBreach); len(c) == 0 || c[0] > 93 || c[0] < 91 {
 			t.Errorf("seed %d: canary breaches at %v", seed, c)
 		}
 	}

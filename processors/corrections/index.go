@@ -5,8 +5,9 @@ import (
 )
 
 // spanIndex finds the span a correction corrects: every indexed span is on
-// a list by trace id and on a list by (tenant, session id), and on a
-// min-heap by (end time, span hash) that decides eviction.
+// a list by trace id, a list by (tenant, gen_ai.response.id) and a list by
+// (tenant, session id), and on a min-heap by (end time, span hash) that
+// decides eviction.
 //
 // Bounded: at most max entries. When full, a span older (by end time, then
 // hash) than every indexed one is not indexed; otherwise the oldest indexed
@@ -24,6 +25,7 @@ type spanIndex struct {
 	heap      []heapItem
 	byTrace   map[schemas.TraceID]int32 // head of the trace list
 	bySession map[sessionKey]int32      // head of the session list
+	byResp    map[sessionKey]int32      // head of the response-id list (tenant, response id)
 	// evicted counts spans evicted (or not indexed) because of the cap.
 	evicted int64
 }
@@ -35,12 +37,13 @@ type entry struct {
 	h       uint64
 	trace   schemas.TraceID
 	session string
+	resp    string // gen_ai.response.id
 	tenant  string // the span's own tenant (the key may not keep it)
 	ks      *keyState
 	// neighbours on the trace and session lists (doubly linked, so an
 	// eviction unlinks in O(1)); -1 ends a list.
-	nextTrace, nextSession int32
-	prevTrace, prevSession int32
+	nextTrace, nextSession, nextResp int32
+	prevTrace, prevSession, prevResp int32
 	// corrected is set once a correction joined this span: later ones
 	// are repeats.
 	corrected bool
@@ -53,7 +56,7 @@ type heapItem struct {
 }
 
 func newSpanIndex(max int) *spanIndex {
-	return &spanIndex{max: max, byTrace: map[schemas.TraceID]int32{}, bySession: map[sessionKey]int32{}}
+	return &spanIndex{max: max, byTrace: map[schemas.TraceID]int32{}, bySession: map[sessionKey]int32{}, byResp: map[sessionKey]int32{}}
 }
 
 func (x *spanIndex) len() int { return len(x.heap) }
@@ -87,7 +90,7 @@ func (x *spanIndex) add(e entry) {
 		idx = int32(len(x.entries))
 		x.entries = append(x.entries, entry{})
 	}
-	e.nextTrace, e.nextSession, e.prevTrace, e.prevSession = -1, -1, -1, -1
+	e.nextTrace, e.nextSession, e.prevTrace, e.prevSession, e.nextResp, e.prevResp = -1, -1, -1, -1, -1, -1
 	if !e.trace.IsZero() {
 		if head, ok := x.byTrace[e.trace]; ok {
 			e.nextTrace = head
@@ -102,6 +105,14 @@ func (x *spanIndex) add(e entry) {
 			x.entries[head].prevSession = idx
 		}
 		x.bySession[sk] = idx
+	}
+	if e.resp != "" {
+		rk := sessionKey{e.tenant, e.resp}
+		if head, ok := x.byResp[rk]; ok {
+			e.nextResp = head
+			x.entries[head].prevResp = idx
+		}
+		x.byResp[rk] = idx
 	}
 	e.ks.refs++
 	x.entries[idx] = e
@@ -144,20 +155,41 @@ func (x *spanIndex) remove(idx int32) {
 			delete(x.bySession, sessionKey{e.tenant, e.session})
 		}
 	}
+	if e.resp != "" {
+		if e.nextResp >= 0 {
+			x.entries[e.nextResp].prevResp = e.prevResp
+		}
+		switch {
+		case e.prevResp >= 0:
+			x.entries[e.prevResp].nextResp = e.nextResp
+		case e.nextResp >= 0:
+			x.byResp[sessionKey{e.tenant, e.resp}] = e.nextResp
+		default:
+			delete(x.byResp, sessionKey{e.tenant, e.resp})
+		}
+	}
 	e.ks.refs--
 	*e = entry{}
 	x.free = append(x.free, idx)
 }
 
 // find returns the entry a correction at tc of tenant joins: among the
-// spans on the trace list (else, when that finds none, the session list)
+// spans on the trace list (else, when that finds none, the response-id
+// list, else the session list)
 // of the same tenant that ended in [tc-join, tc], the latest, ties broken
 // by the smallest span hash. -1 when none.
-func (x *spanIndex) find(tenant string, trace schemas.TraceID, session string, tc, join int64) int32 {
+func (x *spanIndex) find(tenant string, trace schemas.TraceID, resp, session string, tc, join int64) int32 {
 	best := int32(-1)
 	if !trace.IsZero() {
 		if head, ok := x.byTrace[trace]; ok {
 			for j := head; j >= 0; j = x.entries[j].nextTrace {
+				best = x.better(best, j, tenant, tc, join)
+			}
+		}
+	}
+	if best < 0 && resp != "" {
+		if head, ok := x.byResp[sessionKey{tenant, resp}]; ok {
+			for j := head; j >= 0; j = x.entries[j].nextResp {
 				best = x.better(best, j, tenant, tc, join)
 			}
 		}

@@ -11,8 +11,12 @@ import (
 )
 
 // snapshotFormat is the snapshot's header; version 1 was the layout before
-// the shared codec.
-var snapshotFormat = snapcodec.Format{Name: "fusebox.corrections", Version: 2, Err: ErrCorrupt}
+// the shared codec, version 2 the one before response ids (still read: its
+// entries and corrections have none).
+var (
+	snapshotFormat   = snapcodec.Format{Name: "fusebox.corrections", Version: 3, Err: ErrCorrupt}
+	snapshotFormatV2 = snapcodec.Format{Name: "fusebox.corrections", Version: 2, Err: ErrCorrupt}
+)
 
 // Encoded sizes in bytes, for the decoder's count checks.
 const (
@@ -21,8 +25,8 @@ const (
 	slotSize     = 8 * (4 + nKinds)                  // start, responses, corrections, repeats, kinds
 	unjoinedSize = 4                                 // slot count
 	uslotSize    = 3 * 8                             // start, n, overflow
-	entrySize    = 8 + 8 + traceSize + 4 + 4 + 4 + 1 // end, hash, trace, session, tenant, key position, corrected
-	pendingSize  = 8 + 8 + traceSize + 6*4           // time, hash, trace, six strings
+	entrySize    = 8 + 8 + traceSize + 4 + 4 + 4 + 1 // end, hash, trace, session, tenant, key position, corrected (+4: response, version 3)
+	pendingSize  = 8 + 8 + traceSize + 6*4           // time, hash, trace, six strings (seven in version 3)
 )
 
 // MarshalBinary snapshots the whole state in the snapcodec layout: span
@@ -81,6 +85,7 @@ func (p *Processor) encode(e *snapcodec.Encoder) {
 		e.U64(en.h)
 		e.Raw(en.trace[:])
 		e.String(en.session)
+		e.String(en.resp)
 		e.String(en.tenant)
 		e.U32(pos[en.ks])
 		e.Bool(en.corrected)
@@ -95,6 +100,7 @@ func (p *Processor) encode(e *snapcodec.Encoder) {
 		e.String(c.tenant)
 		e.Raw(c.trace[:])
 		e.String(c.session)
+		e.String(c.resp)
 		e.String(c.model)
 		e.String(c.variant)
 		e.String(string(c.kind))
@@ -116,6 +122,9 @@ func compareEntries(a, b *entry) int {
 	if c := strings.Compare(a.session, b.session); c != 0 {
 		return c
 	}
+	if c := strings.Compare(a.resp, b.resp); c != 0 {
+		return c
+	}
 	return strings.Compare(a.tenant, b.tenant)
 }
 
@@ -135,8 +144,12 @@ func comparePending(a, b pending) int {
 // On error, which wraps ErrCorrupt, the processor is left empty.
 func (p *Processor) UnmarshalBinary(data []byte) error {
 	p.reset()
-	err := snapshotFormat.Unmarshal(data, p.decode)
+	err := snapshotFormat.Unmarshal(data, func(d *snapcodec.Decoder) { p.decode(d, 3) })
 	if err != nil {
+		p.reset()
+		if snapshotFormatV2.Unmarshal(data, func(d *snapcodec.Decoder) { p.decode(d, 2) }) == nil {
+			return nil
+		}
 		p.reset()
 	}
 	return err
@@ -149,9 +162,13 @@ func (p *Processor) reset() {
 	p.pending = nil
 }
 
-// decode reads a snapshot into the freshly reset state, recording any
-// problem in d.
-func (p *Processor) decode(d *snapcodec.Decoder) {
+// decode reads a snapshot of the given version into the freshly reset
+// state, recording any problem in d.
+func (p *Processor) decode(d *snapcodec.Decoder, version int) {
+	eSize, pSize := entrySize, pendingSize
+	if version >= 3 {
+		eSize, pSize = eSize+4, pSize+4
+	}
 	list := make([]*keyState, d.Count(keySize))
 	for i := range list {
 		k := d.Key()
@@ -180,7 +197,7 @@ func (p *Processor) decode(d *snapcodec.Decoder) {
 		return u
 	})
 	evicted := d.I64()
-	ne := d.Count(entrySize)
+	ne := d.Count(eSize)
 	if ne > p.cfg.MaxIndexedSpans {
 		d.Failf("%d indexed spans, max_indexed_spans %d", ne, p.cfg.MaxIndexedSpans)
 	}
@@ -188,6 +205,9 @@ func (p *Processor) decode(d *snapcodec.Decoder) {
 		e := entry{end: d.I64(), h: d.U64()}
 		copy(e.trace[:], d.Raw(len(e.trace)))
 		e.session = d.String()
+		if version >= 3 {
+			e.resp = d.String()
+		}
 		e.tenant = d.String()
 		kp := int(d.U32())
 		e.corrected = d.Bool()
@@ -201,7 +221,7 @@ func (p *Processor) decode(d *snapcodec.Decoder) {
 		p.index.add(e)
 	}
 	p.index.evicted = evicted
-	np := d.Count(pendingSize)
+	np := d.Count(pSize)
 	if np > p.cfg.MaxPendingCorrections {
 		d.Failf("%d pending corrections, max_pending_corrections %d", np, p.cfg.MaxPendingCorrections)
 	}
@@ -214,7 +234,11 @@ func (p *Processor) decode(d *snapcodec.Decoder) {
 		c.tc, c.h = d.I64(), d.U64()
 		c.eventID, c.tenant = d.String(), d.String()
 		copy(c.trace[:], d.Raw(len(c.trace)))
-		c.session, c.model, c.variant = d.String(), d.String(), d.String()
+		c.session = d.String()
+		if version >= 3 {
+			c.resp = d.String()
+		}
+		c.model, c.variant = d.String(), d.String()
 		c.kind = schemas.CorrectionKind(d.String())
 	}
 }

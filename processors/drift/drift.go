@@ -84,9 +84,13 @@ func (p *Processor) ObserveCorrection(*schemas.Correction) {}
 
 // ObserveSpan adds the span's metric value to key's window. Spans without
 // the metric or with a NaN or infinite value are skipped; in canary mode,
-// so are spans whose variant is neither CanaryVariant nor BaselineVariant.
+// so are spans whose variant is neither CanaryVariant nor BaselineVariant;
+// failed calls are skipped on a latency metric unless IncludeErrors.
 func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 	if p.cfg.Mode == ModeCanary && key.Variant != p.cfg.CanaryVariant && key.Variant != p.cfg.BaselineVariant {
+		return
+	}
+	if s.Error && !p.cfg.IncludeErrors && p.cfg.Metric.Latency() {
 		return
 	}
 	v, ok := p.cfg.Metric.FiniteValue(s)

@@ -12,7 +12,7 @@ import (
 )
 
 // windowShape is every kind's StateShape: the parameters that shape what
-// its windows hold — the metric, window lengths, the evaluation interval
+// its windows hold — the metric, whether failed calls count (include_errors), window lengths, the evaluation interval
 // (the slot size), sample caps, canary and baseline variants, scopes and
 // mixes, the burn-rate windows and the latency threshold that makes an
 // event bad. Parameters that only judge what the windows hold (budgets,
@@ -21,9 +21,9 @@ import (
 func windowShape(cfg Config) any {
 	switch c := cfg.(type) {
 	case *tail.Config:
-		return []any{c.Metric, c.Window, c.Every, c.MaxSamplesPerSlot}
+		return []any{c.Metric, c.IncludeErrors, c.Window, c.Every, c.MaxSamplesPerSlot}
 	case *drift.Config:
-		return []any{c.Metric, c.Mode, c.Window, c.Every, c.ReferenceWindow, c.CanaryVariant, c.BaselineVariant, c.MaxSamplesPerSlot}
+		return []any{c.Metric, c.IncludeErrors, c.Mode, c.Window, c.Every, c.ReferenceWindow, c.CanaryVariant, c.BaselineVariant, c.MaxSamplesPerSlot}
 	case *decay.Config:
 		return []any{c.Metric, c.Window, c.Every, c.MaxSamplesPerSlot}
 	case *scaling.Config:

@@ -1,17 +1,9 @@
 // Package rollup makes the per-minute span rollups written to ClickHouse:
-// per key and closed event-time minute, the span count, errors, input and
-// output tokens, the corrections attributed to the key (CountCorrection),
-// the late spans (ObserveLate) and a capped sample of latencies and times
-// to first token for the quantile states. A row is emitted once, when the
-// watermark passes its minute's end, so a replay rewrites the same row.
-//
-// Late spans and corrections arrive for minutes whose row is already
-// written; they are carried to the key's next row, or, when the key has no
-// open minute at the next evaluation, to a row of their own for the minute
-// just closed (no spans, only those counts). The rollup processor is not
-// an SLO kind (processors/registry): the engine runs it under the reserved
-// SLO name "_rollup" when `rollups.enabled`, and it emits rollups, never
-// verdicts.
+// per key and closed event-time minute, the count, errors, tokens (input,
+// output, cache read, cache write, reasoning), late spans and a capped sample
+// of latencies, times to first token and times per output token for the
+// quantile states. One row per (key, minute), emitted once when the
+// watermark passes the minute's end, so a replay rewrites the same row.
 package rollup
 
 import (
@@ -54,10 +46,13 @@ type keyState struct {
 type minute struct {
 	start                           int64
 	n, errors, in, out, corrections int64
-	durations, ttfts                *window.Store
+	cacheRead, cacheWrite, reason   int64
+	durations, ttfts, tpots         *window.Store
 }
 
-// New returns a rollup processor.
+// New returns a rollup processor. It is not an SLO kind
+// (processors/registry): the engine runs it under the reserved SLO name
+// "_rollup" when `rollups.enabled`; it emits rollups, never verdicts.
 func New(cfg Config) (*Processor, error) {
 	if cfg.MaxSamplesPerMinute < 1 {
 		return nil, errors.New("rollup: max samples per minute must be positive")
@@ -112,7 +107,8 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 	if !found {
 		d, _ := window.New(Minute, p.cfg.MaxSamplesPerMinute)
 		t, _ := window.New(Minute, p.cfg.MaxSamplesPerMinute)
-		ks.minutes = slices.Insert(ks.minutes, i, minute{start: start, durations: d, ttfts: t})
+		tp, _ := window.New(Minute, p.cfg.MaxSamplesPerMinute)
+		ks.minutes = slices.Insert(ks.minutes, i, minute{start: start, durations: d, ttfts: t, tpots: tp})
 	}
 	m := &ks.minutes[i]
 	m.n++
@@ -125,15 +121,31 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 	if s.Has&schemas.HasOutputTokens != 0 {
 		m.out += s.OutputTokens
 	}
+	if s.Has&schemas.HasCacheReadTokens != 0 {
+		m.cacheRead += s.CacheReadTokens
+	}
+	if s.Has&schemas.HasCacheWriteTokens != 0 {
+		m.cacheWrite += s.CacheWriteTokens
+	}
+	if s.Has&schemas.HasReasoningTokens != 0 {
+		m.reason += s.ReasoningTokens
+	}
 	h := processors.SpanHash(s)
 	m.durations.Add(window.Sample{T: s.EndUnixNano, V: s.DurationMs, H: h})
 	if s.Has&schemas.HasTTFT != 0 {
 		m.ttfts.Add(window.Sample{T: s.EndUnixNano, V: s.TTFTMs, H: h})
 	}
+	if s.Has&schemas.HasTPOT != 0 {
+		m.tpots.Add(window.Sample{T: s.EndUnixNano, V: s.TPOTMs, H: h})
+	}
 }
 
 // Evaluate emits a row for every minute that ended at or before now, in
-// key order, and forgets it.
+// key order, and forgets it. Rows carry the corrections attributed to
+// their key and minute (CountCorrection). Late spans and corrections whose
+// minute's row is already written are carried to the key's next row, or,
+// when the key has no open minute, to a row of their own for the minute
+// just closed (no spans, only those counts).
 func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 	var buf []window.Sample
 	for _, k := range processors.SortedKeys(p.keys, &p.order) {
@@ -142,11 +154,13 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 		for done < len(ks.minutes) && ks.minutes[done].start+Minute <= now {
 			m := &ks.minutes[done]
 			r := schemas.Rollup{Key: k, MinuteUnixNano: m.start, N: m.n, Errors: m.errors, InputTokens: m.in, OutputTokens: m.out,
-				Corrections: m.corrections}
+				Corrections: m.corrections, CacheReadTokens: m.cacheRead, CacheWriteTokens: m.cacheWrite, ReasoningTokens: m.reason}
 			buf, _ = m.durations.Collect(m.start, m.start+Minute, buf[:0])
 			r.DurationsMs = values(buf)
 			buf, _ = m.ttfts.Collect(m.start, m.start+Minute, buf[:0])
 			r.TTFTsMs = values(buf)
+			buf, _ = m.tpots.Collect(m.start, m.start+Minute, buf[:0])
+			r.TPOTsMs = values(buf)
 			if done == 0 {
 				r.LateSpans, r.Corrections = ks.late, r.Corrections+ks.corrections
 				ks.late, ks.corrections = 0, 0

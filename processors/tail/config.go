@@ -11,6 +11,13 @@ import (
 type Config struct {
 	// Metric is duration_ms, ttft_ms or tpot_ms. Default duration_ms.
 	Metric processors.Metric `yaml:"metric"`
+	// IncludeErrors puts failed calls (span status ERROR or error.type
+	// set) into the window. Default false: a latency tail measures the
+	// calls that succeeded. A provider's 60 s timeouts at 0.5% of calls
+	// are the P99.9 of a window that holds them, so any budget under the
+	// timeout would breach on a healthy service; errors belong to the
+	// burn-rate SLO, which counts them.
+	IncludeErrors bool `yaml:"include_errors"`
 	// P is the quantile to estimate. Default 0.999.
 	P float64 `yaml:"p"`
 	// Budget is the largest acceptable P-quantile, in the metric's unit
@@ -21,7 +28,10 @@ type Config struct {
 	// Every is the evaluation interval. Default 1m.
 	Every time.Duration `yaml:"every"`
 	// ThresholdQuantile is the empirical quantile of the window used as the
-	// POT threshold u. Default 0.95.
+	// POT threshold u on windows of up to (5/(1-ThresholdQuantile))^2 kept
+	// values (10,000 at the default); on larger windows u rises so that
+	// about 5*sqrt(kept) values exceed it (see
+	// stats.TailConfig.ThresholdQuantileAt). Default 0.95.
 	ThresholdQuantile float64 `yaml:"threshold_quantile"`
 	// MinExceedances is the fewest values above u for a GPD fit; with fewer
 	// the verdict carries the empirical quantile, labelled as such.

@@ -8,7 +8,11 @@
 // The window's values (a uniform sample by span-id hash when slots
 // overflowed MaxSamplesPerSlot; see collectUniform) go to
 // stats.TailEstimator: threshold u = the type-7 empirical
-// ThresholdQuantile-quantile of the window (default 0.95), a Generalized
+// ThresholdQuantile-quantile of the window (default 0.95) on windows of up
+// to 10,000 kept values, raised on larger ones so that about 5*sqrt(kept)
+// values exceed it (stats.TailConfig.ThresholdQuantileAt: the P98.4 of
+// 100,000 values, so that the fit's bias where the law is not yet a GPD
+// does not outgrow its narrowing interval), a Generalized
 // Pareto fitted by maximum likelihood to the excesses over u (Grimshaw's
 // one-dimensional reduction), the tail quantile
 //

@@ -104,8 +104,12 @@ func (p *Processor) Keys() int { return len(p.keys) }
 func (p *Processor) ObserveCorrection(*schemas.Correction) {}
 
 // ObserveSpan adds the span's metric value to key's window. Spans without
-// the metric, or with a NaN or infinite value, are skipped.
+// the metric, or with a NaN or infinite value, are skipped, and so are
+// failed calls unless IncludeErrors.
 func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
+	if s.Error && !p.cfg.IncludeErrors {
+		return
+	}
 	v, ok := p.cfg.Metric.FiniteValue(s)
 	if !ok {
 		return

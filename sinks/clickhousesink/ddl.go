@@ -168,6 +168,58 @@ SELECT
     arrayReduce('quantilesTDigestState({levels})', ttfts_ms) AS ttft_ms_q
 FROM {db}.span_rollups_input`
 
+// Migration 5 (span_rollups_token_kinds) adds the cache read, cache write
+// and reasoning token sums and a TPOT digest. span_rollups gains the columns
+// by ALTER TABLE ADD COLUMN, each run only when system.columns does not show
+// it yet (18.16 has no ADD COLUMN IF NOT EXISTS), so a step interrupted
+// half-way can run again. The Null input table holds nothing, so it and the
+// view are dropped and created again with the new columns.
+var rollupsTokenKindsColumns = []AddColumn{
+	{Table: TableRollups, Column: "cache_read_tokens", Type: "UInt64"},
+	{Table: TableRollups, Column: "cache_write_tokens", Type: "UInt64"},
+	{Table: TableRollups, Column: "reasoning_tokens", Type: "UInt64"},
+	{Table: TableRollups, Column: "tpot_samples", Type: "UInt64"},
+	{Table: TableRollups, Column: "tpot_ms_q", Type: "AggregateFunction(quantilesTDigest({levels}), Float64)"},
+}
+
+const ddlDropRollupsView = `DROP TABLE IF EXISTS {db}.span_rollups_mv`
+
+const ddlDropRollupsInput = `DROP TABLE IF EXISTS {db}.span_rollups_input`
+
+const ddlRollupsInputV2 = `CREATE TABLE IF NOT EXISTS {db}.span_rollups_input (
+    tenant             String,
+    service            String,
+    model              String,
+    variant            String,
+    minute             DateTime('UTC'),
+    minute_unix_nano   Int64,
+    spans              UInt64,
+    errors             UInt64,
+    input_tokens       UInt64,
+    output_tokens      UInt64,
+    cache_read_tokens  UInt64,
+    cache_write_tokens UInt64,
+    reasoning_tokens   UInt64,
+    corrections        UInt64,
+    late_spans         UInt64,
+    durations_ms       Array(Float64),
+    ttfts_ms           Array(Float64),
+    tpots_ms           Array(Float64)
+) ENGINE = Null`
+
+const ddlRollupsViewV2 = `CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.span_rollups_mv TO {db}.span_rollups AS
+SELECT
+    tenant, service, model, variant, minute, minute_unix_nano,
+    spans, errors, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens,
+    corrections, late_spans,
+    toUInt64(length(durations_ms)) AS duration_samples,
+    toUInt64(length(ttfts_ms)) AS ttft_samples,
+    toUInt64(length(tpots_ms)) AS tpot_samples,
+    arrayReduce('quantilesTDigestState({levels})', durations_ms) AS duration_ms_q,
+    arrayReduce('quantilesTDigestState({levels})', ttfts_ms) AS ttft_ms_q,
+    arrayReduce('quantilesTDigestState({levels})', tpots_ms) AS tpot_ms_q
+FROM {db}.span_rollups_input`
+
 // ddlRollupsTTL drops per-minute rollups after the retention; TTL exists
 // from ClickHouse 19.6 on.
 const ddlRollupsTTL = `ALTER TABLE {db}.span_rollups MODIFY TTL minute + INTERVAL {days} DAY`

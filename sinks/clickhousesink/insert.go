@@ -28,7 +28,8 @@ const (
  version, action, level, state, issued_at, issued_at_unix_nano, expires_at, expires_at_unix_nano,
  fallback, throttle_fraction, reason_verdict_ids, reason_texts, correlation_ids, key_id, signature)`
 	insertRollups = `INSERT INTO %s.span_rollups_input (tenant, service, model, variant, minute, minute_unix_nano,
- spans, errors, input_tokens, output_tokens, corrections, late_spans, durations_ms, ttfts_ms)`
+ spans, errors, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens,
+ corrections, late_spans, durations_ms, ttfts_ms, tpots_ms)`
 )
 
 func unixTime(ns int64) time.Time { return time.Unix(0, ns).UTC() }
@@ -94,17 +95,22 @@ func InsertRollups(ctx context.Context, conn driver.Conn, db string, rs []schema
 	}
 	for i := range rs {
 		r := &rs[i]
-		d, t := r.DurationsMs, r.TTFTsMs
+		d, t, tp := r.DurationsMs, r.TTFTsMs, r.TPOTsMs
 		if d == nil {
 			d = []float64{}
 		}
 		if t == nil {
 			t = []float64{}
 		}
+		if tp == nil {
+			tp = []float64{}
+		}
 		if err := b.Append(r.Key.Tenant, r.Key.Service, r.Key.Model, r.Key.Variant,
 			unixTime(r.MinuteUnixNano), r.MinuteUnixNano,
-			uint64(r.N), uint64(r.Errors), uint64(r.InputTokens), uint64(r.OutputTokens), uint64(r.Corrections), uint64(r.LateSpans),
-			d, t); err != nil {
+			uint64(r.N), uint64(r.Errors), uint64(r.InputTokens), uint64(r.OutputTokens),
+			uint64(r.CacheReadTokens), uint64(r.CacheWriteTokens), uint64(r.ReasoningTokens),
+			uint64(r.Corrections), uint64(r.LateSpans),
+			d, t, tp); err != nil {
 			b.Abort()
 			return err
 		}
@@ -118,6 +124,7 @@ func validateRollup(r *schemas.Rollup) error {
 		name string
 		v    int64
 	}{{"n", r.N}, {"errors", r.Errors}, {"input_tokens", r.InputTokens}, {"output_tokens", r.OutputTokens},
+		{"cache_read_tokens", r.CacheReadTokens}, {"cache_write_tokens", r.CacheWriteTokens}, {"reasoning_tokens", r.ReasoningTokens},
 		{"corrections", r.Corrections}, {"late_spans", r.LateSpans}} {
 		if f.v < 0 {
 			return &schemas.FieldError{Field: f.name, Reason: fmt.Sprintf("%d: negative", f.v)}
@@ -126,7 +133,7 @@ func validateRollup(r *schemas.Rollup) error {
 	if r.MinuteUnixNano%int64(time.Minute) != 0 {
 		return &schemas.FieldError{Field: "minute_unix_nano", Reason: fmt.Sprintf("%d: not the start of a minute", r.MinuteUnixNano)}
 	}
-	for name, xs := range map[string][]float64{"durations_ms": r.DurationsMs, "ttfts_ms": r.TTFTsMs} {
+	for name, xs := range map[string][]float64{"durations_ms": r.DurationsMs, "ttfts_ms": r.TTFTsMs, "tpots_ms": r.TPOTsMs} {
 		for i, x := range xs {
 			if math.IsNaN(x) || math.IsInf(x, 0) {
 				return &schemas.FieldError{Field: fmt.Sprintf("%s[%d]", name, i), Reason: "not finite"}

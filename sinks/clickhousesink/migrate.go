@@ -18,8 +18,17 @@ type Migration struct {
 	// MinServer is the oldest ClickHouse the step runs on; on older
 	// servers it is skipped and recorded as skipped (zero: any server).
 	MinServer ServerVersion
+	// Columns are added first, each only when the table does not have it
+	// yet (ClickHouse 18.16 has no ADD COLUMN IF NOT EXISTS).
+	Columns []AddColumn
 	// Statements are run in order; {db}, {levels} and {days} are expanded.
 	Statements []string
+}
+
+// AddColumn is one ALTER TABLE {db}.Table ADD COLUMN Column Type; Type may
+// use {levels}. A new column reads as its type's default on the old rows.
+type AddColumn struct {
+	Table, Column, Type string
 }
 
 // Migrations is the schema, in order. Versions are never reused or
@@ -29,6 +38,8 @@ var Migrations = []Migration{
 	{Version: 2, Name: "fuse_commands", Statements: []string{ddlFuseCommands}},
 	{Version: 3, Name: "span_rollups", Statements: []string{ddlRollups, ddlRollupsInput, ddlRollupsView}},
 	{Version: 4, Name: "span_rollups_ttl", MinServer: ServerVersion{Major: 19, Minor: 6}, Statements: []string{ddlRollupsTTL}},
+	{Version: 5, Name: "span_rollups_token_kinds", Columns: rollupsTokenKindsColumns,
+		Statements: []string{ddlDropRollupsView, ddlDropRollupsInput, ddlRollupsInputV2, ddlRollupsViewV2}},
 }
 
 // MigrateConfig tunes Migrate.
@@ -143,6 +154,9 @@ func MigrateWith(ctx context.Context, conn driver.Conn, db string, cfg MigrateCo
 				r.Outcome = OutcomeSkipped
 			}
 		default:
+			if err := addColumns(ctx, conn, db, cfg, m); err != nil {
+				return results, err
+			}
 			for _, stmt := range m.Statements {
 				if err := conn.Exec(ctx, expand(stmt, db, cfg)); err != nil {
 					first, _, _ := strings.Cut(strings.TrimSpace(stmt), "\n")
@@ -157,6 +171,25 @@ func MigrateWith(ctx context.Context, conn driver.Conn, db string, cfg MigrateCo
 		results = append(results, r)
 	}
 	return results, nil
+}
+
+// addColumns adds the step's columns its tables do not have yet.
+func addColumns(ctx context.Context, conn driver.Conn, db string, cfg MigrateConfig, m Migration) error {
+	for _, c := range m.Columns {
+		var n uint64
+		if err := conn.QueryRow(ctx, "SELECT count() FROM system.columns WHERE database = ? AND table = ? AND name = ?",
+			db, c.Table, c.Column).Scan(&n); err != nil {
+			return &MigrationError{Version: m.Version, Name: m.Name, Statement: "SELECT count() FROM system.columns", Err: err}
+		}
+		if n > 0 {
+			continue
+		}
+		stmt := "ALTER TABLE {db}." + c.Table + " ADD COLUMN " + c.Column + " " + c.Type
+		if err := conn.Exec(ctx, expand(stmt, db, cfg)); err != nil {
+			return &MigrationError{Version: m.Version, Name: m.Name, Statement: "ALTER TABLE " + c.Table + " ADD COLUMN " + c.Column, Err: err}
+		}
+	}
+	return nil
 }
 
 // recordedMigrations returns the recorded status per version; applied wins

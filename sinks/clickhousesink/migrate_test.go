@@ -62,6 +62,7 @@ func wantMigrations(server ServerVersion) (wants []migrationWant, ttl bool) {
 			{2, "fuse_commands", OutcomeApplied, OutcomeAlreadyApplied},
 			{3, "span_rollups", OutcomeApplied, OutcomeAlreadyApplied},
 			{4, "span_rollups_ttl", OutcomeSkipped, OutcomeAlreadySkipped},
+			{5, "span_rollups_token_kinds", OutcomeApplied, OutcomeAlreadyApplied},
 		}, false
 	}
 	return []migrationWant{
@@ -69,6 +70,7 @@ func wantMigrations(server ServerVersion) (wants []migrationWant, ttl bool) {
 		{2, "fuse_commands", OutcomeApplied, OutcomeAlreadyApplied},
 		{3, "span_rollups", OutcomeApplied, OutcomeAlreadyApplied},
 		{4, "span_rollups_ttl", OutcomeApplied, OutcomeAlreadyApplied},
+		{5, "span_rollups_token_kinds", OutcomeApplied, OutcomeAlreadyApplied},
 	}, true
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -57,19 +58,17 @@ func ensureTopics(ctx context.Context, cl *kgo.Client, cfg *Config) error {
 			if err == nil {
 				err = resp.Err
 			}
+			if err != nil && resp.ErrMessage != "" && !strings.Contains(err.Error(), resp.ErrMessage) {
+				// Apache Kafka says which config it refused only in the
+				// message (kfake refuses none).
+				err = fmt.Errorf("%w (%s)", err, resp.ErrMessage)
+			}
 			if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 				return &TopicError{Topic: t.name, Op: "create", Err: err}
 			}
 		}
 	}
-	rcs, err := adm.DescribeTopicConfigs(ctx, cfg.FuseTopic)
-	if err != nil {
-		return &TopicError{Topic: cfg.FuseTopic, Op: "describe configs", Err: err}
-	}
-	rc, err := rcs.On(cfg.FuseTopic, nil)
-	if err == nil {
-		err = rc.Err
-	}
+	rc, err := describeTopicConfigs(ctx, adm, cfg.FuseTopic)
 	if err != nil {
 		return &TopicError{Topic: cfg.FuseTopic, Op: "describe configs", Err: err}
 	}
@@ -82,4 +81,35 @@ func ensureTopics(ctx context.Context, cl *kgo.Client, cfg *Config) error {
 		}
 	}
 	return fmt.Errorf("%w: %s reports no cleanup.policy (the default is delete)", ErrFuseTopicNotCompacted, cfg.FuseTopic)
+}
+
+// newTopicWait bounds how long describeTopicConfigs waits for a topic this
+// process just created: Apache Kafka (KRaft) answers CreateTopics once the
+// controller has the topic, and a broker serves requests about it only
+// once it has replayed that metadata, a few milliseconds later; until then
+// it says UNKNOWN_TOPIC_OR_PARTITION. kfake knows the topic at once.
+const newTopicWait = 10 * time.Second
+
+// describeTopicConfigs describes topic's configs, retrying
+// UNKNOWN_TOPIC_OR_PARTITION every 50 ms for up to newTopicWait.
+func describeTopicConfigs(ctx context.Context, adm *kadm.Client, topic string) (kadm.ResourceConfig, error) {
+	deadline := time.Now().Add(newTopicWait)
+	for {
+		rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+		var rc kadm.ResourceConfig
+		if err == nil {
+			rc, err = rcs.On(topic, nil)
+			if err == nil {
+				err = rc.Err
+			}
+		}
+		if err == nil || !errors.Is(err, kerr.UnknownTopicOrPartition) || time.Now().After(deadline) {
+			return rc, err
+		}
+		select {
+		case <-ctx.Done():
+			return rc, err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

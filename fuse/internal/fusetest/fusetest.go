@@ -202,7 +202,7 @@ func RunCore(t *testing.T, newSource NewSource) {
 	for _, r := range early {
 		k.Produce(t, r) // one batch each, so compaction has work to do
 	}
-	k.Cluster.Compact()
+	k.Compact(t, Topic)
 	if n := len(k.ReadAll(t, Topic, len(early), 1500*time.Millisecond)); n >= len(early) {
 		t.Fatalf("compaction kept %d of %d records: the late-start check would not cover compaction", n, len(early))
 	}

@@ -100,3 +100,10 @@ func (k *Kafka) ReadAll(t testing.TB, topic string, want int, timeout time.Durat
 		out = append(out, fs.Records()...)
 	}
 }
+
+// Compact compacts every topic of the cluster now (kfake compacts only
+// when asked); topic names the one the caller needs compacted.
+func (k *Kafka) Compact(t testing.TB, topic string) {
+	t.Helper()
+	k.Cluster.Compact()
+}

@@ -1,0 +1,25 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestBenchUsage(t *testing.T) {
+	code, _, stderr := runCmd(t, "bench", "--help")
+	if code != exitOK || !strings.Contains(stderr, "false-trips") || !strings.Contains(stderr, "tail-accuracy") {
+		t.Errorf("bench --help: exit %d\n%s", code, stderr)
+	}
+	for _, args := range [][]string{
+		{"bench", "false-trips", "--duration", "30m"},
+		{"bench", "false-trips", "--rate", "0"},
+		{"bench", "false-trips", "--config", "/nonexistent.yaml"},
+		{"bench", "tail-accuracy", "--families", "weibull"},
+		{"bench", "tail-accuracy", "--exceedance-scale", "0"},
+		{"bench", "nope"},
+	} {
+		if code, _, stderr := runCmd(t, args...); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d\n%s", args, code, exitUsage, stderr)
+		}
+	}
+}
