@@ -59,6 +59,17 @@ type Breaker interface {
 	UnmarshalBinary([]byte) error
 }
 
+// ProbeSource is implemented by a Breaker that wants the SLOs which
+// tripped a half-open target to judge its keys on the traffic since the
+// half-open began (processors/breaker): before each evaluation of an SLO
+// whose processor is a processors.Prober, the worker hands it
+// ProbesFor(the SLO's name). Both sides are pure functions of the records
+// in order, so verdicts stay deterministic across replays and restarts
+// (the breaker's state, probes included, is in the checkpoint).
+type ProbeSource interface {
+	ProbesFor(slo string) map[schemas.Key]int64
+}
+
 // LateObserver is implemented by processors that count late records (the
 // rollup processor puts them in its per-minute rows).
 type LateObserver interface {
@@ -342,6 +353,11 @@ func (w *Worker) evaluate(b int64) {
 			continue
 		}
 		w.emit.reset()
+		if ps, ok := w.breaker.(ProbeSource); ok {
+			if pr, ok := s.proc.(processors.Prober); ok {
+				pr.SetProbes(ps.ProbesFor(s.spec.Meta.SLO))
+			}
+		}
 		s.proc.Evaluate(b, &w.emit)
 		w.stats.Evaluations++
 		if s.reporter != nil {

@@ -56,6 +56,13 @@ func (p *Pipeline) collect(s *observe.Snapshot) {
 	extra := func(name, help string, kind observe.SampleKind, v float64, labels ...observe.Label) {
 		s.Extra = append(s.Extra, observe.Sample{Name: name, Help: help, Kind: kind, Value: v, Labels: labels})
 	}
+	if p.Guard != nil {
+		gs := p.Guard.Stats()
+		extra("fusebox_fuse_guard_foreign_records_total", "Records on the fuse topic that were not fusebox's current command of their target (tombstones, replays of older commands, forgeries).", observe.CounterSample, float64(gs.Foreign))
+		extra("fusebox_fuse_guard_republished_total", "Current commands fusebox re-published because the latest record of their target was not theirs.", observe.CounterSample, float64(gs.Republished))
+		extra("fusebox_fuse_guard_publish_errors_total", "Failed re-publishes of a current command (retried on the next poll).", observe.CounterSample, float64(gs.PublishErrs))
+	}
+
 	for _, c := range []struct {
 		stage string
 		c     *ingest.Consumer

@@ -17,6 +17,7 @@ import (
 	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/engine/router"
 	"github.com/fusebox-dev/fusebox/engine/statestore"
+	"github.com/fusebox-dev/fusebox/fuse"
 	"github.com/fusebox-dev/fusebox/ingest"
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/sinks/clickhousesink"
@@ -65,6 +66,9 @@ type Pipeline struct {
 	Kafka     *kafkasink.Sink      // nil when off
 	ClickHous *clickhousesink.Sink // nil when off
 	JSONL     *jsonlsink.Sink      // nil when off
+	// Guard follows the fuse topic and repairs it (fuseguard.go); nil
+	// when the Kafka sink is off.
+	Guard *fuse.Guard
 
 	mu      sync.Mutex
 	started time.Time
@@ -138,6 +142,11 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 		return nil, err
 	}
 	p.sinks = append(p.sinks, p.tr.sink()) // last: counts what every sink accepted
+	if p.Kafka != nil {
+		if p.Guard, err = p.newFuseGuard(o.Signer, o.Logger.With("component", "fuse-guard")); err != nil {
+			return nil, err
+		}
+	}
 
 	if p.stateCl, err = kgo.NewClient(append(slices.Clone(p.kopt), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerBatchMaxBytes(1<<20))...); err != nil {
@@ -273,7 +282,22 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			}
 		}()
 	}
+	guardDone := make(chan struct{})
+	if p.Guard != nil {
+		// Not a stage: a failing guard is logged (it retries), never stops
+		// the pipeline; it stops with ctx, before the sinks close.
+		go func() {
+			defer close(guardDone)
+			if err := p.Guard.Run(ctx); err != nil {
+				p.log.Warn("fuse guard stopped", "error", err)
+			}
+		}()
+	} else {
+		close(guardDone)
+	}
 	wg.Wait()
+	cancel()
+	<-guardDone
 	p.tr.state.Store(trackerStopped)
 	close(errs)
 	closeCtx, done := context.WithTimeout(context.Background(), 30*time.Second)
