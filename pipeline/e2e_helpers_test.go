@@ -218,14 +218,6 @@ func startRunWith(t testing.TB, o pipeline.Options) *e2eRun {
 	if o.Logger == nil {
 		o.Logger = e2eLogger()
 	}
-	if o.Clock == nil {
-		// The traffic's event time (from e2eStart, in 2027) is ahead of
-		// the real clock, which would hold every command at it (the
-		// command clock, TestCommandClockHoldsCommandsAtTheWallClock):
-		// these runs' wall clock is after the traffic, so commands keep
-		// their event times and compare with the engine-level reference.
-		o.Clock = func() time.Time { return e2eStart.Add(100 * 24 * time.Hour) }
-	}
 	o.OnCheckpoint = func(partition int32, next int64) {
 		r.mu.Lock()
 		r.ckpt[partition] = next

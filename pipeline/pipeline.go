@@ -43,11 +43,6 @@ type Options struct {
 	SourcePartitions int32
 	// OnCheckpoint is passed to the keyed stage (tests).
 	OnCheckpoint func(partition int32, nextOffset int64)
-	// Clock is the wall clock of the command clock (see
-	// ClampCommandTimes): no fuse command is issued after it. Default
-	// time.Now; the demo, whose gateway runs on event time, passes a clock
-	// at the end of time.
-	Clock func() time.Time
 }
 
 // Pipeline is a started-up fusebox; Run drives it.
@@ -154,13 +149,9 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 	}
 	store := statestore.New(p.stateCl, f.Topics.State, f.Kafka.Brokers, p.kopt...)
 	store.SetDeployment(f.Deployment(), LegacyState(f), o.Logger.With("component", "statestore"))
-	if o.Clock == nil {
-		o.Clock = time.Now
-	}
-	clock := commandClock{now: o.Clock, signer: o.Signer}
 	p.store = store
 	if p.keyed, err = engine.NewKeyed(engine.KeyedConfig{
-		Worker: wc, Store: store, Sinks: p.sinks, Signer: clock, Deployment: f.Deployment(),
+		Worker: wc, Store: store, Sinks: p.sinks, Signer: o.Signer, Deployment: f.Deployment(),
 		CheckpointEvery: f.Time.CheckpointEvery, CheckpointRecords: f.Time.CheckpointRecords,
 		Logger:       o.Logger.With("component", "engine"),
 		OnCheckpoint: p.tr.onCheckpoint(o.OnCheckpoint),

@@ -33,8 +33,9 @@ in the past to reach the wall clock exactly when the scenario ends
 never runs ahead of the wall clock: reports "--to now" cover all of it
 once gen is done, and nothing is from the future. A scenario without a
 duration starts now. --start now makes event time run ahead of the wall
-clock (fusebox then issues fuse commands at the wall clock; see README,
-"The command clock"). Messages are unkeyed (the
+clock (fuse commands then expire that much later than the wall clock, and
+fusebox dead-letters events too far ahead of their record timestamps; see
+README, "The command clock"). Messages are unkeyed (the
 Collector's default), or one per trace keyed by its trace id with
 --key-by-trace (the Collector's partition_traces_by_id); keyed messages are
 partitioned as the Collector does (Sarama-compatible FNV-1a). Progress goes

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -200,10 +199,6 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	p, err := pipeline.New(runCtx, pipeline.Options{
 		Config: cfg, Logger: logger, Signer: signer, SourcePartitions: 3,
 		ExtraSinks: []engine.Sink{stateSink{st}},
-		// The demo's clock is its event time (its gateway's clock below),
-		// which runs ahead of the wall clock on purpose: commands keep
-		// their event times (no wall clock to hold them back).
-		Clock: func() time.Time { return time.Unix(0, math.MaxInt64) },
 	})
 	if err != nil {
 		return res, fmt.Errorf("demo: start the pipeline: %w", err)
