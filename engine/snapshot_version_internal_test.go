@@ -34,7 +34,7 @@ func marshalV2(t *testing.T, w *Worker) []byte {
 		e.I64(w.earliest)
 		e.String(w.lastTopics)
 		w.wm.appendBinary(e)
-		w.guard.appendBinary(e)
+		w.guard.appendDims(e) // version 2 had no live keys
 		for _, v := range w.counters() {
 			e.I64(*v)
 		}
