@@ -149,7 +149,7 @@ func BenchmarkBatchPath(b *testing.B) {
 // compared with.
 func BenchmarkSpanDecoder(b *testing.B) {
 	const spansPer = 100
-	d := &SpanDecoder{Encoding: EncodingAuto, Names: defaultConfig().names, Limits: defaultConfig().limits}
+	d := &SpanDecoder{Encoding: EncodingAuto, Names: DefaultConfig().Attributes, Limits: DefaultConfig().Limits}
 	msgs := make([]*kgo.Record, 6)
 	for i := range msgs {
 		msgs[i] = &kgo.Record{Value: otlpProto(b, buildTraces(i, i, spansPer))}

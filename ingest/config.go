@@ -84,81 +84,85 @@ func ParseEncoding(s string) (Encoding, error) {
 // assignment), from the group's rebalance callback: it must not block.
 type HandlerFactory func(topic string, partition int32) PartitionHandler
 
-type config struct {
-	brokers          []string
-	group            string
-	spanTopics       []string
-	correctionTopics []string
-	logTopics        []string
-	evaluations      schemas.EvaluationMapping
-	encoding         Encoding
-	names            schemas.AttributeNames
-	limits           schemas.Limits
-	dlqTopic         string
-	decoders         map[string]Decoder
-	handlers         HandlerFactory
-	maxUnacked       int
-	maxUnackedBytes  int64
-	commitInterval   time.Duration
-	closeTimeout     time.Duration
-	idleInterval     time.Duration
-	dlqBackoffMax    time.Duration
-	maxFutureSkew    time.Duration
-	rejectLogEvery   time.Duration
-	kgoOpts          []kgo.Opt
-	log              *slog.Logger
+// Config configures a Consumer. New starts from DefaultConfig and applies
+// the options, each of which sets one field (see the option of the same
+// name for the field's meaning and default); Validate checks it.
+type Config struct {
+	Brokers            []string
+	Group              string
+	SpanTopics         []string
+	CorrectionTopics   []string
+	LogTopics          []string
+	Evaluations        schemas.EvaluationMapping
+	SpanEncoding       Encoding
+	Attributes         schemas.AttributeNames
+	Limits             schemas.Limits
+	DLQTopic           string
+	Decoders           map[string]Decoder // per-topic decoder overrides (TopicDecoder)
+	Handlers           HandlerFactory
+	MaxUnackedRecords  int
+	MaxUnackedBytes    int64
+	CommitInterval     time.Duration
+	CloseTimeout       time.Duration
+	IdleInterval       time.Duration
+	DLQRetryBackoffMax time.Duration
+	MaxFutureSkew      time.Duration
+	RejectLogEvery     time.Duration
+	ClientOpts         []kgo.Opt
+	Logger             *slog.Logger
 
-	errs []error
+	errs []error // from options that could not be applied
 }
 
-func defaultConfig() config {
-	return config{
-		spanTopics:       []string{DefaultSpanTopic},
-		correctionTopics: []string{DefaultCorrectionTopic},
-		encoding:         EncodingAuto,
-		names:            schemas.DefaultAttributeNames(),
-		limits:           schemas.DefaultLimits(),
-		dlqTopic:         DefaultDLQTopic,
-		decoders:         map[string]Decoder{},
-		maxUnacked:       DefaultMaxUnackedRecords,
-		maxUnackedBytes:  DefaultMaxUnackedBytes,
-		commitInterval:   DefaultCommitInterval,
-		closeTimeout:     DefaultCloseTimeout,
-		idleInterval:     time.Second,
-		dlqBackoffMax:    DefaultDLQRetryBackoffMax,
-		maxFutureSkew:    DefaultMaxFutureSkew,
-		rejectLogEvery:   DefaultRejectLogEvery,
-		log:              slog.New(slog.DiscardHandler),
+// DefaultConfig returns the defaults listed on the options.
+func DefaultConfig() Config {
+	return Config{
+		SpanTopics:         []string{DefaultSpanTopic},
+		CorrectionTopics:   []string{DefaultCorrectionTopic},
+		SpanEncoding:       EncodingAuto,
+		Attributes:         schemas.DefaultAttributeNames(),
+		Limits:             schemas.DefaultLimits(),
+		DLQTopic:           DefaultDLQTopic,
+		Decoders:           map[string]Decoder{},
+		MaxUnackedRecords:  DefaultMaxUnackedRecords,
+		MaxUnackedBytes:    DefaultMaxUnackedBytes,
+		CommitInterval:     DefaultCommitInterval,
+		CloseTimeout:       DefaultCloseTimeout,
+		IdleInterval:       time.Second,
+		DLQRetryBackoffMax: DefaultDLQRetryBackoffMax,
+		MaxFutureSkew:      DefaultMaxFutureSkew,
+		RejectLogEvery:     DefaultRejectLogEvery,
+		Logger:             slog.New(slog.DiscardHandler),
 	}
 }
 
 // Opt configures a Consumer. Options are applied in order and validated
 // once, in New.
-type Opt interface{ apply(*config) }
+type Opt interface{ apply(*Config) }
 
-type optFunc func(*config)
+type optFunc func(*Config)
 
-func (f optFunc) apply(c *config) { f(c) }
+func (f optFunc) apply(c *Config) { f(c) }
 
 // Brokers sets the seed brokers ("host:port"). Required.
 func Brokers(addrs ...string) Opt {
-	return optFunc(func(c *config) { c.brokers = append([]string(nil), addrs...) })
+	return optFunc(func(c *Config) { c.Brokers = append([]string(nil), addrs...) })
 }
 
 // Group sets the consumer group id. Required.
-func Group(id string) Opt { return optFunc(func(c *config) { c.group = id }) }
+func Group(id string) Opt { return optFunc(func(c *Config) { c.Group = id }) }
 
 // SpanTopics sets the topics holding OTLP spans (default ["otlp_spans"]).
 // SpanTopics() with no argument consumes no span topic.
 func SpanTopics(topics ...string) Opt {
-	return optFunc(func(c *config) { c.spanTopics = append([]string(nil), topics...) })
+	return optFunc(func(c *Config) { c.SpanTopics = append([]string(nil), topics...) })
 }
 
 // CorrectionTopics sets the topics holding correction events (default
 // ["fusebox.corrections"]). CorrectionTopics() with no argument consumes no
 // correction topic.
 func CorrectionTopics(topics ...string) Opt {
-	return optFunc(func(c *config) { c.correctionTopics = append([]string(nil), topics...) })
+	return optFunc(func(c *Config) { c.CorrectionTopics = append([]string(nil), topics...) })
 }
 
 // LogTopics sets the topics holding OTLP logs (LogsData, as the Collector's
@@ -166,52 +170,52 @@ func CorrectionTopics(topics ...string) Opt {
 // for gen_ai.evaluation.result events (default none). They take the span
 // encoding (SpanEncoding) and need an Evaluations mapping with rules.
 func LogTopics(topics ...string) Opt {
-	return optFunc(func(c *config) { c.logTopics = append([]string(nil), topics...) })
+	return optFunc(func(c *Config) { c.LogTopics = append([]string(nil), topics...) })
 }
 
 // Evaluations sets the rules that turn gen_ai.evaluation.result events (on
 // spans of the span topics, and log records of the log topics) into
 // corrections (default none: the events are not read).
 func Evaluations(m schemas.EvaluationMapping) Opt {
-	return optFunc(func(c *config) { c.evaluations = m })
+	return optFunc(func(c *Config) { c.Evaluations = m })
 }
 
 // SpanEncoding sets how span messages are decoded (default EncodingAuto).
-func SpanEncoding(e Encoding) Opt { return optFunc(func(c *config) { c.encoding = e }) }
+func SpanEncoding(e Encoding) Opt { return optFunc(func(c *Config) { c.SpanEncoding = e }) }
 
 // Attributes sets the configurable span attribute names (default
 // schemas.DefaultAttributeNames()).
-func Attributes(n schemas.AttributeNames) Opt { return optFunc(func(c *config) { c.names = n }) }
+func Attributes(n schemas.AttributeNames) Opt { return optFunc(func(c *Config) { c.Attributes = n }) }
 
 // Limits sets what one message may make fusebox hold (default
 // schemas.DefaultLimits()). MaxMessageBytes is checked by the consumer on the
 // record value before any decoder runs, for every topic; the other limits are
 // enforced inside the span decoders. A record past a limit goes to the DLQ
 // with kind too_large.
-func Limits(l schemas.Limits) Opt { return optFunc(func(c *config) { c.limits = l }) }
+func Limits(l schemas.Limits) Opt { return optFunc(func(c *Config) { c.Limits = l }) }
 
 // DLQTopic sets the dead-letter topic (default "fusebox.dlq"). The topic
 // must exist, or auto-creation must be allowed (pass
 // kgo.AllowAutoTopicCreation() through ClientOpts): a DLQ write that fails
 // is retried forever and holds back the commit of its partition.
-func DLQTopic(topic string) Opt { return optFunc(func(c *config) { c.dlqTopic = topic }) }
+func DLQTopic(topic string) Opt { return optFunc(func(c *Config) { c.DLQTopic = topic }) }
 
 // TopicDecoder consumes topic with d instead of the built-in decoders. The
 // topic is added to the subscription if it is not a span or correction topic;
 // if it is, d replaces that topic's built-in decoder. The engine uses it for
 // its internal keyed topic.
 func TopicDecoder(topic string, d Decoder) Opt {
-	return optFunc(func(c *config) {
+	return optFunc(func(c *Config) {
 		if topic == "" || d == nil {
 			c.errs = append(c.errs, &ConfigError{Option: "TopicDecoder", Reason: "needs a topic and a non-nil Decoder"})
 			return
 		}
-		c.decoders[topic] = d
+		c.Decoders[topic] = d
 	})
 }
 
 // Handlers sets the factory of partition handlers. Required.
-func Handlers(f HandlerFactory) Opt { return optFunc(func(c *config) { c.handlers = f }) }
+func Handlers(f HandlerFactory) Opt { return optFunc(func(c *Config) { c.Handlers = f }) }
 
 // MaxUnackedRecords bounds, per partition, the records handed to or queued
 // for the handler whose batches are not yet acknowledged and durable
@@ -219,21 +223,21 @@ func Handlers(f HandlerFactory) Opt { return optFunc(func(c *config) { c.handler
 // paused (other partitions keep flowing) and resumed once acks bring it
 // below. One fetch may overshoot the bound by up to a fetch's worth of
 // records (FetchMaxPartitionBytes, 1 MiB by default).
-func MaxUnackedRecords(n int) Opt { return optFunc(func(c *config) { c.maxUnacked = n }) }
+func MaxUnackedRecords(n int) Opt { return optFunc(func(c *Config) { c.MaxUnackedRecords = n }) }
 
 // MaxUnackedBytes is MaxUnackedRecords counted in record value bytes
 // (default 64 MiB per partition). Whichever bound is reached first pauses
 // the partition.
-func MaxUnackedBytes(n int64) Opt { return optFunc(func(c *config) { c.maxUnackedBytes = n }) }
+func MaxUnackedBytes(n int64) Opt { return optFunc(func(c *Config) { c.MaxUnackedBytes = n }) }
 
 // CommitInterval sets how often acknowledged offsets are committed (default
 // 1s). Offsets are also committed synchronously when partitions are revoked
 // and at shutdown.
-func CommitInterval(d time.Duration) Opt { return optFunc(func(c *config) { c.commitInterval = d }) }
+func CommitInterval(d time.Duration) Opt { return optFunc(func(c *Config) { c.CommitInterval = d }) }
 
 // IdleInterval is how long a partition whose handler implements Idler may
 // go without a batch before Idle is called (default 1s).
-func IdleInterval(d time.Duration) Opt { return optFunc(func(c *config) { c.idleInterval = d }) }
+func IdleInterval(d time.Duration) Opt { return optFunc(func(c *Config) { c.IdleInterval = d }) }
 
 // CloseTimeout bounds how long revoking a partition may take (default 20s):
 // the in-flight Handle call, PartitionHandler.Close and the wait for the
@@ -241,11 +245,13 @@ func IdleInterval(d time.Duration) Opt { return optFunc(func(c *config) { c.idle
 // context is canceled; offsets not yet acknowledged and durable are not
 // committed and will be redelivered. Keep it below the group's rebalance
 // timeout (kgo default 60s).
-func CloseTimeout(d time.Duration) Opt { return optFunc(func(c *config) { c.closeTimeout = d }) }
+func CloseTimeout(d time.Duration) Opt { return optFunc(func(c *Config) { c.CloseTimeout = d }) }
 
 // DLQRetryBackoffMax caps the backoff between retries of a failed DLQ
 // write (default 5s; retries start at 100ms and double).
-func DLQRetryBackoffMax(d time.Duration) Opt { return optFunc(func(c *config) { c.dlqBackoffMax = d }) }
+func DLQRetryBackoffMax(d time.Duration) Opt {
+	return optFunc(func(c *Config) { c.DLQRetryBackoffMax = d })
+}
 
 // MaxFutureSkew is how far the event time of a span (its end) or a
 // correction may be ahead of the Kafka timestamp of its record (default
@@ -254,12 +260,12 @@ func DLQRetryBackoffMax(d time.Duration) Opt { return optFunc(func(c *config) { 
 // message is valid — because one of them would move the watermark ahead
 // and make everybody's traffic late. Records without a timestamp (-1, as
 // producers before Kafka 0.10 write) are not judged.
-func MaxFutureSkew(d time.Duration) Opt { return optFunc(func(c *config) { c.maxFutureSkew = d }) }
+func MaxFutureSkew(d time.Duration) Opt { return optFunc(func(c *Config) { c.MaxFutureSkew = d }) }
 
 // RejectLogEvery is how often a source partition logs the count of the
 // records of one kind it went on rejecting (default 1m). The first record
 // of each kind on each partition is logged at once, with its error.
-func RejectLogEvery(d time.Duration) Opt { return optFunc(func(c *config) { c.rejectLogEvery = d }) }
+func RejectLogEvery(d time.Duration) Opt { return optFunc(func(c *Config) { c.RejectLogEvery = d }) }
 
 // ClientOpts passes options to the franz-go client (TLS, SASL, fetch sizes,
 // ConsumeResetOffset, ...). They are applied after fusebox's own, so they
@@ -269,103 +275,107 @@ func RejectLogEvery(d time.Duration) Opt { return optFunc(func(c *config) { c.re
 // beginning of a partition (kgo.NewOffset().AtStart()): nothing published is
 // skipped.
 func ClientOpts(opts ...kgo.Opt) Opt {
-	return optFunc(func(c *config) { c.kgoOpts = append(c.kgoOpts, opts...) })
+	return optFunc(func(c *Config) { c.ClientOpts = append(c.ClientOpts, opts...) })
 }
 
 // Logger sets the logger (default: discard). Decoder panics, DLQ retries,
 // commit failures and rebalances are logged.
-func Logger(l *slog.Logger) Opt { return optFunc(func(c *config) { c.log = l }) }
+func Logger(l *slog.Logger) Opt { return optFunc(func(c *Config) { c.Logger = l }) }
 
-func (c *config) validate() error {
+// Validate reports every invalid field (errors.Join of *ConfigError, each
+// wrapping ErrConfig, named by the option that sets the field).
+func (c *Config) Validate() error { return c.validate() }
+
+func (c *Config) validate() error {
 	errs := c.errs
 	bad := func(opt, reason string) { errs = append(errs, &ConfigError{Option: opt, Reason: reason}) }
-	if len(c.brokers) == 0 {
+	if len(c.Brokers) == 0 {
 		bad("Brokers", "at least one seed broker is required")
 	}
-	if c.group == "" {
+	if c.Group == "" {
 		bad("Group", "a consumer group id is required")
 	}
-	if c.handlers == nil {
+	if c.Handlers == nil {
 		bad("Handlers", "a HandlerFactory is required")
 	}
 	if len(c.topics()) == 0 {
 		bad("SpanTopics/CorrectionTopics/TopicDecoder", "no topic to consume")
 	}
 	seen := map[string]string{}
-	for _, t := range c.spanTopics {
+	for _, t := range c.SpanTopics {
 		seen[t] = "SpanTopics"
 	}
-	for _, t := range c.correctionTopics {
+	for _, t := range c.CorrectionTopics {
 		if seen[t] != "" {
 			bad("CorrectionTopics", "topic "+strconv.Quote(t)+" is also a span topic")
 		}
 		seen[t] = "CorrectionTopics"
 	}
-	for _, t := range c.logTopics {
+	for _, t := range c.LogTopics {
 		if seen[t] != "" {
 			bad("LogTopics", "topic "+strconv.Quote(t)+" is also one of "+seen[t])
 		}
 	}
-	if err := c.evaluations.Validate(); err != nil {
+	if err := c.Evaluations.Validate(); err != nil {
 		bad("Evaluations", err.Error())
 	}
-	if len(c.logTopics) > 0 && !c.evaluations.Enabled() {
+	if len(c.LogTopics) > 0 && !c.Evaluations.Enabled() {
 		bad("LogTopics", "log topics are read for evaluation events only: set Evaluations rules")
 	}
 	for _, t := range c.topics() {
 		if t == "" {
 			bad("SpanTopics/CorrectionTopics", "empty topic name")
 		}
-		if t == c.dlqTopic {
+		if t == c.DLQTopic {
 			bad("DLQTopic", "the DLQ topic "+strconv.Quote(t)+" is also consumed: a bad record would loop")
 		}
 	}
-	if c.dlqTopic == "" {
+	if c.DLQTopic == "" {
 		bad("DLQTopic", "must not be empty")
 	}
-	switch c.encoding {
+	switch c.SpanEncoding {
 	case EncodingAuto, EncodingProto, EncodingJSON:
 	default:
-		bad("SpanEncoding", "unknown encoding "+c.encoding.String())
+		bad("SpanEncoding", "unknown encoding "+c.SpanEncoding.String())
 	}
-	if err := c.names.Validate(); err != nil {
+	if err := c.Attributes.Validate(); err != nil {
 		bad("Attributes", err.Error())
 	}
-	if err := c.limits.Validate(); err != nil {
+	if err := c.Limits.Validate(); err != nil {
 		bad("Limits", err.Error())
 	}
-	if c.maxUnacked <= 0 {
+	if c.MaxUnackedRecords <= 0 {
 		bad("MaxUnackedRecords", "must be positive")
 	}
-	if c.maxUnackedBytes <= 0 {
+	if c.MaxUnackedBytes <= 0 {
 		bad("MaxUnackedBytes", "must be positive")
 	}
-	if c.commitInterval <= 0 {
+	if c.CommitInterval <= 0 {
 		bad("CommitInterval", "must be positive")
 	}
-	if c.idleInterval <= 0 {
+	if c.IdleInterval <= 0 {
 		bad("IdleInterval", "must be positive")
 	}
-	if c.closeTimeout <= 0 {
+	if c.CloseTimeout <= 0 {
 		bad("CloseTimeout", "must be positive")
 	}
-	if c.dlqBackoffMax < 100*time.Millisecond {
+	if c.DLQRetryBackoffMax < 100*time.Millisecond {
 		bad("DLQRetryBackoffMax", "must be at least 100ms")
 	}
-	if c.rejectLogEvery <= 0 {
+	if c.RejectLogEvery <= 0 {
 		bad("RejectLogEvery", "must be positive")
 	}
-	if c.maxFutureSkew < 0 {
+	if c.MaxFutureSkew < 0 {
 		bad("MaxFutureSkew", "must not be negative")
 	}
-	if c.log == nil {
+	if c.Logger == nil {
 		bad("Logger", "must not be nil")
 	}
 	return errors.Join(errs...)
 }
 
 // topics is every topic consumed, in a stable order.
-func (c *config) topics() []string {
+func (c *Config) topics() []string {
 	var out []string
 	seen := map[string]bool{}
 	add := func(t string) {
@@ -374,17 +384,17 @@ func (c *config) topics() []string {
 			out = append(out, t)
 		}
 	}
-	for _, t := range c.spanTopics {
+	for _, t := range c.SpanTopics {
 		add(t)
 	}
-	for _, t := range c.correctionTopics {
+	for _, t := range c.CorrectionTopics {
 		add(t)
 	}
-	for _, t := range c.logTopics {
+	for _, t := range c.LogTopics {
 		add(t)
 	}
-	extra := make([]string, 0, len(c.decoders))
-	for t := range c.decoders {
+	extra := make([]string, 0, len(c.Decoders))
+	for t := range c.Decoders {
 		extra = append(extra, t)
 	}
 	slices.Sort(extra)
@@ -396,27 +406,27 @@ func (c *config) topics() []string {
 
 // decoderFor returns the decoder of a topic: an override, else the built-in
 // span or correction decoder.
-func (c *config) decoderFor(topic string) Decoder {
-	if d, ok := c.decoders[topic]; ok {
+func (c *Config) decoderFor(topic string) Decoder {
+	if d, ok := c.Decoders[topic]; ok {
 		return d
 	}
-	for _, t := range c.spanTopics {
+	for _, t := range c.SpanTopics {
 		if t == topic {
-			d := &SpanDecoder{Encoding: c.encoding, Names: c.names, Limits: c.limits}
-			if c.evaluations.Enabled() {
-				d.Evaluations = &c.evaluations
+			d := &SpanDecoder{Encoding: c.SpanEncoding, Names: c.Attributes, Limits: c.Limits}
+			if c.Evaluations.Enabled() {
+				d.Evaluations = &c.Evaluations
 			}
 			return d
 		}
 	}
-	for _, t := range c.correctionTopics {
+	for _, t := range c.CorrectionTopics {
 		if t == topic {
 			return CorrectionDecoder{}
 		}
 	}
-	for _, t := range c.logTopics {
+	for _, t := range c.LogTopics {
 		if t == topic {
-			return &EvaluationDecoder{Encoding: c.encoding, Names: c.names, Limits: c.limits, Evaluations: &c.evaluations}
+			return &EvaluationDecoder{Encoding: c.SpanEncoding, Names: c.Attributes, Limits: c.Limits, Evaluations: &c.Evaluations}
 		}
 	}
 	return nil

@@ -28,7 +28,7 @@ type tp struct {
 // Consumer is a Kafka consumer group member over the span, correction and
 // custom topics. Create it with New and start it with Run.
 type Consumer struct {
-	cfg      config
+	cfg      Config
 	log      *slog.Logger
 	topics   []string
 	decoders map[string]Decoder
@@ -51,19 +51,28 @@ type Consumer struct {
 	stopRun context.CancelFunc
 }
 
-// New validates the options and returns a Consumer. It does not connect:
-// Run does. The returned error wraps ErrConfig and names each bad option.
+// New applies the options to DefaultConfig and returns NewFromConfig's
+// Consumer. The returned error wraps ErrConfig and names each bad option.
 func New(opts ...Opt) (*Consumer, error) {
-	cfg := defaultConfig()
+	cfg := DefaultConfig()
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
-	if err := cfg.validate(); err != nil {
+	return NewFromConfig(cfg)
+}
+
+// NewFromConfig validates cfg (start from DefaultConfig) and returns a
+// Consumer. It does not connect: Run does.
+func NewFromConfig(cfg Config) (*Consumer, error) {
+	if cfg.Decoders == nil {
+		cfg.Decoders = map[string]Decoder{}
+	}
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	c := &Consumer{
 		cfg:      cfg,
-		log:      cfg.log,
+		log:      cfg.Logger,
 		topics:   cfg.topics(),
 		decoders: map[string]Decoder{},
 		parts:    map[tp]*partition{},
@@ -131,8 +140,8 @@ func (c *Consumer) Run(ctx context.Context) error {
 
 func (c *Consumer) clientOpts() []kgo.Opt {
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(c.cfg.brokers...),
-		kgo.ConsumerGroup(c.cfg.group),
+		kgo.SeedBrokers(c.cfg.Brokers...),
+		kgo.ConsumerGroup(c.cfg.Group),
 		kgo.ConsumeTopics(c.topics...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
@@ -145,7 +154,7 @@ func (c *Consumer) clientOpts() []kgo.Opt {
 		kgo.ProducerBatchMaxBytes(DLQMaxBatchBytes),
 		kgo.WithLogger(&kgoLogger{l: c.log}),
 	}
-	return append(opts, c.cfg.kgoOpts...)
+	return append(opts, c.cfg.ClientOpts...)
 }
 
 // pollLoop fetches and dispatches until ctx ends. Rebalance callbacks run
@@ -206,7 +215,7 @@ func (c *Consumer) onAssigned(_ context.Context, _ *kgo.Client, assigned map[str
 	}
 	for topic, ps := range assigned {
 		for _, id := range ps {
-			h := c.cfg.handlers(topic, id)
+			h := c.cfg.Handlers(topic, id)
 			if h == nil {
 				c.fail(&HandlerError{Topic: topic, Partition: id, Err: errors.New("HandlerFactory returned nil")})
 				continue
@@ -220,7 +229,7 @@ func (c *Consumer) onAssigned(_ context.Context, _ *kgo.Client, assigned map[str
 				// The client never assigns what we own; if it did,
 				// the old state must not leak.
 				c.log.Warn("ingest: partition assigned twice; closing the old handler", "topic", topic, "partition", id)
-				ctx, cancel := contextAfter(c.cfg.closeTimeout)
+				ctx, cancel := contextAfter(c.cfg.CloseTimeout)
 				old.close(ctx, CloseLost)
 				cancel()
 			}
@@ -295,7 +304,7 @@ func (c *Consumer) closePartitions(m map[string][]int32, reason CloseReason) {
 	if len(parts) == 0 {
 		return
 	}
-	ctx, cancel := contextAfter(c.cfg.closeTimeout)
+	ctx, cancel := contextAfter(c.cfg.CloseTimeout)
 	defer cancel()
 	offs := make([]kgo.EpochOffset, len(parts))
 	oks := make([]bool, len(parts))
@@ -341,7 +350,7 @@ func (c *Consumer) closeRemaining() {
 
 // commitLoop commits acknowledged offsets every CommitInterval.
 func (c *Consumer) commitLoop(ctx context.Context) {
-	t := time.NewTicker(c.cfg.commitInterval)
+	t := time.NewTicker(c.cfg.CommitInterval)
 	defer t.Stop()
 	for {
 		select {

@@ -98,7 +98,7 @@ func (c *Consumer) dlqRecord(r *kgo.Record, err error, kind ErrorKind, partial *
 			add(HeaderInvalidSpan, clip(v, maxErrorHeaderBytes))
 		}
 	}
-	return &kgo.Record{Topic: c.cfg.dlqTopic, Key: r.Key, Value: r.Value, Headers: h}
+	return &kgo.Record{Topic: c.cfg.DLQTopic, Key: r.Key, Value: r.Value, Headers: h}
 }
 
 // clip cuts s to at most n bytes on a rune boundary and makes it valid UTF-8.
@@ -188,8 +188,8 @@ func (w *dlqWrite) done(_ *kgo.Record, err error) {
 	w.attempt++
 	c.stats.dlqRetries.Add(1)
 	backoff := 100 * time.Millisecond << min(w.attempt-1, 16)
-	if backoff > c.cfg.dlqBackoffMax {
-		backoff = c.cfg.dlqBackoffMax
+	if backoff > c.cfg.DLQRetryBackoffMax {
+		backoff = c.cfg.DLQRetryBackoffMax
 	}
 	c.log.Error("ingest: DLQ write failed; retrying (the source partition's commit waits for it)",
 		"dlq_topic", w.rec.Topic, "attempt", w.attempt, "backoff", backoff, "err", err)

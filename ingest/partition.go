@@ -69,7 +69,7 @@ func newPartition(c *Consumer, topic string, id int32, h PartitionHandler) *part
 		commit:    kgo.EpochOffset{Epoch: -1, Offset: -1},
 		committed: -1,
 		dlqIdle:   make(chan struct{}, 1),
-		rejects:   rejectLog{every: c.cfg.rejectLogEvery},
+		rejects:   rejectLog{every: c.cfg.RejectLogEvery},
 	}
 }
 
@@ -106,7 +106,7 @@ func (p *partition) dispatch(recs []*kgo.Record, highWatermark int64) {
 }
 
 func (p *partition) overLocked() bool {
-	return p.unackedRecords >= int64(p.c.cfg.maxUnacked) || p.unackedBytes >= p.c.cfg.maxUnackedBytes
+	return p.unackedRecords >= int64(p.c.cfg.MaxUnackedRecords) || p.unackedBytes >= p.c.cfg.MaxUnackedBytes
 }
 
 // next returns the next queued chunk, waiting for one; ok is false once
@@ -156,7 +156,7 @@ func (p *partition) run() {
 	idler, _ := p.handler.(Idler)
 	var idle time.Duration
 	if idler != nil {
-		idle = p.c.cfg.idleInterval
+		idle = p.c.cfg.IdleInterval
 	}
 	for {
 		ch, ok := p.next(idle)
@@ -204,8 +204,8 @@ func (p *partition) build(ch chunk) *Batch {
 		// Decoder interface).
 		b.Records = append(b.Records, Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Timestamp: r.Timestamp})
 		rec := &b.Records[len(b.Records)-1]
-		err := decodeSafe(p.decoder, r, rec, p.c.cfg.limits.MaxMessageBytes)
-		err = checkFuture(rec, err, r.Timestamp, p.c.cfg.maxFutureSkew)
+		err := decodeSafe(p.decoder, r, rec, p.c.cfg.Limits.MaxMessageBytes)
+		err = checkFuture(rec, err, r.Timestamp, p.c.cfg.MaxFutureSkew)
 		if err == nil {
 			delivered(rec)
 			continue

@@ -41,7 +41,7 @@ func (c *Consumer) noteReject(l *rejectLog, r *kgo.Record, kind ErrorKind, parti
 		l.kinds[cl] = &rejectCount{since: now}
 		c.log.Warn("ingest: record rejected (the first of its kind on this partition; later ones are counted per interval)",
 			"kind", string(kind), "partial", partial, "topic", r.Topic, "partition", r.Partition, "offset", r.Offset,
-			"field", errorField(err), "err", clip(err.Error(), maxErrorHeaderBytes), "dlq_topic", c.cfg.dlqTopic)
+			"field", errorField(err), "err", clip(err.Error(), maxErrorHeaderBytes), "dlq_topic", c.cfg.DLQTopic)
 		return
 	}
 	rc.n++

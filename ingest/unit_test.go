@@ -13,7 +13,7 @@ import (
 // trackerPartition is a partition with a tracker and no client: bounds high
 // enough that nothing is paused.
 func trackerPartition() *partition {
-	c := &Consumer{cfg: defaultConfig(), stats: newCounters(nil)}
+	c := &Consumer{cfg: DefaultConfig(), stats: newCounters(nil)}
 	return newPartition(c, "t", 0, nil)
 }
 
@@ -208,5 +208,31 @@ func TestClip(t *testing.T) {
 	}
 	if s := clip("a\xffb", 10); !utf8.ValidString(s) {
 		t.Fatalf("clip kept invalid UTF-8: %q", s)
+	}
+}
+
+// A Config built by hand goes through the same checks as the options, and
+// New(opts...) is DefaultConfig with the options applied.
+func TestNewFromConfig(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Brokers, cfg.Group = []string{"127.0.0.1:1"}, "g"
+	cfg.Handlers = func(string, int32) PartitionHandler { return nil }
+	cfg.Decoders = nil // filled in
+	if _, err := NewFromConfig(cfg); err != nil {
+		t.Fatalf("NewFromConfig with the required fields: %v", err)
+	}
+	cfg.MaxUnackedRecords, cfg.DLQTopic = 0, DefaultSpanTopic
+	err := cfg.Validate()
+	for _, want := range []string{"MaxUnackedRecords", "DLQTopic"} {
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate = %v, want an ErrConfig naming %s", err, want)
+		}
+	}
+	var viaOpts Config = DefaultConfig()
+	for _, o := range []Opt{Brokers("b:1"), Group("g"), MaxUnackedBytes(5)} {
+		o.apply(&viaOpts)
+	}
+	if viaOpts.MaxUnackedBytes != 5 || viaOpts.Group != "g" || viaOpts.Brokers[0] != "b:1" {
+		t.Errorf("options did not set their fields: %+v", viaOpts)
 	}
 }
