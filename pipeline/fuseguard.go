@@ -6,6 +6,8 @@ import (
 
 	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/fuse"
+	"github.com/fusebox-dev/fusebox/sinks/kafkasink"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // newFuseGuard builds the fuse.Guard that follows the fuse topic and
@@ -15,7 +17,7 @@ import (
 // Kafka sink does. Commands are told apart by the signer's keys; with
 // unsigned commands (--insecure-unsigned) any unsigned command counts as
 // fusebox's, so only ACLs protect the topic.
-func (p *Pipeline) newFuseGuard(signer engine.Signer, log *slog.Logger) (*fuse.Guard, error) {
+func newFuseGuard(topic string, kopt []kgo.Opt, sink *kafkasink.Sink, signer engine.Signer, log *slog.Logger) (*fuse.Guard, error) {
 	v, ok := signer.(fuse.Verifier)
 	if !ok {
 		s, err := fuse.NewSigner(nil, fuse.AllowUnsigned())
@@ -24,6 +26,6 @@ func (p *Pipeline) newFuseGuard(signer engine.Signer, log *slog.Logger) (*fuse.G
 		}
 		v = s
 	}
-	src := fuse.NewKgoSource(p.cfg.Topics.Fuse, slices.Clone(p.kopt)...)
-	return fuse.NewGuard(src, v, p.Kafka.PublishFuseRecord, nil, log)
+	src := fuse.NewKgoSource(topic, slices.Clone(kopt)...)
+	return fuse.NewGuard(src, v, sink.PublishFuseRecord, nil, log)
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/ingest"
 	"github.com/fusebox-dev/fusebox/internal/observe"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/fusebox-dev/fusebox/sinks"
@@ -85,7 +84,7 @@ func (p *Pipeline) collect(s *observe.Snapshot) {
 
 	for _, c := range []struct {
 		stage string
-		c     *ingest.Consumer
+		c     Consumer
 	}{{"router", p.source}, {"engine", p.keyedIn}} {
 		st := c.c.Stats()
 		for topic, n := range st.RecordsIn {
@@ -134,7 +133,7 @@ func (p *Pipeline) collect(s *observe.Snapshot) {
 	extra("fusebox_foreign_records_total", "Records of another deployment skipped: keyed records (its router writes this keyed topic) and checkpoint records (it shares this state topic).",
 		observe.CounterSample, float64(p.keyed.ForeignRecords()), observe.Label{Name: "kind", Value: "keyed"})
 	extra("fusebox_foreign_records_total", "Records of another deployment skipped: keyed records (its router writes this keyed topic) and checkpoint records (it shares this state topic).",
-		observe.CounterSample, float64(p.store.Foreign()), observe.Label{Name: "kind", Value: "state"})
+		observe.CounterSample, float64(p.stateForeign()), observe.Label{Name: "kind", Value: "state"})
 	extra("fusebox_checkpoints_total", "Keyed-partition checkpoints (sinks flushed, state saved, input acknowledged).", observe.CounterSample, float64(p.tr.checkpoints.Load()))
 
 	p.tr.mu.Lock()

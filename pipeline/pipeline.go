@@ -1,8 +1,16 @@
-// Package pipeline assembles fusebox from a loaded SLO file: the router
-// stage (source topics → keyed topic), the keyed stage (workers, state
-// store), the sinks and the signer. `fusebox run`, `fusebox demo` and the
-// end-to-end tests all start the pipeline through it, so they run the same
-// thing.
+// Package pipeline is fusebox's assembly: ingest → router → keyed topic →
+// engine → sinks. Assemble builds the router stage (source topics → keyed
+// topic) and the keyed stage (workers, checkpoints) of a loaded SLO file on
+// Parts given as interfaces — the sinks, the state store, the signer, the
+// consumers — and tracks readiness, sink health and metrics (track.go,
+// sinkwatch.go, metrics.go). New opens those parts from the SLO file first
+// (parts.go: Kafka clients with TLS/SASL and static membership, missing
+// topics, ClickHouse migrations, the configured sinks, the fuse guard beside
+// the Kafka sink, the state topic). It also maps SLO entries to processors
+// through processors/registry (slos.go) and adapts the Kafka client's
+// records to the engine's (keyed_decoder.go). `fusebox run`, `fusebox demo`
+// and the end-to-end tests all start the pipeline through it, so they run
+// the same thing.
 package pipeline
 
 import (
@@ -17,14 +25,12 @@ import (
 
 	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/engine/router"
-	"github.com/fusebox-dev/fusebox/engine/statestore"
 	"github.com/fusebox-dev/fusebox/fuse"
 	"github.com/fusebox-dev/fusebox/ingest"
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/sinks/clickhousesink"
 	"github.com/fusebox-dev/fusebox/sinks/jsonlsink"
 	"github.com/fusebox-dev/fusebox/sinks/kafkasink"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -48,22 +54,24 @@ type Options struct {
 
 // Pipeline is a started-up fusebox; Run drives it.
 type Pipeline struct {
-	cfg  *config.File
-	log  *slog.Logger
-	kopt []kgo.Opt
+	cfg *config.File
+	log *slog.Logger
 
-	admin, producer, stateCl *kgo.Client
-	router                   *router.Router
-	keyed                    *engine.Keyed
-	store                    *statestore.Store
-	source, keyedIn          *ingest.Consumer
+	router          *router.Router
+	keyed           *engine.Keyed
+	store           engine.StateStore
+	source, keyedIn Consumer
+	release         func()                 // Parts.Close
+	leave           func(groups ...string) // Parts.Leave
 
-	sinks     []engine.Sink
-	Kafka     *kafkasink.Sink      // nil when off
-	ClickHous *clickhousesink.Sink // nil when off
-	JSONL     *jsonlsink.Sink      // nil when off
+	sinks []engine.Sink
+	// The sinks New opened from the SLO file (nil when off, and always nil
+	// after Assemble alone).
+	Kafka     *kafkasink.Sink
+	ClickHous *clickhousesink.Sink
+	JSONL     *jsonlsink.Sink
 	// Guard follows the fuse topic and repairs it (fuseguard.go); nil
-	// when the Kafka sink is off.
+	// when the Kafka sink is off (and after Assemble alone).
 	Guard *fuse.Guard
 
 	mu      sync.Mutex
@@ -72,8 +80,6 @@ type Pipeline struct {
 	tr *tracker
 	// sw watches the sinks' health (sinkwatch.go).
 	sw *sinkWatch
-	// instanceID is the static group member id, "" for dynamic membership.
-	instanceID string
 }
 
 // InstanceID resolves kafka.instance_id: "auto" is the host name.
@@ -92,10 +98,11 @@ func InstanceID(v string) (string, error) {
 // not allowed.
 var ErrNoSigner = errors.New("pipeline: no fuse signing key: set signing.keys_file or FUSEBOX_FUSE_KEYS, or pass --insecure-unsigned")
 
-// New connects to Kafka (and ClickHouse), creates missing topics, applies
-// ClickHouse migrations when configured, and builds both stages. Nothing is
+// New opens the parts the SLO file names (Kafka clients, missing topics,
+// ClickHouse migrations, the sinks, the fuse guard, the state store;
+// parts.go) and assembles both stages on them (Assemble). Nothing is
 // consumed until Run.
-func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
+func New(ctx context.Context, o Options) (*Pipeline, error) {
 	f := o.Config
 	if o.Signer == nil && !o.InsecureUnsigned && !f.Signing.InsecureUnsigned {
 		return nil, ErrNoSigner
@@ -103,139 +110,109 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.SourcePartitions <= 0 {
-		o.SourcePartitions = 6
-	}
-	p := &Pipeline{cfg: f, log: o.Logger, tr: newTracker()}
-	defer func() {
-		if err != nil {
-			p.closeClients()
-			p.closeSinks(context.Background())
-		}
-	}()
-	kopt, err := KafkaOpts(f.Kafka)
+	parts, opened, err := open(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	p.kopt = append(kopt, o.KgoOpts...)
-	sasl := f.Kafka.SASL.Mechanism != ""
-	if p.instanceID, err = InstanceID(f.Kafka.InstanceID); err != nil {
+	p, err := Assemble(ctx, f, parts, o.Logger, o.OnCheckpoint)
+	if err != nil {
 		return nil, err
 	}
-	// The group members of both stages: static (same id in each group)
-	// when an instance id is set.
-	groupOpts := slices.Clone(p.kopt)
-	if p.instanceID != "" {
-		groupOpts = append(groupOpts, kgo.InstanceID(p.instanceID))
-	}
+	p.Kafka, p.ClickHous, p.JSONL, p.Guard = opened.kafka, opened.clickhouse, opened.jsonl, opened.guard
+	return p, nil
+}
 
+// Assemble builds the router stage (source topics → keyed topic) and the
+// keyed stage (workers, checkpoints) of the SLO file f on parts, which it
+// owns from then on (Run closes them; so does a failed Assemble).
+// onCheckpoint, when set, is called after every checkpoint (tests).
+func Assemble(ctx context.Context, f *config.File, parts Parts, log *slog.Logger, onCheckpoint func(partition int32, nextOffset int64)) (_ *Pipeline, err error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := &Pipeline{cfg: f, log: log, tr: newTracker(), store: parts.Store, release: parts.Close, leave: parts.Leave}
+	p.sinks = append(slices.Clone(parts.Sinks), p.tr.sink()) // last: counts what every sink accepted
+	defer func() {
+		if err != nil {
+			p.closeSinks(context.Background())
+			p.closeParts()
+		}
+	}()
+	if parts.Store == nil || parts.Producer == nil || parts.NewConsumer == nil {
+		return nil, errors.New("pipeline: Parts needs a Store, a Producer and NewConsumer")
+	}
 	wc, err := WorkerConfig(f)
 	if err != nil {
 		return nil, err
 	}
-
-	if p.admin, err = kgo.NewClient(p.kopt...); err != nil {
-		return nil, err
-	}
-	compact := map[string]*string{"cleanup.policy": strp("compact")}
-	specs := []topicSpec{
-		{name: f.Topics.Keyed, partitions: f.Topics.KeyedPartitions},
-		{name: f.Topics.State, partitions: f.Topics.KeyedPartitions, configs: compact},
-		{name: f.Topics.DLQ, partitions: 3},
-	}
-	var logTopics []string // read only for evaluation events
-	if f.Evaluations.Enabled() {
-		logTopics = f.Topics.Logs
-	}
-	for _, t := range slices.Concat(f.Topics.Spans, f.Topics.Corrections, logTopics) {
-		specs = append(specs, topicSpec{name: t, partitions: o.SourcePartitions})
-	}
-	counts, err := ensureTopics(ctx, kadm.NewClient(p.admin), sasl, specs)
-	if err != nil {
-		return nil, err
-	}
-	if counts[f.Topics.State] != counts[f.Topics.Keyed] {
-		return nil, fmt.Errorf("topics.state %s has %d partitions but topics.keyed %s has %d: they must match (one checkpoint partition per keyed partition)",
-			f.Topics.State, counts[f.Topics.State], f.Topics.Keyed, counts[f.Topics.Keyed])
-	}
-
-	if err := p.openSinks(ctx, o); err != nil {
-		return nil, err
-	}
-	p.sinks = append(p.sinks, p.tr.sink()) // last: counts what every sink accepted
-	health := map[string]healthReporter{}
-	if p.ClickHous != nil {
-		health["clickhouse"] = p.ClickHous
-	}
-	for i, s := range o.ExtraSinks {
-		if h, ok := s.(healthReporter); ok {
-			health[fmt.Sprintf("extra-%d", i)] = h
+	health := parts.Health
+	if health == nil {
+		health = map[string]HealthReporter{}
+		for i, s := range parts.Sinks {
+			if h, ok := s.(HealthReporter); ok {
+				health[fmt.Sprintf("sink-%d", i)] = h
+			}
 		}
 	}
-	p.sw = newSinkWatch(o.Logger.With("component", "sinks"), health)
-	if p.Kafka != nil {
-		if p.Guard, err = p.newFuseGuard(o.Signer, o.Logger.With("component", "fuse-guard")); err != nil {
-			return nil, err
-		}
-	}
+	p.sw = newSinkWatch(log.With("component", "sinks"), health)
 
-	if p.stateCl, err = kgo.NewClient(append(slices.Clone(p.kopt), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerBatchMaxBytes(1<<20))...); err != nil {
-		return nil, err
-	}
-	store := statestore.New(p.stateCl, f.Topics.State, f.Kafka.Brokers, p.kopt...)
-	store.SetDeployment(f.Deployment(), LegacyState(f), o.Logger.With("component", "statestore"))
-	p.store = store
 	if p.keyed, err = engine.NewKeyed(engine.KeyedConfig{
-		Worker: wc, Store: store, Sinks: p.sinks, Signer: o.Signer, Deployment: f.Deployment(),
+		Worker: wc, Store: parts.Store, Sinks: p.sinks, Signer: parts.Signer, Deployment: f.Deployment(),
 		CheckpointEvery: f.Time.CheckpointEvery, CheckpointRecords: f.Time.CheckpointRecords,
 		WatermarkStallEvaluations: f.Time.WatermarkStallEvaluations,
-		Logger:                    o.Logger.With("component", "engine"),
-		OnCheckpoint:              p.tr.onCheckpoint(o.OnCheckpoint),
+		Logger:                    log.With("component", "engine"),
+		OnCheckpoint:              p.tr.onCheckpoint(onCheckpoint),
 	}); err != nil {
 		return nil, err
 	}
 
-	if p.producer, err = kgo.NewClient(append(slices.Clone(p.kopt), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerLinger(5*time.Millisecond))...); err != nil {
-		return nil, err
-	}
+	logTopics := LogTopics(f)
 	sources := slices.Concat(f.Topics.Spans, f.Topics.Corrections, logTopics)
-	if p.router, err = router.New(ctx, p.producer, router.Config{
+	if p.router, err = router.New(ctx, parts.Producer, router.Config{
 		KeyedTopic: f.Topics.Keyed, SourceTopics: sources, ByTenant: wc.KeyDims.Tenant,
 		HeartbeatEvery: min(time.Second, minEvery(f)/10), IdleTimeout: f.Time.IdleSourceTimeout,
-		Deployment: f.Deployment(), Logger: o.Logger.With("component", "router"),
+		Deployment: f.Deployment(), Logger: log.With("component", "router"),
 	}); err != nil {
-		return nil, WrapKafkaAuth(err, sasl)
+		return nil, WrapKafkaAuth(err, f.Kafka.SASL.Mechanism != "")
 	}
 	enc, err := ingest.ParseEncoding(f.Topics.SpanEncoding)
 	if err != nil {
 		return nil, fmt.Errorf("topics.span_encoding: %w", err)
 	}
-	if p.source, err = ingest.New(
-		ingest.Brokers(f.Kafka.Brokers...), ingest.Group(f.Kafka.Group+".router"),
-		ingest.SpanTopics(f.Topics.Spans...), ingest.CorrectionTopics(f.Topics.Corrections...),
-		ingest.LogTopics(logTopics...), ingest.Evaluations(f.Evaluations),
-		ingest.SpanEncoding(enc), ingest.Attributes(f.Attributes), ingest.Limits(f.Limits),
-		ingest.MaxFutureSkew(f.Time.MaxFutureSkew), ingest.RejectLogEvery(f.Log.RejectionsEvery),
-		ingest.DLQTopic(f.Topics.DLQ), ingest.Handlers(p.tr.routerHandlers(p.router.Handler)),
-		ingest.ClientOpts(groupOpts...), ingest.Logger(o.Logger.With("component", "ingest")),
-	); err != nil {
+	src := ingest.DefaultConfig()
+	src.Brokers, src.Group = f.Kafka.Brokers, f.Kafka.Group+".router"
+	src.SpanTopics, src.CorrectionTopics = f.Topics.Spans, f.Topics.Corrections
+	src.LogTopics, src.Evaluations = logTopics, f.Evaluations
+	src.SpanEncoding, src.Attributes, src.Limits = enc, f.Attributes, f.Limits
+	src.MaxFutureSkew, src.RejectLogEvery = f.Time.MaxFutureSkew, f.Log.RejectionsEvery
+	src.DLQTopic, src.Handlers = f.Topics.DLQ, p.tr.routerHandlers(p.router.Handler)
+	src.Logger = log.With("component", "ingest")
+	if p.source, err = parts.NewConsumer(src); err != nil {
 		return nil, err
 	}
-	if p.keyedIn, err = ingest.New(
-		ingest.Brokers(f.Kafka.Brokers...), ingest.Group(f.Kafka.Group+".engine"),
-		ingest.SpanTopics(), ingest.CorrectionTopics(),
-		ingest.TopicDecoder(f.Topics.Keyed, KeyedDecoder),
-		ingest.DLQTopic(f.Topics.DLQ), ingest.Handlers(p.tr.keyedHandlers(p.keyed.Handler)),
-		// 4x the checkpoint trigger: a partition checkpoints long before
-		// its consumer would pause it.
-		ingest.MaxUnackedRecords(4*f.Time.CheckpointRecords), ingest.MaxUnackedBytes(f.Time.MaxUnackedBytes),
-		ingest.ClientOpts(groupOpts...), ingest.Logger(o.Logger.With("component", "engine-ingest")),
-	); err != nil {
+	kin := ingest.DefaultConfig()
+	kin.Brokers, kin.Group = f.Kafka.Brokers, f.Kafka.Group+".engine"
+	kin.SpanTopics, kin.CorrectionTopics = nil, nil
+	kin.Decoders = map[string]ingest.Decoder{f.Topics.Keyed: KeyedDecoder}
+	kin.DLQTopic, kin.Handlers = f.Topics.DLQ, p.tr.keyedHandlers(p.keyed.Handler)
+	// 4x the checkpoint trigger: a partition checkpoints long before its
+	// consumer would pause it.
+	kin.MaxUnackedRecords, kin.MaxUnackedBytes = 4*f.Time.CheckpointRecords, f.Time.MaxUnackedBytes
+	kin.Logger = log.With("component", "engine-ingest")
+	if p.keyedIn, err = parts.NewConsumer(kin); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// LogTopics are the log topics the SLO file has read: topics.logs when
+// evaluation events are turned on, else none (they are read only for
+// those).
+func LogTopics(f *config.File) []string {
+	if f.Evaluations.Enabled() {
+		return f.Topics.Logs
+	}
+	return nil
 }
 
 // LegacyState says whether this deployment may restore a checkpoint
@@ -245,47 +222,6 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 // can tell whose checkpoint it is.
 func LegacyState(f *config.File) bool {
 	return f.Topics.State != "fusebox.state" || f.Kafka.Group == "fusebox"
-}
-
-// openSinks opens the configured sinks in the order they are written:
-// ClickHouse, Kafka, JSONL, then the extra ones.
-func (p *Pipeline) openSinks(ctx context.Context, o Options) error {
-	f := p.cfg
-	if ch := f.Sinks.ClickHouse; len(ch.Addr) > 0 {
-		cc, err := ClickHouseConfig(ch)
-		if err != nil {
-			return err
-		}
-		if ch.Migrate {
-			if err := migrate(ctx, cc, p.log); err != nil {
-				return err
-			}
-		}
-		if p.ClickHous, err = clickhousesink.New(cc); err != nil {
-			return fmt.Errorf("sinks.clickhouse: %w", err)
-		}
-		p.sinks = append(p.sinks, p.ClickHous)
-	}
-	if f.Sinks.Kafka.Enabled {
-		kc := kafkasink.DefaultConfig()
-		kc.Brokers = f.Kafka.Brokers
-		kc.VerdictTopic, kc.FuseTopic = f.Topics.Verdicts, f.Topics.Fuse
-		kc.VerdictPartitions, kc.FusePartitions = f.Sinks.Kafka.Partitions, f.Sinks.Kafka.Partitions
-		var err error
-		if p.Kafka, err = kafkasink.New(ctx, kc, p.kopt...); err != nil {
-			return fmt.Errorf("sinks.kafka: %w", err)
-		}
-		p.sinks = append(p.sinks, p.Kafka)
-	}
-	if path := f.Sinks.JSONL.Path; path != "" {
-		var err error
-		if p.JSONL, err = jsonlsink.Open(path); err != nil {
-			return err
-		}
-		p.sinks = append(p.sinks, p.JSONL)
-	}
-	p.sinks = append(p.sinks, o.ExtraSinks...)
-	return nil
 }
 
 // Run consumes until ctx ends or a stage fails, then shuts down in order:
@@ -334,7 +270,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	closeCtx, done := context.WithTimeout(context.Background(), 30*time.Second)
 	defer done()
 	err := p.closeSinks(closeCtx)
-	p.closeClients()
+	p.closeParts()
 	var first error
 	for e := range errs {
 		if first == nil {
@@ -347,21 +283,12 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	return err
 }
 
-// leaveGroups makes a static member leave both groups at a clean
-// shutdown, so that the other processes take its partitions over at once
-// (a static member does not leave on its own: after a crash its restart
-// rejoins in its place, but after a shutdown it may not come back).
+// leaveGroups calls Parts.Leave with both stages' groups at a clean
+// shutdown (New's: a static member leaves them, so that the other
+// processes take its partitions over at once).
 func (p *Pipeline) leaveGroups() {
-	if p.instanceID == "" {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	adm := kadm.NewClient(p.admin)
-	for _, g := range []string{p.cfg.Kafka.Group + ".router", p.cfg.Kafka.Group + ".engine"} {
-		if _, err := adm.LeaveGroup(ctx, kadm.LeaveGroup(g).InstanceIDs(p.instanceID).Reason("fusebox shutting down")); err != nil {
-			p.log.Warn("static member could not leave its group: its partitions wait for its session timeout", "group", g, "instance_id", p.instanceID, "err", err)
-		}
+	if p.leave != nil {
+		p.leave(p.cfg.Kafka.Group+".router", p.cfg.Kafka.Group+".engine")
 	}
 }
 
@@ -376,11 +303,12 @@ func (p *Pipeline) closeSinks(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (p *Pipeline) closeClients() {
-	for _, c := range []*kgo.Client{p.producer, p.stateCl, p.admin} {
-		if c != nil {
-			c.Close()
-		}
+// closeParts releases what Parts.Close releases (New's: its Kafka
+// clients), once.
+func (p *Pipeline) closeParts() {
+	if p.release != nil {
+		p.release()
+		p.release = nil
 	}
 }
 
@@ -388,15 +316,24 @@ func (p *Pipeline) closeClients() {
 func (p *Pipeline) Keyed() *engine.Keyed { return p.keyed }
 
 // Source is the router's consumer of the source topics.
-func (p *Pipeline) Source() *ingest.Consumer { return p.source }
+func (p *Pipeline) Source() Consumer { return p.source }
 
 // KeyedConsumer is the keyed stage's consumer of the keyed topic.
-func (p *Pipeline) KeyedConsumer() *ingest.Consumer { return p.keyedIn }
+func (p *Pipeline) KeyedConsumer() Consumer { return p.keyedIn }
 
 // ForeignRecords is how many records of other deployments this process
 // skipped: keyed records (another deployment's router writes this keyed
 // topic) and checkpoint records (another deployment shares this state
 // topic).
 func (p *Pipeline) ForeignRecords() (keyed, state int64) {
-	return p.keyed.ForeignRecords(), p.store.Foreign()
+	return p.keyed.ForeignRecords(), p.stateForeign()
+}
+
+// stateForeign is the state store's count of other deployments'
+// checkpoint records, 0 for a store that does not count them.
+func (p *Pipeline) stateForeign() int64 {
+	if s, ok := p.store.(interface{ Foreign() int64 }); ok {
+		return s.Foreign()
+	}
+	return 0
 }

@@ -10,8 +10,9 @@ import (
 	"time"
 )
 
-// healthReporter is a sink that can say it is failing (clickhousesink).
-type healthReporter interface {
+// HealthReporter is a sink that can say it is failing (clickhousesink):
+// Health is nil while its writes succeed, else the last failure.
+type HealthReporter interface {
 	Health() error
 }
 
@@ -23,7 +24,7 @@ const sinkWatchEvery = 250 * time.Millisecond
 // are failing now, for /readyz.
 type sinkWatch struct {
 	log   *slog.Logger
-	sinks map[string]healthReporter
+	sinks map[string]HealthReporter
 
 	mu      sync.Mutex
 	failing map[string]sinkFailure
@@ -34,7 +35,7 @@ type sinkFailure struct {
 	err   error
 }
 
-func newSinkWatch(log *slog.Logger, sinks map[string]healthReporter) *sinkWatch {
+func newSinkWatch(log *slog.Logger, sinks map[string]HealthReporter) *sinkWatch {
 	return &sinkWatch{log: log, sinks: sinks, failing: map[string]sinkFailure{}}
 }
 
