@@ -161,6 +161,7 @@ func TestComposeServices(t *testing.T) {
 		"fusebox":        "fusebox",
 		"gen":            "fusebox",
 		"otel-collector": "otel/opentelemetry-collector-contrib",
+		"grafana":        "grafana/grafana",
 	}
 	for name, repo := range want {
 		s, ok := c.Services[name]
