@@ -162,6 +162,7 @@ func TestComposeServices(t *testing.T) {
 		"gen":            "fusebox",
 		"otel-collector": "otel/opentelemetry-collector-contrib",
 		"grafana":        "grafana/grafana",
+		"prometheus":     "prom/prometheus",
 	}
 	for name, repo := range want {
 		s, ok := c.Services[name]

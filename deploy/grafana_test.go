@@ -54,7 +54,10 @@ type dashboard struct {
 		Title      string `json:"title"`
 		Type       string `json:"type"`
 		Datasource *dsRef `json:"datasource"`
-		Targets    []struct {
+		GridPos    struct {
+			X, Y, W, H int
+		} `json:"gridPos"`
+		Targets []struct {
 			RefID      string `json:"refId"`
 			Datasource *dsRef `json:"datasource"`
 			EditorType string `json:"editorType"`
@@ -323,7 +326,15 @@ func TestGrafanaDashboardQueries(t *testing.T) {
 	}
 
 	results := map[string]*queryResult{}
+	ids := map[int]bool{}
 	for _, p := range d.Panels {
+		if ids[p.ID] {
+			t.Errorf("panel %q: id %d used twice", p.Title, p.ID)
+		}
+		ids[p.ID] = true
+		if g := p.GridPos; g.W <= 0 || g.H <= 0 || g.X < 0 || g.X+g.W > 24 {
+			t.Errorf("panel %q: gridPos %+v outside Grafana's 24 columns", p.Title, g)
+		}
 		if len(p.Targets) == 0 {
 			t.Errorf("panel %q has no query", p.Title)
 		}

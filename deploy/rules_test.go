@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fusebox-dev/fusebox/internal/observe"
 )
 
 // rulesDir holds the alert rules and their promtool unit tests.
@@ -49,6 +51,48 @@ func runPromtool(t *testing.T, args ...string) {
 func TestAlertRulesPromtool(t *testing.T) {
 	runPromtool(t, "check", "rules", "fusebox.rules.yml")
 	runPromtool(t, "test", "rules", "fusebox.rules.test.yml")
+}
+
+// TestPrometheusConfig runs `promtool check config` on the compose
+// Prometheus's config (which checks the rule files it loads too), and checks
+// that it scrapes the fusebox service's metrics port as job "fusebox", the
+// job FuseboxDown watches.
+func TestPrometheusConfig(t *testing.T) {
+	runPromtool(t, "check", "config", "prometheus.yml")
+	var cfg struct {
+		RuleFiles     []string `yaml:"rule_files"`
+		ScrapeConfigs []struct {
+			JobName       string `yaml:"job_name"`
+			StaticConfigs []struct {
+				Targets []string `yaml:"targets"`
+			} `yaml:"static_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	loadYAML(t, filepath.Join(rulesDir, "prometheus.yml"), &cfg)
+	if !slices.Contains(cfg.RuleFiles, "fusebox.rules.yml") {
+		t.Errorf("prometheus.yml rule_files %v, want fusebox.rules.yml", cfg.RuleFiles)
+	}
+	c := loadCompose(t)
+	var port string
+	for _, p := range c.Services["fusebox"].Ports {
+		_, port, _ = strings.Cut(p, ":")
+	}
+	want := "fusebox:" + port
+	found := false
+	for _, sc := range cfg.ScrapeConfigs {
+		for _, st := range sc.StaticConfigs {
+			if sc.JobName == "fusebox" && slices.Contains(st.Targets, want) {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Errorf("prometheus.yml has no job fusebox scraping %s (the fusebox service's port)", want)
+	}
+	p := c.Services["prometheus"]
+	if !slices.Contains(p.Volumes, "./deploy/prometheus:/etc/prometheus:ro") {
+		t.Errorf("prometheus service volumes %v do not mount deploy/prometheus at /etc/prometheus", p.Volumes)
+	}
 }
 
 type ruleFile struct {
@@ -124,8 +168,45 @@ func TestAlertRulesTested(t *testing.T) {
 	}
 }
 
-// metricName matches the fusebox metric names in a PromQL expression.
-var metricName = regexp.MustCompile(`\bfusebox_[a-z0-9_]+\b`)
+// metricName matches the fusebox metric names in a PromQL expression;
+// labelMatcher a metric's selector and its label matchers.
+var (
+	metricName   = regexp.MustCompile(`\bfusebox_[a-z0-9_]+\b`)
+	labelMatcher = regexp.MustCompile(`\b(fusebox_[a-z0-9_]+)\{([^}]*)\}`)
+	matcherLabel = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!=|!~|=)`)
+)
+
+// TestAlertRulesLabelsExist checks that the labels the rules select on
+// (metric{label="..."}) are labels of that metric family, for the fixed
+// families internal/observe documents.
+func TestAlertRulesLabelsExist(t *testing.T) {
+	var rules ruleFile
+	loadYAML(t, filepath.Join(rulesDir, "fusebox.rules.yml"), &rules)
+	labels := map[string][]string{}
+	for _, f := range observe.Families() {
+		labels[f.Name] = f.Labels
+	}
+	checked := 0
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			for _, m := range labelMatcher.FindAllStringSubmatch(r.Expr, -1) {
+				known, ok := labels[m[1]]
+				if !ok {
+					continue // an extra sample's metric: its labels are not listed
+				}
+				for _, lm := range matcherLabel.FindAllStringSubmatch(m[2], -1) {
+					checked++
+					if !slices.Contains(known, lm[1]) {
+						t.Errorf("alert %s selects %s{%s}: the metric's labels are %v", r.Alert, m[1], lm[1], known)
+					}
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no label matcher checked: the test reads nothing")
+	}
+}
 
 // TestAlertRulesMetricsExist checks that every fusebox_* metric the rules
 // read is still a string literal in the module's (non-test) Go source, so
