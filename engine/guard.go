@@ -21,10 +21,20 @@ type GuardConfig struct {
 	MaxServices int
 	MaxModels   int
 	MaxVariants int
+	// MaxKeys bounds the distinct keys (the combinations of the
+	// dimensions' admitted values) the worker keeps state for: the
+	// per-dimension limits alone allow their product (1000 tenants × 200
+	// models is 200,000 keys). A key beyond it folds into OverflowKey;
+	// keys already known keep their own state. 0 means no limit.
+	MaxKeys int
 	// IdleTTLNanos forgets a value not seen for this long (event time), so
 	// that its slot can go to a new value. 0: never.
 	IdleTTLNanos int64
 }
+
+// OverflowKey is the key every new key beyond GuardConfig.MaxKeys folds
+// into (the dimensions not keyed by stay blank).
+var OverflowKey = schemas.Key{Tenant: Overflow, Service: Overflow, Model: Overflow, Variant: Overflow}
 
 // guard is the cardinality guard of one partition worker. It is part of the
 // worker's deterministic state: which values are admitted depends only on
@@ -32,6 +42,13 @@ type GuardConfig struct {
 type guard struct {
 	cfg  GuardConfig
 	dims [4]dimGuard
+	// keys maps an admitted key to the newest event time it was seen at
+	// (only with MaxKeys); keysOverflowed counts records folded into
+	// OverflowKey because of MaxKeys.
+	keys           map[schemas.Key]int64
+	keysOverflowed int64
+	// overflowKey is OverflowKey projected on the keyed dimensions.
+	overflowKey schemas.Key
 }
 
 type dimGuard struct {
@@ -42,8 +59,8 @@ type dimGuard struct {
 	overflowed int64
 }
 
-func newGuard(cfg GuardConfig) *guard {
-	g := &guard{cfg: cfg}
+func newGuard(cfg GuardConfig, dims KeyDims) *guard {
+	g := &guard{cfg: cfg, keys: map[schemas.Key]int64{}, overflowKey: dims.Project(OverflowKey)}
 	for i, l := range []int{cfg.MaxTenants, cfg.MaxServices, cfg.MaxModels, cfg.MaxVariants} {
 		g.dims[i] = dimGuard{limit: l, seen: map[string]int64{}}
 	}
@@ -56,8 +73,25 @@ func (g *guard) admit(k schemas.Key, t int64) schemas.Key {
 	k.Service = g.dims[1].admit(k.Service, t)
 	k.Model = g.dims[2].admit(k.Model, t)
 	k.Variant = g.dims[3].admit(k.Variant, t)
+	if g.cfg.MaxKeys <= 0 || k == g.overflowKey {
+		return k
+	}
+	if last, ok := g.keys[k]; ok {
+		if t > last {
+			g.keys[k] = t
+		}
+		return k
+	}
+	if len(g.keys) >= g.cfg.MaxKeys {
+		g.keysOverflowed++
+		return g.overflowKey
+	}
+	g.keys[k] = t
 	return k
 }
+
+// liveKeys is the number of keys admitted under MaxKeys.
+func (g *guard) liveKeys() int { return len(g.keys) }
 
 func (d *dimGuard) admit(v string, t int64) string {
 	if d.limit <= 0 {
@@ -89,6 +123,11 @@ func (g *guard) expire(now int64) {
 			}
 		}
 	}
+	for k, last := range g.keys {
+		if last < now-g.cfg.IdleTTLNanos {
+			delete(g.keys, k)
+		}
+	}
 }
 
 // Overflowed returns, per dimension in schemas.Dimensions order, how many records
@@ -116,9 +155,35 @@ func (g *guard) appendBinary(e *snapcodec.Encoder) {
 			e.I64(d.seen[v])
 		}
 	}
+	e.I64(g.keysOverflowed)
+	keys := make([]schemas.Key, 0, len(g.keys))
+	for k := range g.keys {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, compareKeys)
+	e.Count(len(keys))
+	for _, k := range keys {
+		e.String(k.Tenant)
+		e.String(k.Service)
+		e.String(k.Model)
+		e.String(k.Variant)
+		e.I64(g.keys[k])
+	}
 }
 
-func (g *guard) decodeBinary(r *snapcodec.Decoder) {
+func compareKeys(a, b schemas.Key) int {
+	for _, c := range [...][2]string{{a.Tenant, b.Tenant}, {a.Service, b.Service}, {a.Model, b.Model}, {a.Variant, b.Variant}} {
+		if c[0] != c[1] {
+			if c[0] < c[1] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+func (g *guard) decodeBinary(r *snapcodec.Decoder, withKeys bool) {
 	for i := range g.dims {
 		d := &g.dims[i]
 		d.overflowed = r.I64()
@@ -128,5 +193,17 @@ func (g *guard) decodeBinary(r *snapcodec.Decoder) {
 			v := r.String()
 			d.seen[v] = r.I64()
 		}
+	}
+	if !withKeys {
+		// A version-2 snapshot: no key bound yet. The keys known are
+		// learnt again from the next records.
+		return
+	}
+	g.keysOverflowed = r.I64()
+	n := r.Count(20)
+	g.keys = make(map[schemas.Key]int64, n)
+	for j := 0; j < n && r.Err() == nil; j++ {
+		k := schemas.Key{Tenant: r.String(), Service: r.String(), Model: r.String(), Variant: r.String()}
+		g.keys[k] = r.I64()
 	}
 }

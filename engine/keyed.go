@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -53,6 +55,11 @@ type KeyedConfig struct {
 	// checkpoints. Default 100,000; keep it below the keyed consumer's
 	// MaxUnackedRecords.
 	CheckpointRecords int
+	// WatermarkStallEvaluations: a partition whose watermark has not moved
+	// for this many of its shortest evaluation intervals (wall time) while
+	// records with data or progress keep arriving is logged and reported
+	// by Stalled. Default 10.
+	WatermarkStallEvaluations int
 	// OnCheckpoint, when set, is called after each checkpoint with the
 	// partition and the keyed offset it covers (tests and metrics).
 	OnCheckpoint func(partition int32, nextOffset int64)
@@ -72,6 +79,8 @@ type Keyed struct {
 	stats map[int32]WorkerStats
 	// retired sums the stats of workers whose partitions were revoked.
 	retired WorkerStats
+	// stalled holds, per owned partition whose watermark stalls, why.
+	stalled map[int32]string
 }
 
 // NewKeyed fills cfg's zero fields with the defaults, checks it
@@ -81,7 +90,10 @@ func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Keyed{cfg: cfg, stats: map[int32]WorkerStats{}}, nil
+	if cfg.WatermarkStallEvaluations <= 0 {
+		cfg.WatermarkStallEvaluations = 10
+	}
+	return &Keyed{cfg: cfg, stats: map[int32]WorkerStats{}, stalled: map[int32]string{}}, nil
 }
 
 // Stats sums the counters of every worker this stage ran, as of the end of
@@ -130,9 +142,12 @@ func (st *WorkerStats) Add(s WorkerStats) {
 	st.Evaluations += s.Evaluations
 	st.Verdicts += s.Verdicts
 	st.Commands += s.Commands
+	st.SkippedEvaluations += s.SkippedEvaluations
 	for i := range st.Overflowed {
 		st.Overflowed[i] += s.Overflowed[i]
 	}
+	st.KeysOverflowed += s.KeysOverflowed
+	st.LiveKeys += s.LiveKeys
 }
 
 // Handler is the ingest.HandlerFactory of the keyed stage.
@@ -148,7 +163,13 @@ type keyedPartition struct {
 	pending   []*ingest.Batch
 	unacked   int // records in pending
 	last      time.Time
-	overflow  [4]int64 // guard overflow counts already logged
+	// wmLast is the watermark as of the last batch, wmMoved when it last
+	// changed (wall time), stalled whether the stall is reported.
+	wmLast   int64
+	wmMoved  time.Time
+	stalled  bool
+	overflow [4]int64 // guard overflow counts already logged
+	keysOver int64    // key-bound overflows already logged
 }
 
 // Start restores the partition's checkpoint and starts after it.
@@ -186,17 +207,20 @@ func (p *keyedPartition) Start(ctx context.Context, committed int64) (int64, err
 func (p *keyedPartition) setWorker(w *Worker) {
 	p.w = w
 	p.overflow = w.guard.overflowed()
+	p.keysOver = w.guard.keysOverflowed
 	p.publish()
 }
 
 // Handle applies the batch, hands the output to the sinks, and checkpoints
 // when CheckpointEvery has passed.
 func (p *keyedPartition) Handle(ctx context.Context, b *ingest.Batch) error {
+	live := false
 	for i := range b.Records {
 		rec, ok := b.Records[i].Payload.(*KeyedRecord)
 		if !ok {
 			continue
 		}
+		live = live || !rec.Idle
 		p.w.Apply(rec)
 		// The batch is kept only to be acknowledged at the checkpoint:
 		// let the spans go now.
@@ -204,6 +228,7 @@ func (p *keyedPartition) Handle(ctx context.Context, b *ingest.Batch) error {
 	}
 	p.pending = append(p.pending, b)
 	p.unacked += len(b.Records)
+	p.watchWatermark(live, time.Now())
 	p.publish()
 	if err := p.write(ctx); err != nil {
 		return p.soft(ctx, err)
@@ -281,6 +306,67 @@ func (p *keyedPartition) logOverflow() {
 		}
 	}
 	p.overflow = now
+	if k := p.w.guard.keysOverflowed; k > 0 && p.keysOver == 0 {
+		p.k.cfg.Logger.Warn("live key limit reached: new keys fold into the overflow key, known keys keep their verdicts",
+			"partition", p.partition, "max_keys", p.k.cfg.Worker.Guard.MaxKeys, "key", OverflowKey.String())
+		p.keysOver = k
+	} else if k > 0 {
+		p.keysOver = k
+	}
+}
+
+// watchWatermark reports a watermark that does not move while records
+// (other than idle markers) keep arriving: WARN once and Stalled until it
+// moves again, then INFO. Idle markers alone are no traffic: a pause of
+// every publisher is not a stall.
+func (p *keyedPartition) watchWatermark(live bool, now time.Time) {
+	wm := p.w.Stats().Watermark
+	if wm != p.wmLast || p.wmMoved.IsZero() {
+		if p.stalled && wm != p.wmLast {
+			p.k.cfg.Logger.Info("watermark moves again", "partition", p.partition,
+				"watermark", time.Unix(0, wm).UTC(), "stalled_for", now.Sub(p.wmMoved).Round(time.Millisecond).String())
+			p.stalled = false
+			p.k.mu.Lock()
+			delete(p.k.stalled, p.partition)
+			p.k.mu.Unlock()
+		}
+		p.wmLast, p.wmMoved = wm, now
+		return
+	}
+	after := time.Duration(p.k.cfg.WatermarkStallEvaluations) * p.w.MinInterval()
+	if !live || p.stalled || now.Sub(p.wmMoved) < after {
+		return
+	}
+	p.stalled = true
+	at := "not known yet"
+	if wm != math.MinInt64 {
+		at = time.Unix(0, wm).UTC().Format(time.RFC3339Nano)
+	}
+	why := fmt.Sprintf("keyed partition %d: watermark (%s) has not moved for %v while records arrive (%d evaluation intervals of %v): a source partition holds it back",
+		p.partition, at, now.Sub(p.wmMoved).Round(time.Second), p.k.cfg.WatermarkStallEvaluations, p.w.MinInterval())
+	p.k.cfg.Logger.Warn("watermark stalled while records arrive: verdicts are held back",
+		"partition", p.partition, "watermark", at, "for", now.Sub(p.wmMoved).Round(time.Second).String(),
+		"evaluation_interval", p.w.MinInterval().String())
+	p.k.mu.Lock()
+	p.k.stalled[p.partition] = why
+	p.k.mu.Unlock()
+}
+
+// Stalled returns, sorted by partition, why each owned keyed partition's
+// watermark is reported stalled (see KeyedConfig.WatermarkStallEvaluations).
+func (k *Keyed) Stalled() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	parts := make([]int32, 0, len(k.stalled))
+	for p := range k.stalled {
+		parts = append(parts, p)
+	}
+	slices.Sort(parts)
+	out := make([]string, 0, len(parts))
+	for _, p := range parts {
+		out = append(out, k.stalled[p])
+	}
+	return out
 }
 
 // Close checkpoints what was processed (unless the partition was lost).
@@ -289,6 +375,7 @@ func (p *keyedPartition) Close(ctx context.Context, reason ingest.CloseReason) {
 		return
 	}
 	p.k.mu.Lock()
+	delete(p.k.stalled, p.partition)
 	if _, ok := p.k.stats[p.partition]; ok {
 		delete(p.k.stats, p.partition)
 		p.k.retired.Add(p.w.Stats())

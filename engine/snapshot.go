@@ -12,7 +12,12 @@ import (
 var ErrCorruptSnapshot = errors.New("engine: corrupt snapshot")
 
 // snapshotFormat names and versions the worker snapshot.
-var snapshotFormat = snapcodec.Format{Name: "fusebox.worker", Version: 2, Err: ErrCorruptSnapshot}
+// Version 3 added the guard's live keys (GuardConfig.MaxKeys); version 2
+// snapshots are still restored.
+var snapshotFormat = snapcodec.Format{Name: "fusebox.worker", Version: 3, Err: ErrCorruptSnapshot}
+
+// snapshotFormatV2 is the layout before the guard's live keys.
+var snapshotFormatV2 = snapcodec.Format{Name: "fusebox.worker", Version: 2, Err: ErrCorruptSnapshot}
 
 // MarshalBinary snapshots the whole worker: its position in the keyed
 // partition, watermarks, guard, counters, every processor and the breaker.
@@ -70,22 +75,42 @@ func (w *Worker) counters() []*int64 {
 // with other SLOs), only the position (offsets, watermarks, dedup marks) and
 // the breaker are restored; the processors start empty, as their old state
 // may not fit the new parameters. restoredProcessors says which happened.
+// Snapshots of the previous layout (version 2, before the key bound) are
+// restored too; their live keys are learnt again from the next records.
 func RestoreWorker(cfg WorkerConfig, partition int32, snap []byte) (w *Worker, restoredProcessors bool, err error) {
-	if w, err = NewWorker(cfg, partition); err != nil {
-		return nil, false, err
+	r, err := decodeSnapshot(cfg, partition, snap, snapshotFormat, true)
+	if err != nil {
+		r2, err2 := decodeSnapshot(cfg, partition, snap, snapshotFormatV2, false)
+		if err2 != nil {
+			return nil, false, err
+		}
+		r = r2
 	}
-	type saved struct {
-		name string
-		next int64
-		b    []byte
+	return r.finish(cfg)
+}
+
+// restored is a decoded snapshot, the processors not yet restored.
+type restored struct {
+	w       *Worker
+	version string
+	slos    []savedSLO
+	breaker []byte
+}
+
+type savedSLO struct {
+	name string
+	next int64
+	b    []byte
+}
+
+func decodeSnapshot(cfg WorkerConfig, partition int32, snap []byte, f snapcodec.Format, withKeys bool) (*restored, error) {
+	w, err := NewWorker(cfg, partition)
+	if err != nil {
+		return nil, err
 	}
-	var (
-		version string
-		slos    []saved
-		breaker []byte
-	)
-	err = snapshotFormat.Unmarshal(snap, func(d *snapcodec.Decoder) {
-		version = d.String()
+	r := &restored{w: w}
+	err = f.Unmarshal(snap, func(d *snapcodec.Decoder) {
+		r.version = d.String()
 		if p := int32(d.U32()); d.Err() == nil && p != partition {
 			d.Failf("snapshot of partition %d restored into %d", p, partition)
 		}
@@ -94,30 +119,35 @@ func RestoreWorker(cfg WorkerConfig, partition int32, snap []byte) (w *Worker, r
 		w.earliest = d.I64()
 		w.lastTopics = d.String()
 		w.wm.decodeBinary(d)
-		w.guard.decodeBinary(d)
+		w.guard.decodeBinary(d, withKeys)
 		for _, p := range w.counters() {
 			*p = d.I64()
 		}
 		n := d.Count(16)
 		for i := 0; i < n && d.Err() == nil; i++ {
-			slos = append(slos, saved{name: d.String(), next: d.I64(), b: []byte(d.String())})
+			r.slos = append(r.slos, savedSLO{name: d.String(), next: d.I64(), b: []byte(d.String())})
 		}
-		breaker = []byte(d.String())
+		r.breaker = []byte(d.String())
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
+	return r, nil
+}
+
+func (r *restored) finish(cfg WorkerConfig) (*Worker, bool, error) {
+	w := r.w
 	// The breaker is restored even across a configuration change: its
 	// per-target command versions must never go back, or gateways would
 	// reject every later command.
-	if w.breaker != nil && len(breaker) > 0 {
-		if err := w.breaker.UnmarshalBinary(breaker); err != nil {
+	if w.breaker != nil && len(r.breaker) > 0 {
+		if err := w.breaker.UnmarshalBinary(r.breaker); err != nil {
 			return nil, false, fmt.Errorf("engine: restore breaker: %w", err)
 		}
 	}
-	same := version == cfg.ConfigVersion && len(slos) == len(w.slos)
-	for i := 0; same && i < len(slos); i++ {
-		same = slos[i].name == w.slos[i].spec.Meta.SLO
+	same := r.version == cfg.ConfigVersion && len(r.slos) == len(w.slos)
+	for i := 0; same && i < len(r.slos); i++ {
+		same = r.slos[i].name == w.slos[i].spec.Meta.SLO
 	}
 	if !same {
 		// Position only: evaluations restart at the first boundary after
@@ -126,10 +156,10 @@ func RestoreWorker(cfg WorkerConfig, partition int32, snap []byte) (w *Worker, r
 		w.earliest = math.MaxInt64
 		return w, false, nil
 	}
-	for i := range slos {
+	for i := range r.slos {
 		s := &w.slos[i]
-		s.next = slos[i].next
-		if err := s.proc.UnmarshalBinary(slos[i].b); err != nil {
+		s.next = r.slos[i].next
+		if err := s.proc.UnmarshalBinary(r.slos[i].b); err != nil {
 			return nil, false, fmt.Errorf("engine: restore SLO %q: %w", s.spec.Meta.SLO, err)
 		}
 	}

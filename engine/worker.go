@@ -51,6 +51,17 @@ type Breaker interface {
 	UnmarshalBinary([]byte) error
 }
 
+// ProbeSource is implemented by a Breaker that wants the SLOs which
+// tripped a half-open target to judge its keys on the traffic since the
+// half-open began (processors/breaker): before each evaluation of an SLO
+// whose processor is a processors.Prober, the worker hands it
+// ProbesFor(the SLO's name). Both sides are pure functions of the records
+// in order, so verdicts stay deterministic across replays and restarts
+// (the breaker's state, probes included, is in the checkpoint).
+type ProbeSource interface {
+	ProbesFor(slo string) map[schemas.Key]int64
+}
+
 // LateObserver is implemented by processors that count late records (the
 // rollup processor puts them in its per-minute rows).
 type LateObserver interface {
@@ -79,8 +90,15 @@ type WorkerStats struct {
 	Spans, LateSpans                int64
 	Corrections, LateCorrections    int64
 	Evaluations, Verdicts, Commands int64
-	Overflowed                      [4]int64 // per dimension, Dimensions order
-	Watermark                       int64    // Unix ns, math.MinInt64 before known
+	// SkippedEvaluations counts evaluation boundaries passed without an
+	// evaluation because no processor held any state (see jumpEmpty).
+	SkippedEvaluations int64
+	Overflowed         [4]int64 // per dimension, Dimensions order
+	// KeysOverflowed counts spans folded into OverflowKey by
+	// GuardConfig.MaxKeys; LiveKeys is the keys admitted now.
+	KeysOverflowed int64
+	LiveKeys       int64
+	Watermark      int64 // Unix ns, math.MinInt64 before known
 }
 
 // Worker is the deterministic core of one keyed partition: it owns the
@@ -134,7 +152,7 @@ func NewWorker(cfg WorkerConfig, partition int32) (*Worker, error) {
 		wm:        newWatermarks(int64(cfg.AllowedLateness)),
 		watermark: math.MinInt64,
 		earliest:  math.MaxInt64,
-		guard:     newGuard(cfg.Guard),
+		guard:     newGuard(cfg.Guard, cfg.KeyDims),
 	}
 	haveReporter := false
 	for _, spec := range cfg.SLOs {
@@ -168,10 +186,25 @@ func NewWorker(cfg WorkerConfig, partition int32) (*Worker, error) {
 // worker restored from this worker's snapshot continues.
 func (w *Worker) NextOffset() int64 { return w.nextOffset }
 
+// MinInterval is the shortest evaluation interval of the worker's SLOs
+// (event time).
+func (w *Worker) MinInterval() time.Duration {
+	m := int64(math.MaxInt64)
+	for i := range w.slos {
+		m = min(m, w.slos[i].every)
+	}
+	if m == math.MaxInt64 {
+		return time.Minute
+	}
+	return time.Duration(m)
+}
+
 // Stats returns the worker's counters.
 func (w *Worker) Stats() WorkerStats {
 	s := w.stats
 	s.Overflowed = w.guard.overflowed()
+	s.KeysOverflowed = w.guard.keysOverflowed
+	s.LiveKeys = int64(w.guard.liveKeys())
 	s.Watermark = w.watermark
 	return s
 }
@@ -217,19 +250,45 @@ func (w *Worker) Apply(rec *KeyedRecord) {
 	if len(rec.Spans) == 0 && len(rec.Corrections) == 0 {
 		w.stats.Heartbeats++
 	}
-	for i := range rec.Spans {
-		w.span(&rec.Spans[i])
-	}
-	for i := range rec.Corrections {
-		w.correction(&rec.Corrections[i])
-	}
+	// The source's progress is updated before the records are folded in:
+	// only advance reads it, and the records' lateness is judged against
+	// the watermark as it was.
 	if rec.SourceMaxEventTime > src.maxEventTime {
 		src.maxEventTime = rec.SourceMaxEventTime
 	}
 	if src.firstMax == math.MinInt64 {
 		src.firstMax = rec.SourceMaxEventTime
 	}
+	if w.watermark != math.MinInt64 {
+		// Evaluate first the boundaries before this record's oldest event:
+		// its records cannot be in those windows, so the verdicts are the
+		// same, but when the watermark jumps far (a long gap, a backfill)
+		// the old state drains and empty windows are jumped over (see
+		// jumpEmpty) instead of being held open by the new records.
+		if t := oldestEvent(rec); t != math.MaxInt64 {
+			w.advanceTo(min(w.wm.current(), t-1))
+		}
+	}
+	for i := range rec.Spans {
+		w.span(&rec.Spans[i])
+	}
+	for i := range rec.Corrections {
+		w.correction(&rec.Corrections[i])
+	}
 	w.advance()
+}
+
+// oldestEvent is the earliest event time among rec's spans and
+// corrections, math.MaxInt64 when it has none.
+func oldestEvent(rec *KeyedRecord) int64 {
+	t := int64(math.MaxInt64)
+	for i := range rec.Spans {
+		t = min(t, rec.Spans[i].EndUnixNano)
+	}
+	for i := range rec.Corrections {
+		t = min(t, rec.Corrections[i].TimeUnixNano)
+	}
+	return t
 }
 
 func (w *Worker) span(s *schemas.Span) {
@@ -292,8 +351,11 @@ func (w *Worker) announce(h string) {
 }
 
 // advance recomputes the watermark and evaluates every boundary it passed.
-func (w *Worker) advance() {
-	wm := w.wm.current()
+func (w *Worker) advance() { w.advanceTo(w.wm.current()) }
+
+// advanceTo moves the watermark to wm, if that is ahead, and evaluates
+// every boundary it passed.
+func (w *Worker) advanceTo(wm int64) {
 	if wm <= w.watermark {
 		return
 	}
@@ -315,8 +377,47 @@ func (w *Worker) advance() {
 		if b > wm || b == math.MaxInt64 {
 			return
 		}
+		if w.jumpEmpty(wm) {
+			continue
+		}
 		w.evaluate(b)
 	}
+}
+
+// jumpEmpty moves every SLO's next boundary to its last boundary at or
+// before wm when no processor holds any state: the evaluations in between
+// would judge empty windows and emit nothing, and stepping through them
+// one by one after a long idle gap or a backfill (a year is 525,600
+// one-minute boundaries) would pin the worker. The last boundary is still
+// evaluated, so the breaker advances to it. It reports whether anything
+// moved. The decision depends only on the worker's state, so replays jump
+// alike.
+func (w *Worker) jumpEmpty(wm int64) bool {
+	for i := range w.slos {
+		if w.slos[i].proc.Keys() > 0 {
+			return false
+		}
+		if ix, ok := w.slos[i].proc.(indexStater); ok {
+			if indexed, _, pending := ix.IndexStats(); indexed > 0 || pending > 0 {
+				return false
+			}
+		}
+	}
+	moved := false
+	for i := range w.slos {
+		s := &w.slos[i]
+		if last := floorDiv(wm, s.every) * s.every; last > s.next {
+			w.stats.SkippedEvaluations += (last - s.next) / s.every
+			s.next, moved = last, true
+		}
+	}
+	return moved
+}
+
+// indexStater is the corrections processor: spans indexed for joining and
+// corrections waiting for the watermark are state Keys does not count.
+type indexStater interface {
+	IndexStats() (indexed int, evictedByCap int64, pendingCorrections int)
 }
 
 // evaluate runs every SLO due at boundary b, then the breaker.
@@ -328,6 +429,11 @@ func (w *Worker) evaluate(b int64) {
 			continue
 		}
 		w.emit.reset()
+		if ps, ok := w.breaker.(ProbeSource); ok {
+			if pr, ok := s.proc.(processors.Prober); ok {
+				pr.SetProbes(ps.ProbesFor(s.spec.Meta.SLO))
+			}
+		}
 		s.proc.Evaluate(b, &w.emit)
 		w.stats.Evaluations++
 		if s.reporter != nil {

@@ -220,18 +220,21 @@ func (c *Client) handle(r *Record) {
 	}
 	c.mu.Lock()
 	old, had := c.state[cmd.Target]
-	switch {
-	case had && cmd.Version == old.Version:
+	// The ordering contract (doc.go, Ordering): (issued-at, version); the
+	// held command stops counting once it has expired.
+	heldCounts := had && now.UnixNano() < old.ExpiresAtUnixNano
+	switch ord := schemas.CompareFuseOrder(&cmd, &old); {
+	case had && ord == 0:
 		c.mu.Unlock()
 		c.reject(RejectDuplicate, &cmd, nil)
-		return
-	case had && cmd.Version < old.Version:
-		c.mu.Unlock()
-		c.reject(RejectStale, &cmd, nil)
 		return
 	case now.UnixNano() >= cmd.ExpiresAtUnixNano:
 		c.mu.Unlock()
 		c.reject(RejectExpired, &cmd, nil)
+		return
+	case heldCounts && ord < 0:
+		c.mu.Unlock()
+		c.reject(RejectStale, &cmd, nil)
 		return
 	}
 	c.state[cmd.Target] = cmd

@@ -149,7 +149,7 @@ var masksBySpecificity = func() [16]uint8 {
 // whose target matches key — not expired at the client's clock, not
 // closed, and not advisory (close, scale_out) — the most specific target
 // wins (most non-wildcard dimensions), then the highest level, then the
-// highest version, then the smallest target (compared tenant, service,
+// latest (issued-at, version), then the smallest target (compared tenant, service,
 // model, variant). With none, the
 // decision is Allow with Matched false: gateways fail open when fusebox
 // says nothing or its commands expired.
@@ -196,8 +196,8 @@ func better(a, b schemas.FuseCommand) bool {
 	if a.Level != b.Level {
 		return a.Level > b.Level
 	}
-	if a.Version != b.Version {
-		return a.Version > b.Version
+	if o := schemas.CompareFuseOrder(&a, &b); o != 0 {
+		return o > 0
 	}
 	for _, p := range [4][2]string{{a.Target.Tenant, b.Target.Tenant}, {a.Target.Service, b.Target.Service},
 		{a.Target.Model, b.Target.Model}, {a.Target.Variant, b.Target.Variant}} {

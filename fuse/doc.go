@@ -25,11 +25,28 @@
 //     schemas.DecodeFuseCommand), or a tombstone;
 //   - unsigned, unknown_key, key_retired, bad_signature: the signature does
 //     not verify with the keyring at the client's clock;
-//   - duplicate, stale: the version is not above the last one applied for
-//     the target (a replay, a redelivery, a reordered older command);
+//   - duplicate, stale: the command is not after the one held for the
+//     target in the ordering below (a replay, a redelivery, a reordered
+//     older command);
 //   - expired: expires-at is not after the client's clock.
 //
-// A rejected command is never applied. The clock (WithClock, default
+// A rejected command is never applied.
+//
+// # Ordering
+//
+// A target's commands are ordered by (issued_at_unix_nano, version),
+// compared as integers, issued-at first (schemas.CompareFuseOrder). A
+// verified, unexpired command replaces the one held for its target when
+// it is after it, or when the held one has expired at the client's clock:
+// an expired command's version stops counting. So a command with version
+// 2^64−1 blocks no command issued after it, and once it expires none at
+// all; a running gateway never needs a restart to get unstuck. Both
+// fields are inside the signed canonical bytes (schemas.FuseCommand
+// canonical form: the record value without its final signature member),
+// so the ordering cannot be changed without the key. fusebox's commands
+// of a target are strictly increasing in this order, across restarts: see
+// processors/breaker (versions from an event-time base, issued-at the
+// evaluation's event time). The clock (WithClock, default
 // time.Now) is the gateway's wall clock: commands carry event times, and
 // fusebox refreshes a command of an open target well before it expires, so
 // a gateway whose fusebox stopped goes back to normal within one TTL.

@@ -46,10 +46,11 @@ const (
 	RejectKeyRetired RejectReason = "key_retired"
 	// RejectBadSignature: forged or corrupted.
 	RejectBadSignature RejectReason = "bad_signature"
-	// RejectDuplicate: the same version as the last applied for the target
-	// (a replay or a redelivery).
+	// RejectDuplicate: the same (issued-at, version) as the command held
+	// for the target (a replay or a redelivery).
 	RejectDuplicate RejectReason = "duplicate"
-	// RejectStale: a version below the last applied for the target (a
+	// RejectStale: before the command held for the target in the ordering
+	// contract (issued-at, then version) while that one is unexpired (a
 	// reordered or replayed older command).
 	RejectStale RejectReason = "stale"
 	// RejectExpired: expires-at is not after the client's clock.

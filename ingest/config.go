@@ -103,6 +103,8 @@ type config struct {
 	closeTimeout     time.Duration
 	idleInterval     time.Duration
 	dlqBackoffMax    time.Duration
+	maxFutureSkew    time.Duration
+	rejectLogEvery   time.Duration
 	kgoOpts          []kgo.Opt
 	log              *slog.Logger
 
@@ -124,6 +126,8 @@ func defaultConfig() config {
 		closeTimeout:     DefaultCloseTimeout,
 		idleInterval:     time.Second,
 		dlqBackoffMax:    DefaultDLQRetryBackoffMax,
+		maxFutureSkew:    DefaultMaxFutureSkew,
+		rejectLogEvery:   DefaultRejectLogEvery,
 		log:              slog.New(slog.DiscardHandler),
 	}
 }
@@ -243,6 +247,20 @@ func CloseTimeout(d time.Duration) Opt { return optFunc(func(c *config) { c.clos
 // write (default 5s; retries start at 100ms and double).
 func DLQRetryBackoffMax(d time.Duration) Opt { return optFunc(func(c *config) { c.dlqBackoffMax = d }) }
 
+// MaxFutureSkew is how far the event time of a span (its end) or a
+// correction may be ahead of the Kafka timestamp of its record (default
+// 5m; 0 turns the check off). Events further ahead are dead-lettered as
+// future_event_time (ErrFutureEventTime) — alone when the rest of their
+// message is valid — because one of them would move the watermark ahead
+// and make everybody's traffic late. Records without a timestamp (-1, as
+// producers before Kafka 0.10 write) are not judged.
+func MaxFutureSkew(d time.Duration) Opt { return optFunc(func(c *config) { c.maxFutureSkew = d }) }
+
+// RejectLogEvery is how often a source partition logs the count of the
+// records of one kind it went on rejecting (default 1m). The first record
+// of each kind on each partition is logged at once, with its error.
+func RejectLogEvery(d time.Duration) Opt { return optFunc(func(c *config) { c.rejectLogEvery = d }) }
+
 // ClientOpts passes options to the franz-go client (TLS, SASL, fetch sizes,
 // ConsumeResetOffset, ...). They are applied after fusebox's own, so they
 // win; do not pass ConsumerGroup, ConsumeTopics, the OnPartitions* callbacks,
@@ -333,6 +351,12 @@ func (c *config) validate() error {
 	}
 	if c.dlqBackoffMax < 100*time.Millisecond {
 		bad("DLQRetryBackoffMax", "must be at least 100ms")
+	}
+	if c.rejectLogEvery <= 0 {
+		bad("RejectLogEvery", "must be positive")
+	}
+	if c.maxFutureSkew < 0 {
+		bad("MaxFutureSkew", "must not be negative")
 	}
 	if c.log == nil {
 		bad("Logger", "must not be nil")

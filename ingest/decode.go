@@ -45,6 +45,15 @@ func (d *SpanDecoder) Decode(r *kgo.Record, out *Record) error {
 		spans, st, err = schemas.DecodeOTLPProto(r.Value, d.Names, d.Limits, nil)
 	}
 	out.Stats = st
+	// A bad attribute (wrong type, invalid UTF-8) rejects its span only:
+	// the decoder returns the others, and the rejected ones join the
+	// invalid spans below, under the same numbering of LLM spans.
+	var rejected []schemas.SpanError
+	total := len(spans)
+	var se *schemas.SpanErrors
+	if errors.As(err, &se) {
+		rejected, total, err = se.Spans, se.Total, nil
+	}
 	if err != nil {
 		return err
 	}
@@ -66,26 +75,35 @@ func (d *SpanDecoder) Decode(r *kgo.Record, out *Record) error {
 	}
 	var bad []InvalidSpan
 	kept := spans[:0]
+	idx, next := 0, 0 // idx: the LLM-span index of spans[i]; next: of rejected
 	for i := range spans {
-		if verr := spans[i].Validate(); verr != nil {
-			bad = append(bad, InvalidSpan{Index: i, Err: verr})
-			continue
+		for next < len(rejected) && rejected[next].Index == idx {
+			bad = append(bad, InvalidSpan{Index: idx, Err: rejected[next].Err})
+			next, idx = next+1, idx+1
 		}
-		kept = append(kept, spans[i])
+		if verr := spans[i].Validate(); verr != nil {
+			bad = append(bad, InvalidSpan{Index: idx, Err: verr})
+		} else {
+			kept = append(kept, spans[i])
+		}
+		idx++
+	}
+	for ; next < len(rejected); next++ {
+		bad = append(bad, InvalidSpan{Index: rejected[next].Index, Err: rejected[next].Err})
 	}
 	out.Spans = kept
 	if len(bad) == 0 {
 		if evalErr != nil {
-			return &PartialError{Total: len(spans), Evaluations: evalErr}
+			return &PartialError{Total: total, Evaluations: evalErr}
 		}
 		return nil
 	}
 	if len(kept) == 0 && len(out.Corrections) == 0 {
 		// Nothing valid to deliver: the record is invalid as a whole, and
 		// its DLQ headers say so without the partial marker.
-		return &allInvalidError{PartialError{Invalid: bad, Total: len(spans)}}
+		return &allInvalidError{PartialError{Invalid: bad, Total: total}}
 	}
-	return &PartialError{Invalid: bad, Total: len(spans), Evaluations: evalErr}
+	return &PartialError{Invalid: bad, Total: total, Evaluations: evalErr}
 }
 
 var evaluationEventName = []byte(schemas.EvaluationEventName)
@@ -199,10 +217,16 @@ const (
 	KindInvalid ErrorKind = "invalid"
 	// KindTooLarge: the record exceeded a Limit.
 	KindTooLarge ErrorKind = "too_large"
+	// KindFutureEventTime: every event of the record (or, with
+	// fusebox.dlq.partial=true, the spans named) ended more than
+	// MaxFutureSkew after the record's Kafka timestamp (ErrFutureEventTime).
+	KindFutureEventTime ErrorKind = "future_event_time"
 )
 
 // classify maps a decode error to its kind. Malformed wins over invalid: a
-// message that is both broken and wrong is first of all broken.
+// message that is both broken and wrong is first of all broken; invalid
+// wins over future_event_time, so a partial record with both names each
+// span in its headers under kind invalid.
 func classify(err error) ErrorKind {
 	switch {
 	case errors.Is(err, schemas.ErrTooLarge):
@@ -211,6 +235,8 @@ func classify(err error) ErrorKind {
 		return KindMalformed
 	case errors.Is(err, schemas.ErrInvalid):
 		return KindInvalid
+	case errors.Is(err, ErrFutureEventTime):
+		return KindFutureEventTime
 	}
 	return KindMalformed
 }

@@ -22,7 +22,7 @@ import (
 // the newest.
 const (
 	HeaderError           = "fusebox.error"            // the error message (at most 4 KiB)
-	HeaderErrorKind       = "fusebox.error.kind"       // malformed | invalid | too_large
+	HeaderErrorKind       = "fusebox.error.kind"       // malformed | invalid | too_large | future_event_time
 	HeaderErrorField      = "fusebox.error.field"      // the offending field, "" when unknown
 	HeaderSourceTopic     = "fusebox.source.topic"     // topic the record was read from
 	HeaderSourcePartition = "fusebox.source.partition" // its partition, decimal

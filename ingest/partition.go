@@ -25,6 +25,8 @@ type partition struct {
 	id      int32
 	handler PartitionHandler
 	decoder Decoder
+	// rejects logs this partition's rejected records (build only).
+	rejects rejectLog
 
 	// ctx is the handler's context; cancel ends it.
 	ctx    context.Context
@@ -67,6 +69,7 @@ func newPartition(c *Consumer, topic string, id int32, h PartitionHandler) *part
 		commit:    kgo.EpochOffset{Epoch: -1, Offset: -1},
 		committed: -1,
 		dlqIdle:   make(chan struct{}, 1),
+		rejects:   rejectLog{every: c.cfg.rejectLogEvery},
 	}
 }
 
@@ -202,6 +205,7 @@ func (p *partition) build(ch chunk) *Batch {
 		b.Records = append(b.Records, Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Timestamp: r.Timestamp})
 		rec := &b.Records[len(b.Records)-1]
 		err := decodeSafe(p.decoder, r, rec, p.c.cfg.limits.MaxMessageBytes)
+		err = checkFuture(rec, err, r.Timestamp, p.c.cfg.maxFutureSkew)
 		if err == nil {
 			delivered(rec)
 			continue
@@ -212,6 +216,7 @@ func (p *partition) build(ch chunk) *Batch {
 			delivered(rec)
 			p.c.stats.invalidSpans.Add(int64(len(pe.Invalid)))
 			p.c.stats.deadLetter(kind, true)
+			p.c.noteReject(&p.rejects, r, kind, true, err, time.Now())
 			dead = append(dead, p.c.dlqRecord(r, err, kind, pe))
 			continue
 		}
@@ -225,6 +230,7 @@ func (p *partition) build(ch chunk) *Batch {
 				"panic", panicErr.Value, "stack", string(panicErr.Stack))
 		}
 		p.c.stats.deadLetter(kind, false)
+		p.c.noteReject(&p.rejects, r, kind, false, err, time.Now())
 		b.DeadLettered++
 		dead = append(dead, p.c.dlqRecord(r, err, kind, nil))
 	}

@@ -61,6 +61,7 @@ type counters struct {
 	spans, invalidSpans, skipped      atomic.Int64
 	corrections                       atomic.Int64
 	malformed, invalid, tooLarge      atomic.Int64
+	future                            atomic.Int64
 	partial                           atomic.Int64
 	dlqWritten, dlqRetries            atomic.Int64
 	dlqValueOmitted                   atomic.Int64
@@ -98,6 +99,8 @@ func (c *counters) deadLetter(k ErrorKind, partial bool) {
 		c.tooLarge.Add(1)
 	case KindInvalid:
 		c.invalid.Add(1)
+	case KindFutureEventTime:
+		c.future.Add(1)
 	default:
 		c.malformed.Add(1)
 	}
@@ -113,7 +116,7 @@ func (c *Consumer) Stats() Stats {
 		InvalidSpans:        s.invalidSpans.Load(),
 		SkippedNoModel:      s.skipped.Load(),
 		Corrections:         s.corrections.Load(),
-		DeadLettered:        map[ErrorKind]int64{KindMalformed: s.malformed.Load(), KindInvalid: s.invalid.Load(), KindTooLarge: s.tooLarge.Load()},
+		DeadLettered:        map[ErrorKind]int64{KindMalformed: s.malformed.Load(), KindInvalid: s.invalid.Load(), KindTooLarge: s.tooLarge.Load(), KindFutureEventTime: s.future.Load()},
 		PartialDeadLettered: s.partial.Load(),
 		DLQWritten:          s.dlqWritten.Load(),
 		DLQRetries:          s.dlqRetries.Load(),

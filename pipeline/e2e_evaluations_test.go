@@ -167,6 +167,12 @@ func publishWithEvaluations(t *testing.T, k *testharness.Kafka, g *traffic.Gener
 	if len(pending) > 0 {
 		recs = append(recs, &kgo.Record{Topic: "otlp_spans", Value: schemas.EncodeOTLPProto(nil, pending, names)})
 	}
+	// Stamped with the simulated producer's clock: event time is judged
+	// against the record timestamp (time.max_future_skew), and this
+	// traffic's event times are ahead of the wall clock.
+	for _, r := range recs {
+		r.Timestamp = g.Now()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {

@@ -1,9 +1,12 @@
 package pipeline
 
 import (
+	"errors"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fusebox-dev/fusebox/ingest"
 	"github.com/fusebox-dev/fusebox/internal/observe"
@@ -48,14 +51,38 @@ func (p *Pipeline) Metrics() observe.Source { return observe.SourceFunc(p.collec
 // ClickHouse migrations ran in New, before Run. Else it says why not (for
 // /readyz). A process that owns no partition (more processes than
 // partitions) is reported not ready: it does no work.
+//
+// Once running it is also not ready, saying why, while a keyed partition's
+// watermark stalls with records arriving (time.watermark_stall_evaluations)
+// or a sink is failing: the pipeline is up but not judging, or not
+// delivering, and an orchestrator or an SRE must hear of it.
 func (p *Pipeline) Ready() error {
-	return p.tr.ready(p.cfg.Kafka.Group+".router", p.cfg.Kafka.Group+".engine")
+	err := p.tr.ready(p.cfg.Kafka.Group+".router", p.cfg.Kafka.Group+".engine")
+	var why []string
+	if err != nil {
+		why = append(why, err.Error())
+	}
+	if p.tr.state.Load() == trackerRunning {
+		why = append(why, p.keyed.Stalled()...)
+		why = append(why, p.sw.Failing()...)
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return errors.New(joinReasons(why))
 }
 
 func (p *Pipeline) collect(s *observe.Snapshot) {
 	extra := func(name, help string, kind observe.SampleKind, v float64, labels ...observe.Label) {
 		s.Extra = append(s.Extra, observe.Sample{Name: name, Help: help, Kind: kind, Value: v, Labels: labels})
 	}
+	if p.Guard != nil {
+		gs := p.Guard.Stats()
+		extra("fusebox_fuse_guard_foreign_records_total", "Records on the fuse topic that were not fusebox's current command of their target (tombstones, replays of older commands, forgeries).", observe.CounterSample, float64(gs.Foreign))
+		extra("fusebox_fuse_guard_republished_total", "Current commands fusebox re-published because the latest record of their target was not theirs.", observe.CounterSample, float64(gs.Republished))
+		extra("fusebox_fuse_guard_publish_errors_total", "Failed re-publishes of a current command (retried on the next poll).", observe.CounterSample, float64(gs.PublishErrs))
+	}
+
 	for _, c := range []struct {
 		stage string
 		c     *ingest.Consumer
@@ -90,11 +117,18 @@ func (p *Pipeline) collect(s *observe.Snapshot) {
 	for i, d := range schemas.Dimensions {
 		s.CardinalityOverflows = append(s.CardinalityOverflows, observe.DimensionCount{Dimension: d, Count: ks.Overflowed[i]})
 	}
+	now := time.Now()
 	for part, wm := range p.keyed.Partitions() {
 		if wm != math.MinInt64 && wm != 0 {
 			s.Watermark = append(s.Watermark, observe.PartitionTime{Topic: p.cfg.Topics.Keyed, Partition: part, UnixNano: wm})
+			extra("fusebox_event_time_lag_seconds", "Wall clock minus the keyed partition's event-time watermark: how far behind real time its verdicts are (the allowed lateness plus any backlog or stall).",
+				observe.GaugeSample, now.Sub(time.Unix(0, wm)).Seconds(),
+				observe.Label{Name: "topic", Value: p.cfg.Topics.Keyed}, observe.Label{Name: "partition", Value: strconv.Itoa(int(part))})
 		}
 	}
+	extra("fusebox_key_overflows_total", "Spans folded into the overflow key because their keyed partition reached keys.max_keys live keys.", observe.CounterSample, float64(ks.KeysOverflowed))
+	extra("fusebox_evaluations_skipped_total", "Evaluation boundaries jumped over after a far watermark jump because no processor held any state (empty windows are never evaluated one by one).", observe.CounterSample, float64(ks.SkippedEvaluations))
+	extra("fusebox_live_keys", "Live keys (combinations of dimension values) admitted under keys.max_keys, summed over the keyed partitions this process owns.", observe.GaugeSample, float64(ks.LiveKeys))
 	extra("fusebox_late_corrections_total", "Corrections behind the watermark by more than the allowed lateness: counted, not joined.", observe.CounterSample, float64(ks.LateCorrections))
 	extra("fusebox_evaluations_total", "Processor evaluations run by the keyed stage.", observe.CounterSample, float64(ks.Evaluations))
 	extra("fusebox_checkpoints_total", "Keyed-partition checkpoints (sinks flushed, state saved, input acknowledged).", observe.CounterSample, float64(p.tr.checkpoints.Load()))

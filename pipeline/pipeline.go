@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/engine/router"
 	"github.com/fusebox-dev/fusebox/engine/statestore"
+	"github.com/fusebox-dev/fusebox/fuse"
 	"github.com/fusebox-dev/fusebox/ingest"
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/sinks/clickhousesink"
@@ -59,11 +61,30 @@ type Pipeline struct {
 	Kafka     *kafkasink.Sink      // nil when off
 	ClickHous *clickhousesink.Sink // nil when off
 	JSONL     *jsonlsink.Sink      // nil when off
+	// Guard follows the fuse topic and repairs it (fuseguard.go); nil
+	// when the Kafka sink is off.
+	Guard *fuse.Guard
 
 	mu      sync.Mutex
 	started time.Time
 	// tr counts for Metrics and Ready (metrics.go, track.go).
 	tr *tracker
+	// sw watches the sinks' health (sinkwatch.go).
+	sw *sinkWatch
+	// instanceID is the static group member id, "" for dynamic membership.
+	instanceID string
+}
+
+// InstanceID resolves kafka.instance_id: "auto" is the host name.
+func InstanceID(v string) (string, error) {
+	if v != "auto" {
+		return v, nil
+	}
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "", fmt.Errorf("kafka.instance_id auto: no host name: %v", err)
+	}
+	return "fusebox-" + h, nil
 }
 
 // ErrNoSigner is returned when no signer is given and unsigned commands were
@@ -97,6 +118,15 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 	}
 	p.kopt = append(kopt, o.KgoOpts...)
 	sasl := f.Kafka.SASL.Mechanism != ""
+	if p.instanceID, err = InstanceID(f.Kafka.InstanceID); err != nil {
+		return nil, err
+	}
+	// The group members of both stages: static (same id in each group)
+	// when an instance id is set.
+	groupOpts := slices.Clone(p.kopt)
+	if p.instanceID != "" {
+		groupOpts = append(groupOpts, kgo.InstanceID(p.instanceID))
+	}
 
 	wc, err := WorkerConfig(f)
 	if err != nil {
@@ -132,6 +162,21 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 		return nil, err
 	}
 	p.sinks = append(p.sinks, p.tr.sink()) // last: counts what every sink accepted
+	health := map[string]healthReporter{}
+	if p.ClickHous != nil {
+		health["clickhouse"] = p.ClickHous
+	}
+	for i, s := range o.ExtraSinks {
+		if h, ok := s.(healthReporter); ok {
+			health[fmt.Sprintf("extra-%d", i)] = h
+		}
+	}
+	p.sw = newSinkWatch(o.Logger.With("component", "sinks"), health)
+	if p.Kafka != nil {
+		if p.Guard, err = p.newFuseGuard(o.Signer, o.Logger.With("component", "fuse-guard")); err != nil {
+			return nil, err
+		}
+	}
 
 	if p.stateCl, err = kgo.NewClient(append(slices.Clone(p.kopt), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerBatchMaxBytes(1<<20))...); err != nil {
@@ -141,8 +186,9 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 	if p.keyed, err = engine.NewKeyed(engine.KeyedConfig{
 		Worker: wc, Store: store, Sinks: p.sinks, Signer: o.Signer,
 		CheckpointEvery: f.Time.CheckpointEvery, CheckpointRecords: f.Time.CheckpointRecords,
-		Logger:       o.Logger.With("component", "engine"),
-		OnCheckpoint: p.tr.onCheckpoint(o.OnCheckpoint),
+		WatermarkStallEvaluations: f.Time.WatermarkStallEvaluations,
+		Logger:                    o.Logger.With("component", "engine"),
+		OnCheckpoint:              p.tr.onCheckpoint(o.OnCheckpoint),
 	}); err != nil {
 		return nil, err
 	}
@@ -168,8 +214,9 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 		ingest.SpanTopics(f.Topics.Spans...), ingest.CorrectionTopics(f.Topics.Corrections...),
 		ingest.LogTopics(logTopics...), ingest.Evaluations(f.Evaluations),
 		ingest.SpanEncoding(enc), ingest.Attributes(f.Attributes), ingest.Limits(f.Limits),
+		ingest.MaxFutureSkew(f.Time.MaxFutureSkew), ingest.RejectLogEvery(f.Log.RejectionsEvery),
 		ingest.DLQTopic(f.Topics.DLQ), ingest.Handlers(p.tr.routerHandlers(p.router.Handler)),
-		ingest.ClientOpts(p.kopt...), ingest.Logger(o.Logger.With("component", "ingest")),
+		ingest.ClientOpts(groupOpts...), ingest.Logger(o.Logger.With("component", "ingest")),
 	); err != nil {
 		return nil, err
 	}
@@ -181,7 +228,7 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 		// 4x the checkpoint trigger: a partition checkpoints long before
 		// its consumer would pause it.
 		ingest.MaxUnackedRecords(4*f.Time.CheckpointRecords), ingest.MaxUnackedBytes(f.Time.MaxUnackedBytes),
-		ingest.ClientOpts(p.kopt...), ingest.Logger(o.Logger.With("component", "engine-ingest")),
+		ingest.ClientOpts(groupOpts...), ingest.Logger(o.Logger.With("component", "engine-ingest")),
 	); err != nil {
 		return nil, err
 	}
@@ -242,6 +289,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	defer cancel()
 	errs := make(chan error, 3)
 	var wg sync.WaitGroup
+	go p.sw.run(ctx)
 	for _, run := range []func(context.Context) error{p.router.Run, p.source.Run, p.keyedIn.Run} {
 		wg.Add(1)
 		go func() {
@@ -252,8 +300,24 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			}
 		}()
 	}
+	guardDone := make(chan struct{})
+	if p.Guard != nil {
+		// Not a stage: a failing guard is logged (it retries), never stops
+		// the pipeline; it stops with ctx, before the sinks close.
+		go func() {
+			defer close(guardDone)
+			if err := p.Guard.Run(ctx); err != nil {
+				p.log.Warn("fuse guard stopped", "error", err)
+			}
+		}()
+	} else {
+		close(guardDone)
+	}
 	wg.Wait()
+	cancel()
+	<-guardDone
 	p.tr.state.Store(trackerStopped)
+	p.leaveGroups()
 	close(errs)
 	closeCtx, done := context.WithTimeout(context.Background(), 30*time.Second)
 	defer done()
@@ -269,6 +333,24 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return first
 	}
 	return err
+}
+
+// leaveGroups makes a static member leave both groups at a clean
+// shutdown, so that the other processes take its partitions over at once
+// (a static member does not leave on its own: after a crash its restart
+// rejoins in its place, but after a shutdown it may not come back).
+func (p *Pipeline) leaveGroups() {
+	if p.instanceID == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(p.admin)
+	for _, g := range []string{p.cfg.Kafka.Group + ".router", p.cfg.Kafka.Group + ".engine"} {
+		if _, err := adm.LeaveGroup(ctx, kadm.LeaveGroup(g).InstanceIDs(p.instanceID).Reason("fusebox shutting down")); err != nil {
+			p.log.Warn("static member could not leave its group: its partitions wait for its session timeout", "group", g, "instance_id", p.instanceID, "err", err)
+		}
+	}
 }
 
 func (p *Pipeline) closeSinks(ctx context.Context) error {

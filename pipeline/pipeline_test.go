@@ -61,7 +61,10 @@ func publish(t *testing.T, k *testharness.Kafka, sc traffic.Scenario, start time
 		b := g.Next(time.Second)
 		pending = append(append(pending, b.Spans...), b.Other...)
 		for len(pending) >= 100 {
-			recs = append(recs, &kgo.Record{Topic: "otlp_spans", Value: schemas.EncodeOTLPProto(nil, pending[:100], names)})
+			// Stamped with the simulated producer's clock (the generator's now):
+			// event time is judged against the record timestamp.
+			recs = append(recs, &kgo.Record{Topic: "otlp_spans", Value: schemas.EncodeOTLPProto(nil, pending[:100], names),
+				Timestamp: g.Now()})
 			pending = pending[100:]
 		}
 		for _, c := range b.Corrections {
@@ -69,7 +72,7 @@ func publish(t *testing.T, k *testharness.Kafka, sc traffic.Scenario, start time
 			if err != nil {
 				t.Fatal(err)
 			}
-			recs = append(recs, &kgo.Record{Topic: "fusebox.corrections", Value: v})
+			recs = append(recs, &kgo.Record{Topic: "fusebox.corrections", Value: v, Timestamp: time.Unix(0, c.TimeUnixNano)})
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

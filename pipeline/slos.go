@@ -28,6 +28,7 @@ func WorkerConfig(f *config.File) (engine.WorkerConfig, error) {
 		Guard: engine.GuardConfig{
 			MaxTenants: f.Keys.MaxTenants, MaxServices: f.Keys.MaxServices,
 			MaxModels: f.Keys.MaxModels, MaxVariants: f.Keys.MaxVariants,
+			MaxKeys:      f.Keys.MaxKeys,
 			IdleTTLNanos: int64(f.Keys.IdleTTL),
 		},
 		AllowedLateness: f.Time.AllowedLateness,

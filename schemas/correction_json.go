@@ -40,7 +40,9 @@ const (
 // correctionProps lists every property schema version 1 allows, in the order
 // EncodeCorrection writes them.
 var correctionProps = [numCorrectionProps]correctionProp{
-	cpSchemaVersion: {name: "schema_version", required: true},
+	// Apps and SDKs leave schema_version out: absent, it reads as the
+	// current version 1; a version this build does not read is refused.
+	cpSchemaVersion: {name: "schema_version"},
 	cpEventID:       {name: "event_id", required: true, minLen: 1, maxLen: correctionMaxID},
 	cpTime:          {name: "time", required: true},
 	cpTenant:        {name: "tenant", required: true, maxLen: correctionMaxID},
@@ -152,6 +154,10 @@ func DecodeCorrection(msg []byte) (Correction, error) {
 		if p.required && given&(1<<i) == 0 {
 			fail(p.name, "required")
 		}
+	}
+	if given&(1<<cpSchemaVersion) == 0 {
+		c.SchemaVersion = CorrectionSchemaVersion
+		present |= 1 << cpSchemaVersion
 	}
 	errs = checkCorrection(&c, present, errs)
 	if given&(1<<cpTraceID|1<<cpSessionID) == 0 {

@@ -42,8 +42,9 @@ type FuseCommand struct {
 	// Level orders the severity of actions: 0 normal, 1 degrade, 2 trip.
 	Level int
 	State BreakerState
-	// Version increases by one with every command for the target; gateways
-	// reject a version not above the last they applied.
+	// Version increases by one with every command for the target. Gateways
+	// order a target's commands by (IssuedAtUnixNano, Version), see
+	// CompareFuseOrder: the version breaks ties of one issued-at.
 	Version uint64
 	// IssuedAtUnixNano is the event time of the evaluation that issued it.
 	IssuedAtUnixNano int64
@@ -61,4 +62,33 @@ type FuseCommand struct {
 	// KeyID names the HMAC key that made Signature ("" when unsigned).
 	KeyID     string
 	Signature string
+}
+
+// CompareFuseOrder orders two commands of one target as the fuse contract
+// does: by issued-at (Unix ns of the evaluation that issued it), then by
+// version. It returns -1, 0 or +1 for a before, equal to or after b. A
+// gateway applies a command only when it is after the one it holds for
+// the target — or when the one it holds has expired at its clock: an
+// expired command no longer counts for ordering, so one command with an
+// absurd version (2^64−1) blocks nothing once it expires, and it blocks
+// nothing issued after it even before that. fusebox's commands of one
+// target are strictly increasing in this order, across restarts too:
+// issued-at is event time, which a restarted run continues from its
+// checkpoint (or, having lost it, from the newer records it reads), and
+// versions only break ties of one evaluation time (the breaker's versions
+// grow by one per command, from a base derived from event time).
+func CompareFuseOrder(a, b *FuseCommand) int {
+	switch {
+	case a.IssuedAtUnixNano != b.IssuedAtUnixNano:
+		if a.IssuedAtUnixNano < b.IssuedAtUnixNano {
+			return -1
+		}
+		return 1
+	case a.Version != b.Version:
+		if a.Version < b.Version {
+			return -1
+		}
+		return 1
+	}
+	return 0
 }

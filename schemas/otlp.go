@@ -62,7 +62,9 @@ package schemas
 // Exceeding one fails the message with an error wrapping ErrTooLarge that names the limit.
 //
 // On error the returned slice is dst unchanged (no partial batch) and the stats count what
-// was seen before the error.
+// was seen before the error — except for a *SpanErrors: a bad attribute (a wrong type,
+// invalid UTF-8) rejects only its span (or, on a resource, the spans of that resource);
+// the other spans are returned with it.
 
 // DecodeOTLPProto decodes one Kafka message holding an OTLP TracesData (wire
 // identical to ExportTraceServiceRequest) in protobuf, appending to dst every
@@ -80,7 +82,7 @@ func DecodeOTLPProto(msg []byte, names AttributeNames, lim Limits, dst []Span) (
 	if err := d.traces(msg); err != nil {
 		return dst, d.stats, err
 	}
-	return d.dst, d.stats, nil
+	return d.dst, d.stats, d.spanErrors()
 }
 
 // DecodeOTLPJSON is DecodeOTLPProto for the OTLP/JSON encoding: the protobuf JSON
@@ -99,7 +101,7 @@ func DecodeOTLPJSON(msg []byte, names AttributeNames, lim Limits, dst []Span) ([
 	if err := d.traces(); err != nil {
 		return dst, d.stats, err
 	}
-	return d.dst, d.stats, nil
+	return d.dst, d.stats, d.spanErrors()
 }
 
 // withDefaults replaces every non-positive limit by its default.

@@ -302,10 +302,11 @@ func (d *jsonDecoder) span() error {
 	}
 	bad, onResource := d.finishSpan(&st, &d.res)
 	if bad != nil {
+		path := d.spanPath()
 		if onResource {
-			return d.attrError(bad, resourcePath(d.ri))
+			path = resourcePath(d.ri)
 		}
-		return d.attrError(bad, d.spanPath())
+		d.reject(d.attrError(bad, path))
 	}
 	return nil
 }

@@ -31,6 +31,18 @@ type mapper struct {
 	stats DecodeStats
 	dst   []Span
 	cache [numAttrIDs]internSet
+	// llm counts the message's LLM spans so far (rejected ones too);
+	// rejected lists those dropped for a bad attribute (see reject).
+	llm      int
+	rejected []SpanError
+}
+
+// reject drops the span just read (the last of mp.dst) for err, a bad
+// attribute of its own or of its resource: only that span is lost, not the
+// message's valid ones.
+func (mp *mapper) reject(err error) {
+	mp.dst = mp.dst[:len(mp.dst)-1]
+	mp.rejected = append(mp.rejected, SpanError{Index: mp.llm - 1, Err: err})
 }
 
 func (mp *mapper) init(names AttributeNames, lim Limits, dst []Span) {
@@ -314,6 +326,7 @@ func (mp *mapper) finishSpan(st *spanState, r *resourceVals) (bad *badAttr, onRe
 		mp.dst = mp.dst[:len(mp.dst)-1]
 		return nil, false
 	}
+	mp.llm++
 	if st.bad.set {
 		return &st.bad, false
 	}

@@ -173,6 +173,8 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 
 	var out []Span
 	var stats DecodeStats
+	var rejected []SpanError
+	llm := 0
 	for ri, rs := range td.ResourceSpans().All() {
 		res := refRead(rs.Resource().Attributes(), resMapped)
 		for si, ss := range rs.ScopeSpans().All() {
@@ -188,11 +190,16 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 					stats.SkippedNoModel++
 					continue
 				}
+				// A bad attribute rejects its span only (of its resource:
+				// every span of that resource), counted among the LLM spans.
+				llm++
 				if a.bad != "" {
-					return nil, stats, refError(spanPath(ri, si, pi), a.bad, a.badProb)
+					rejected = append(rejected, SpanError{Index: llm - 1, Err: refError(spanPath(ri, si, pi), a.bad, a.badProb)})
+					continue
 				}
 				if res.bad != "" {
-					return nil, stats, refError(resourcePath(ri), res.bad, res.badProb)
+					rejected = append(rejected, SpanError{Index: llm - 1, Err: refError(resourcePath(ri), res.bad, res.badProb)})
+					continue
 				}
 				either := func(name string) string {
 					if s := a.str[name]; s != "" {
@@ -277,6 +284,9 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 				out = append(out, sp)
 			}
 		}
+	}
+	if len(rejected) > 0 {
+		return out, stats, &SpanErrors{Spans: rejected, Total: llm}
 	}
 	return out, stats, nil
 }

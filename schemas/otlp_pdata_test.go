@@ -2,6 +2,7 @@ package schemas
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -120,7 +121,14 @@ func compareDecode(t *testing.T, seed uint64, got []Span, gotStats DecodeStats, 
 		if gotErr.Error() != wantErr.Error() {
 			t.Fatalf("seed %d: err = %q, want %q", seed, gotErr, wantErr)
 		}
-		return
+		var se *SpanErrors
+		if !errors.As(gotErr, &se) {
+			return
+		}
+		// Spans rejected one by one: the others are returned, compared below.
+		if d := fmt.Sprint(se.Spans); d != fmt.Sprint(wantErr.(*SpanErrors).Spans) {
+			t.Fatalf("seed %d: rejected %s, want %s", seed, d, fmt.Sprint(wantErr.(*SpanErrors).Spans))
+		}
 	}
 	if gotStats != wantStats {
 		t.Fatalf("seed %d: stats %+v, want %+v", seed, gotStats, wantStats)

@@ -261,10 +261,11 @@ func (d *protoDecoder) span(b []byte) error {
 	}
 	bad, onResource := d.finishSpan(&st, &d.res)
 	if bad != nil {
+		path := d.spanPath()
 		if onResource {
-			return d.attrError(bad, resourcePath(d.r))
+			path = resourcePath(d.r)
 		}
-		return d.attrError(bad, d.spanPath())
+		d.reject(d.attrError(bad, path))
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package schemas
 
 import (
+	"errors"
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -137,7 +138,10 @@ func TestStreamTypeChecked(t *testing.T) {
 		a.PutStr("gen_ai.request.stream", "yes")
 	})
 	_, _, err := decodeBoth(t, pb, js, Limits{})
-	if err == nil || err.Error() != "invalid record: resource_spans[0].scope_spans[0].spans[0].attributes[gen_ai.request.stream]: want a bool, got string" {
+	// The bad attribute rejects its span only (a *SpanErrors naming it).
+	var se *SpanErrors
+	if !errors.As(err, &se) || len(se.Spans) != 1 || se.Spans[0].Index != 0 ||
+		se.Spans[0].Err.Error() != "invalid record: resource_spans[0].scope_spans[0].spans[0].attributes[gen_ai.request.stream]: want a bool, got string" {
 		t.Fatalf("err = %v", err)
 	}
 }

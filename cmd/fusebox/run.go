@@ -38,6 +38,7 @@ func cmdRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 	cfgPath := fs.String("config", "", "SLO `file` (YAML)")
 	insecure := fs.Bool("insecure-unsigned", false, "publish unsigned fuse commands when no signing key is configured (gateways must accept unsigned commands)")
 	keysFile := fs.String("fuse-keys", "", "`file` of fuse signing keys (\"id:secret\" lines); overrides signing.keys_file")
+	instanceID := fs.String("instance-id", "", "static group membership `id`, stable per process and unique in the deployment (\"auto\": the host name); overrides kafka.instance_id")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}
@@ -50,6 +51,9 @@ func cmdRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 	if err != nil {
 		printConfigErrors(stderr, "fusebox run", *cfgPath, err)
 		return exitFailure
+	}
+	if *instanceID != "" {
+		f.Kafka.InstanceID = *instanceID
 	}
 	log, err := observe.NewLogger(stderr, f.Log.Level)
 	if err != nil {

@@ -22,9 +22,10 @@ type Config struct {
 	// advance before a keyed partition that got no data from it hears of
 	// it. Default 1s (event time).
 	HeartbeatEvery time.Duration
-	// IdleTimeout is how long (wall time) a source partition may stay
-	// silent before it is marked idle, so that it stops holding the
-	// watermark back. Default 10s.
+	// IdleTimeout is how long (wall time) a source partition may go without
+	// a valid event (an LLM span or correction that passed decoding and
+	// validation) before it is marked idle, so that it stops holding the
+	// watermark back — whatever rejected records keep arriving. Default 10s.
 	IdleTimeout time.Duration
 	// MaxRecordBytes splits a keyed record larger than this into parts.
 	// Default 900 KiB, below Kafka's default 1 MiB message limit.

@@ -175,7 +175,7 @@ func (r *Router) markIdle(ctx context.Context, now time.Time) {
 // Handler is the ingest.HandlerFactory of the router.
 func (r *Router) Handler(topic string, partition int32) ingest.PartitionHandler {
 	h := &handler{
-		r: r, topic: topic, partition: partition, lastSeen: time.Now(), next: -1,
+		r: r, topic: topic, partition: partition, lastSeen: time.Now(), lastBatch: time.Now(), next: -1,
 		split: NewSplitter(topic, partition, r.partitions, SplitterConfig{
 			ByTenant: r.cfg.ByTenant, HeartbeatEvery: r.cfg.HeartbeatEvery, MaxRecordBytes: r.cfg.MaxRecordBytes,
 		}),
@@ -198,9 +198,16 @@ type handler struct {
 	partition int32
 
 	// mu orders the handler's produces with the idle ticker's.
-	mu       sync.Mutex
-	split    *Splitter
+	mu    sync.Mutex
+	split *Splitter
+	// lastSeen is when the last valid event (an LLM span or a correction
+	// that passed decoding and validation) came: a source's progress is its
+	// valid event time, so records that were all rejected (dead-lettered,
+	// or spans without a model) do not keep it from going idle.
 	lastSeen time.Time
+	// lastBatch is when the last batch of any records came: a partition
+	// read that recently is not starved by a backlog elsewhere.
+	lastBatch time.Time
 	// lastMarked is when idle markers were last written; they are
 	// repeated every IdleTimeout while the source stays silent.
 	lastMarked time.Time
@@ -225,11 +232,15 @@ func (h *handler) Handle(ctx context.Context, b *ingest.Batch) error {
 	pending := &pendingBatch{b: b}
 	pending.n.Add(1) // held until every record is handed to the producer
 	h.mu.Lock()
-	h.lastSeen = time.Now()
+	now := time.Now()
+	h.lastBatch = now
 	h.next = b.NextOffset
 	h.split.SetPartitions(h.r.partitions)
 	for i := range b.Records {
 		rec := &b.Records[i]
+		if len(rec.Spans) > 0 || len(rec.Corrections) > 0 {
+			h.lastSeen = now
+		}
 		for _, out := range h.split.Split(rec.Offset, rec.Spans, rec.Corrections) {
 			h.produce(ctx, out, pending)
 		}
@@ -278,7 +289,11 @@ func (h *handler) markIdleIfCaughtUp(now time.Time, start, end int64) {
 	if next < 0 {
 		next = start
 	}
-	if now.Sub(h.lastSeen) < h.r.cfg.IdleTimeout || next < end {
+	// Behind its end offset, a partition is idle only if it is being read
+	// (batches came within the timeout, all without a valid event): one
+	// that got no batch may be starved while the router catches up a
+	// backlog on others, and its records would become late.
+	if now.Sub(h.lastSeen) < h.r.cfg.IdleTimeout || (next < end && now.Sub(h.lastBatch) >= h.r.cfg.IdleTimeout) {
 		return
 	}
 	if h.split.Idle() && now.Sub(h.lastMarked) < h.r.cfg.IdleTimeout {

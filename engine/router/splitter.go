@@ -123,6 +123,13 @@ func (s *Splitter) Split(offset int64, spans []schemas.Span, corrections []schem
 		}
 		return nil
 	}
+	if len(spans) == 0 && len(corrections) == 0 && s.idle {
+		// A record without a valid event (every span rejected, or none
+		// with a model) is no sign of progress: the source stays idle, or
+		// a steady stream of rejected records would hold every keyed
+		// partition's watermark at this source's last valid event time.
+		return nil
+	}
 	if s.idle {
 		// Back from idle: every keyed partition must hear of this source
 		// again at once, or its watermark would keep ignoring it.

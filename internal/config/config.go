@@ -51,8 +51,16 @@ type Kafka struct {
 	// "<group>.router", the keyed stage "<group>.engine". Default "fusebox".
 	Group    string `yaml:"group"`
 	ClientID string `yaml:"client_id"` // default "fusebox"
-	TLS      TLS    `yaml:"tls"`
-	SASL     SASL   `yaml:"sasl"`
+	// InstanceID turns on static group membership (KIP-345): a process
+	// restarted after a crash (kill -9) with the same id gets its
+	// partitions back as soon as it rejoins, instead of after the dead
+	// member's session timeout (45s). It must be stable per process and
+	// unique among the processes of a deployment (a StatefulSet pod name,
+	// a compose service replica); "auto" uses the host name. Default ""
+	// (dynamic membership). `fusebox run --instance-id` overrides it.
+	InstanceID string `yaml:"instance_id"`
+	TLS        TLS    `yaml:"tls"`
+	SASL       SASL   `yaml:"sasl"`
 }
 
 // TLS configures a TLS client.
@@ -104,6 +112,12 @@ type Keys struct {
 	MaxServices int `yaml:"max_services"`
 	MaxModels   int `yaml:"max_models"`
 	MaxVariants int `yaml:"max_variants"`
+	// MaxKeys bounds the live keys (combinations of the dimensions' values)
+	// per keyed partition: the per-dimension limits alone allow their
+	// product. New keys beyond it fold into the overflow key
+	// (__overflow__ in every dimension); known keys keep their state and
+	// verdicts. Default 2000 (see the README for the memory it bounds).
+	MaxKeys int `yaml:"max_keys"`
 	// IdleTTL forgets a value unseen for this long (event time). Default 24h.
 	IdleTTL time.Duration `yaml:"idle_ttl"`
 }
@@ -116,6 +130,16 @@ type Time struct {
 	// IdleSourceTimeout (wall time) marks a silent source partition idle so
 	// it stops holding the watermark. Default 10s.
 	IdleSourceTimeout time.Duration `yaml:"idle_source_timeout"`
+	// MaxFutureSkew is how far a span's end or a correction's time may be
+	// ahead of its Kafka record's timestamp; further ahead it goes to the
+	// DLQ as future_event_time instead of moving the watermark (a client
+	// clock a day fast, an end time in year 2262). Default 5m.
+	MaxFutureSkew time.Duration `yaml:"max_future_skew"`
+	// WatermarkStallEvaluations: a keyed partition whose watermark has not
+	// moved for this many of its (shortest) evaluation intervals of wall
+	// time while records keep arriving is logged (WARN) and makes /readyz
+	// not ready, with the reason. Default 10.
+	WatermarkStallEvaluations int `yaml:"watermark_stall_evaluations"`
 	// CheckpointEvery (wall time): how often each partition makes its
 	// output durable, saves its state and commits. Default 10s.
 	CheckpointEvery time.Duration `yaml:"checkpoint_every"`
@@ -232,6 +256,10 @@ type HTTP struct {
 // Log configures the structured logs (JSON on stderr).
 type Log struct {
 	Level string `yaml:"level"` // debug, info (default), warn, error
+	// RejectionsEvery: the first rejected record of each kind on each
+	// source partition is logged at once; then, while they continue, one
+	// line with their count per this interval. Default 1m.
+	RejectionsEvery time.Duration `yaml:"rejections_every"`
 }
 
 // Default returns every default; Load decodes the file on top of it.
@@ -248,9 +276,9 @@ func Default() File {
 		Limits:     g,
 		Keys: Keys{
 			Dimensions: []string{"tenant", "service", "model", "variant"},
-			MaxTenants: 1000, MaxServices: 1000, MaxModels: 200, MaxVariants: 20, IdleTTL: 24 * time.Hour,
+			MaxTenants: 1000, MaxServices: 1000, MaxModels: 200, MaxVariants: 20, MaxKeys: 2000, IdleTTL: 24 * time.Hour,
 		},
-		Time: Time{AllowedLateness: 30 * time.Second, IdleSourceTimeout: 10 * time.Second, CheckpointEvery: 10 * time.Second,
+		Time: Time{AllowedLateness: 30 * time.Second, IdleSourceTimeout: 10 * time.Second, MaxFutureSkew: 5 * time.Minute, WatermarkStallEvaluations: 10, CheckpointEvery: 10 * time.Second,
 			CheckpointRecords: 100_000, MaxUnackedBytes: 1 << 30},
 		Rollups: Rollups{Enabled: true, MaxSamplesPerMinute: 2000},
 		Breaker: DefaultBreaker(),
@@ -261,6 +289,6 @@ func Default() File {
 				BufferRows: 100000, Migrate: true, DialTimeout: 5 * time.Second},
 		},
 		HTTP: HTTP{Listen: "127.0.0.1:9464"},
-		Log:  Log{Level: "info"},
+		Log:  Log{Level: "info", RejectionsEvery: time.Minute},
 	}
 }

@@ -67,7 +67,8 @@ func Parse(name string, b []byte) (*File, error) {
 		if f.Version == "" {
 			f.Version = f.semanticVersion()
 		}
-		for _, e := range f.validate() {
+		_, explicitRules := lines["breaker.rules"]
+		for _, e := range append(f.validate(), f.validateRules(explicitRules)...) {
 			errs = append(errs, &Error{File: name, Line: lineOf(lines, e.Field), Field: e.Field, Reason: e.Reason})
 		}
 	}

@@ -79,12 +79,15 @@ func (f *File) validate() []fieldErr {
 		fail(!slices.Contains(schemas.Dimensions, d), "keys.dimensions["+strconv.Itoa(i)+"]", "must be "+orList(schemas.Dimensions)+", got "+strconv.Quote(d))
 		dims[d] = true
 	}
-	fail(f.Keys.MaxTenants < 0 || f.Keys.MaxServices < 0 || f.Keys.MaxModels < 0 || f.Keys.MaxVariants < 0,
+	fail(f.Keys.MaxTenants < 0 || f.Keys.MaxServices < 0 || f.Keys.MaxModels < 0 || f.Keys.MaxVariants < 0 || f.Keys.MaxKeys < 0,
 		"keys", "max_* must not be negative (0 means no limit)")
 	fail(f.Keys.IdleTTL < 0, "keys.idle_ttl", "must not be negative")
 
 	fail(f.Time.AllowedLateness < 0, "time.allowed_lateness", "must not be negative")
 	fail(f.Time.IdleSourceTimeout <= 0, "time.idle_source_timeout", "must be positive")
+	fail(f.Time.MaxFutureSkew <= 0, "time.max_future_skew", "must be positive")
+	fail(f.Time.WatermarkStallEvaluations < 1, "time.watermark_stall_evaluations", "must be at least 1")
+	fail(f.Log.RejectionsEvery <= 0, "log.rejections_every", "must be positive")
 	fail(f.Time.CheckpointEvery <= 0, "time.checkpoint_every", "must be positive")
 	fail(f.Time.CheckpointRecords < 1000, "time.checkpoint_records", "must be at least 1000")
 	fail(f.Time.MaxUnackedBytes < 1<<20, "time.max_unacked_bytes", "must be at least 1048576 (1 MiB)")

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,6 +153,14 @@ func TestScenarioTripsEveryIncident(t *testing.T) {
 		t.Logf("+%v %s %s %s v%d %v", time.Duration(c.IssuedAtUnixNano-start.UnixNano()), c.Target, c.Action, c.State, c.Version&(1<<20-1), firstReason(c))
 	}
 	_, closeAt := checkIncidents(t, cmds, start)
+	checkClosesCiteTripping(t, vs, cmds)
+	lastCmd := map[schemas.Key]schemas.FuseCommand{}
+	for _, c := range cmds {
+		if prev, ok := lastCmd[c.Target]; ok && schemas.CompareFuseOrder(&c, &prev) <= 0 {
+			t.Errorf("%s: command v%d issued %v is not after v%d issued %v: a gateway rejects it", c.Target, c.Version, c.IssuedAtUnixNano, prev.Version, prev.IssuedAtUnixNano)
+		}
+		lastCmd[c.Target] = c
+	}
 	last := time.Duration(math.MinInt64)
 	for _, c := range closeAt {
 		last = max(last, c)
@@ -161,6 +170,56 @@ func TestScenarioTripsEveryIncident(t *testing.T) {
 	// the scenario (2.5 minutes of wall time at the default speedup).
 	if last > Scenario().Duration {
 		t.Errorf("the last incident closed at +%v, after the scenario's end +%v", last, Scenario().Duration)
+	}
+}
+
+// checkClosesCiteTripping: every close cites only ok verdicts of the SLOs
+// that tripped its target in that incident (read from the open commands'
+// reasons), each such SLO at least once, and says so in its text.
+func checkClosesCiteTripping(t *testing.T, vs []schemas.Verdict, cmds []schemas.FuseCommand) {
+	t.Helper()
+	byID := map[string]*schemas.Verdict{}
+	for i := range vs {
+		byID[vs[i].ID] = &vs[i]
+	}
+	tripping := map[schemas.Key]map[string]bool{}
+	closes := 0
+	for _, c := range cmds {
+		switch c.State {
+		case schemas.StateOpen:
+			if tripping[c.Target] == nil {
+				tripping[c.Target] = map[string]bool{}
+			}
+			if v := byID[c.Reasons[len(c.Reasons)-1].VerdictID]; v != nil {
+				tripping[c.Target][v.SLO] = true
+			}
+		case schemas.StateClosed:
+			closes++
+			cited := map[string]bool{}
+			for _, r := range c.Reasons {
+				v := byID[r.VerdictID]
+				if v == nil {
+					t.Errorf("close of %s cites unknown verdict %s", c.Target, r.VerdictID)
+					continue
+				}
+				if !tripping[c.Target][v.SLO] || v.Status != schemas.StatusOK {
+					t.Errorf("close of %s cites %s %s/%s, not an ok of an SLO that tripped it (%v)", c.Target, v.Status, v.Processor, v.SLO, tripping[c.Target])
+				}
+				if !strings.Contains(r.Text, "tripping SLO "+v.SLO) || !strings.Contains(r.Text, "budget=") {
+					t.Errorf("close reason %q does not name the tripping SLO %s and its budget", r.Text, v.SLO)
+				}
+				cited[v.SLO] = true
+			}
+			for slo := range tripping[c.Target] {
+				if !cited[slo] {
+					t.Errorf("close of %s does not cite tripping SLO %s", c.Target, slo)
+				}
+			}
+			delete(tripping, c.Target)
+		}
+	}
+	if closes == 0 {
+		t.Errorf("no close in the scenario")
 	}
 }
 

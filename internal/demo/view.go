@@ -143,13 +143,7 @@ func (s *state) render(b *strings.Builder, h header) {
 		}
 		e := s.events[i]
 		c := &e.cmd
-		reason := ""
-		if len(c.Reasons) > 0 {
-			reason = c.Reasons[0].Text
-		}
-		if len(reason) > maxReasonCh {
-			reason = reason[:maxReasonCh-1] + "…"
-		}
+		reason := viewReason(c, maxReasonCh)
 		line("  +%-8v %-36s %s %s", time.Duration(c.IssuedAtUnixNano-s.start.UnixNano()).Round(time.Second),
 			c.Target.String(), colour(stateColour(c.State), fmt.Sprintf("%-10s %-10s", c.Action, c.State)), ansiDim+reason+ansiReset)
 	}
@@ -275,4 +269,55 @@ func pValue(v *schemas.Verdict) float64 {
 		return p
 	}
 	return math.Inf(1)
+}
+
+// viewReason is the reason of c that matters, for one line of at most
+// max runes: the latest cited verdict (the breach that tripped, or the
+// last healthy evaluation of the tripping SLO), with the "half-open after
+// ..." and "refresh of ..." prefixes reduced to one word, and the part
+// from "value=" on (the value that tripped and its budget) never cut:
+// when the line is too long the description before it is shortened.
+func viewReason(c *schemas.FuseCommand, max int) string {
+	if len(c.Reasons) == 0 {
+		return ""
+	}
+	text := c.Reasons[len(c.Reasons)-1].Text
+	label := ""
+	if strings.HasPrefix(text, "refresh of the ") {
+		label = "refresh: "
+	}
+	// Drop the chain of prefixes ("refresh of ...: ", "half-open after
+	// ...; ") down to the verdict's own text.
+	for {
+		if i := strings.Index(text, "): "); strings.HasPrefix(text, "refresh of the ") && i >= 0 {
+			text = text[i+3:]
+			continue
+		}
+		if i := strings.Index(text, "; "); strings.HasPrefix(text, "half-open after ") && i >= 0 {
+			if label == "" {
+				label = "half-open: "
+			}
+			text = text[i+2:]
+			continue
+		}
+		break
+	}
+	if i := strings.Index(text, ", window "); i >= 0 {
+		text = text[:i] // the window is in the time column already
+	}
+	text = label + text
+	r := []rune(text)
+	if len(r) <= max {
+		return text
+	}
+	v := strings.Index(text, "value=")
+	if v < 0 {
+		return string(r[:max-1]) + "…"
+	}
+	head, tail := []rune(text[:v]), []rune(text[v:])
+	keep := max - len(tail) - 1
+	if keep < 0 {
+		return string(tail) // the value and budget, whole, even past max
+	}
+	return string(head[:min(keep, len(head))]) + "…" + string(tail)
 }

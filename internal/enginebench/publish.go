@@ -1,6 +1,8 @@
 package enginebench
 
 import (
+	"time"
+
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -16,14 +18,20 @@ func Records(src Sources) ([]*kgo.Record, error) {
 	for _, p := range src {
 		for _, m := range p.Messages {
 			if len(m.Spans) > 0 {
-				out = append(out, &kgo.Record{Topic: p.Topic, Partition: p.Partition, Value: schemas.EncodeOTLPProto(nil, m.Spans, names)})
+				// Stamped with the newest span end: the simulated producer's
+				// clock (event time is judged against the record timestamp).
+				var end int64
+				for i := range m.Spans {
+					end = max(end, m.Spans[i].EndUnixNano)
+				}
+				out = append(out, &kgo.Record{Topic: p.Topic, Partition: p.Partition, Value: schemas.EncodeOTLPProto(nil, m.Spans, names), Timestamp: time.Unix(0, end)})
 			}
 			for i := range m.Corrections {
 				v, err := schemas.EncodeCorrection(m.Corrections[i])
 				if err != nil {
 					return nil, err
 				}
-				out = append(out, &kgo.Record{Topic: p.Topic, Partition: p.Partition, Value: v})
+				out = append(out, &kgo.Record{Topic: p.Topic, Partition: p.Partition, Value: v, Timestamp: time.Unix(0, m.Corrections[i].TimeUnixNano)})
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -49,7 +50,11 @@ func encodeStep(cfg *Config, b traffic.Batch) ([]message, error) {
 		} else {
 			v = schemas.EncodeOTLPProto(nil, spans, cfg.Attributes)
 		}
-		m := message{rec: &kgo.Record{Topic: cfg.SpansTopic, Key: key, Value: v}}
+		// The record's timestamp is the simulated producer's clock when it
+		// sends the message: the newest end among its spans. A sped-up
+		// run's event times run ahead of the wall clock, and fusebox judges
+		// event time against the record timestamp (time.max_future_skew).
+		m := message{rec: &kgo.Record{Topic: cfg.SpansTopic, Key: key, Value: v, Timestamp: newestEnd(spans)}}
 		for i := range spans {
 			if spans[i].Key.Model != "" {
 				m.spans++
@@ -77,7 +82,7 @@ func encodeStep(cfg *Config, b traffic.Batch) ([]message, error) {
 		if err != nil {
 			return nil, fmt.Errorf("gen: correction %s: %w", b.Corrections[i].EventID, err)
 		}
-		out = append(out, message{rec: &kgo.Record{Topic: cfg.CorrectionsTopic, Value: v}, corrections: 1})
+		out = append(out, message{rec: &kgo.Record{Topic: cfg.CorrectionsTopic, Value: v, Timestamp: time.Unix(0, b.Corrections[i].TimeUnixNano)}, corrections: 1})
 	}
 	return out, nil
 }
@@ -103,4 +108,17 @@ func groupBy[K comparable](spans []schemas.Span, key func(*schemas.Span) K) []gr
 		groups[g].spans = append(groups[g].spans, spans[i])
 	}
 	return groups
+}
+
+// newestEnd is the latest span end, as a time (the zero time for none,
+// which leaves kgo to stamp the record with the wall clock).
+func newestEnd(spans []schemas.Span) time.Time {
+	var t int64
+	for i := range spans {
+		t = max(t, spans[i].EndUnixNano)
+	}
+	if t == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, t)
 }

@@ -31,6 +31,7 @@ type Stats struct {
 	Insufficient   uint64 // insufficient_data verdicts that matched a rule; ignored
 	Duplicates     uint64 // window end not after the series' last one (a replay or a late verdict); ignored
 	TargetOverflow uint64 // breaches for a new target dropped because MaxTargets targets are held
+	Stale          uint64 // half-open: verdicts of a tripping series whose window began before the half-open; ignored
 	Commands       uint64 // commands issued, refreshes included
 	Trips          uint64 // transitions into open (first trips, re-trips, escalations)
 	Closes         uint64 // half-open targets closed
@@ -147,5 +148,35 @@ func (b *Breaker) Advance(now int64) []schemas.FuseCommand {
 	slices.SortFunc(out, func(a, c schemas.FuseCommand) int {
 		return strings.Compare(a.Target.String(), c.Target.String())
 	})
+	return out
+}
+
+// ProbesFor returns, for SLO slo, the keys whose verdicts must judge only
+// the traffic since a half-open began, each with that start (Unix ns):
+// every tripping series of a half-open target whose SLO is slo. The
+// engine passes it to the SLO's processor before each evaluation
+// (processors.Prober); nil when there is none. It depends on the breaker's
+// state only, so it is as deterministic as the commands.
+func (b *Breaker) ProbesFor(slo string) map[schemas.Key]int64 {
+	var out map[schemas.Key]int64
+	for _, tg := range b.targets {
+		if tg.state != schemas.StateHalfOpen {
+			continue
+		}
+		for i := range tg.tripped {
+			g := &tg.tripped[i]
+			if g.SLO != slo {
+				continue
+			}
+			if out == nil {
+				out = map[schemas.Key]int64{}
+			}
+			// Two targets probing one key (two rules with different
+			// target dimensions): the later start, the fresher window.
+			for _, k := range g.Keys {
+				out[k] = max(out[k], tg.halfOpenAt)
+			}
+		}
+	}
 	return out
 }

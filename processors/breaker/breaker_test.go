@@ -136,9 +136,12 @@ func TestRefreshBeforeExpiry(t *testing.T) {
 	if len(c2.Reasons) != len(c1.Reasons) || len(c1.Reasons) == 0 {
 		t.Fatalf("refresh cites %d verdicts, the trip %d", len(c2.Reasons), len(c1.Reasons))
 	}
+	// Same verdicts; the text says it is a refresh of the open state
+	// (not a new failure), once, however many refreshes follow.
+	pre := "refresh of the open state (unchanged since 00:00:00): "
 	for i := range c2.Reasons {
-		if c2.Reasons[i] != c1.Reasons[i] {
-			t.Fatalf("refresh changed reason %d", i)
+		if c2.Reasons[i].VerdictID != c1.Reasons[i].VerdictID || c2.Reasons[i].Text != pre+c1.Reasons[i].Text {
+			t.Fatalf("refresh reason %d = %+v, want %q + the trip's %+v", i, c2.Reasons[i], pre, c1.Reasons[i])
 		}
 	}
 	if len(b.Advance(at(9.99))) != 0 {
@@ -147,6 +150,9 @@ func TestRefreshBeforeExpiry(t *testing.T) {
 	c3 := one(t, b.Advance(at(10)))
 	if c3.Version != c2.Version+1 || c3.ExpiresAtUnixNano != at(20) {
 		t.Fatalf("second refresh %+v", c3)
+	}
+	if c3.Reasons[0].Text != c2.Reasons[0].Text {
+		t.Fatalf("second refresh text %q, want %q (texts must not grow)", c3.Reasons[0].Text, c2.Reasons[0].Text)
 	}
 	if b.Stats().Refreshes != 2 {
 		t.Fatalf("refreshes %d, want 2", b.Stats().Refreshes)
@@ -238,15 +244,26 @@ func TestCoarseTargetGathersKeys(t *testing.T) {
 	if b.Targets() != 1 {
 		t.Fatalf("%d targets, want 1", b.Targets())
 	}
-	// Half-open: ok verdicts of either tenant count toward closing, one
-	// per evaluation: the two oks at 9 are one healthy evaluation.
-	one(t, b.Advance(at(8)))
+	// Half-open: ok verdicts of the tripping SLO for either tenant count
+	// toward closing, one per evaluation: the two oks at 9 are one healthy
+	// evaluation; a warn of either tenant resets the streak, even when the
+	// other tenant is ok in the same evaluation; another SLO's oks count
+	// for nothing.
+	one(t, b.Observe(mkVerdict("tail", "latency", "duration_ms", ka, at(8), O))) // the cool-down ends: half-open
 	b.Observe(mkVerdict("tail", "latency", "duration_ms", ka, at(9), O))
 	b.Observe(mkVerdict("tail", "latency", "duration_ms", kb, at(9), O))
-	if got := b.Observe(mkVerdict("tail", "latency", "duration_ms", ka, at(10), O)); len(got) != 0 {
-		t.Fatalf("closed after two healthy evaluations (CloseAfter 3): %+v", got)
+	b.Observe(mkVerdict("tail", "latency", "duration_ms", ka, at(10), O))
+	b.Observe(mkVerdict("tail", "latency", "duration_ms", kb, at(10), W))
+	for m := 11; m <= 14; m++ {
+		if got := b.Observe(mkVerdict("tail", "ttft", "ttft_ms", ka, at(float64(m)), O)); len(got) != 0 && got[0].State == schemas.StateClosed {
+			t.Fatalf("closed by oks of an SLO that did not trip it: %+v", got)
+		}
 	}
-	if c := one(t, b.Observe(mkVerdict("tail", "latency", "duration_ms", kb, at(11), O))); c.State != schemas.StateClosed {
+	b.Observe(mkVerdict("tail", "latency", "duration_ms", kb, at(15), O))
+	if got := b.Observe(mkVerdict("tail", "latency", "duration_ms", ka, at(16), O)); len(got) != 0 && got[0].State == schemas.StateClosed {
+		t.Fatalf("closed after two healthy evaluations since the warn (CloseAfter 3): %+v", got)
+	}
+	if c := one(t, b.Observe(mkVerdict("tail", "latency", "duration_ms", kb, at(17), O))); c.State != schemas.StateClosed {
 		t.Fatalf("state %s, want closed", c.State)
 	}
 }

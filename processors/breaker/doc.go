@@ -30,12 +30,29 @@
 //   - OPEN → HALF_OPEN: t reaches the end of the cool-down (in Advance, or
 //     before a verdict for the target is applied in Observe).
 //   - HALF_OPEN → OPEN (re-trip): any breach matched by a rule of the
-//     target; the action becomes the more severe of the active one and
-//     the breaching rule's; the backoff step increases.
-//   - HALF_OPEN → CLOSED: CloseAfter healthy evaluations in a row: ok
-//     verdicts of any matching rule, one verdict counting once however
-//     many rules match it, and several ok verdicts of one evaluation time
-//     (a coarse target gathers several keys) counting as one evaluation.
+//     target — of the series that tripped it or of any other; the action
+//     becomes the more severe of the active one and the breaching rule's;
+//     the backoff step increases, and the breaching signal joins the
+//     tripping signals of the incident.
+//   - HALF_OPEN → CLOSED: every tripping signal of the incident has
+//     CloseAfter healthy evaluations in a row since the half-open began.
+//     A tripping signal is a (processor, SLO, metric) whose breach opened
+//     the target in this incident: the trip, an escalation or a re-trip.
+//     An evaluation (window end) of a signal is healthy when it has an ok
+//     verdict and no warn for any key of the target (a coarse target
+//     gathers several keys; one evaluation counts once); a warn resets
+//     the signal's streak. Verdicts of every other signal (other SLOs)
+//     neither count toward the close nor reset it; a breach of any of them
+//     still re-trips (above).
+//   - Probes: in HALF_OPEN a tripping signal is judged on the traffic
+//     admitted since the half-open began. Its verdicts whose window
+//     starts before that instant (they still hold the incident) are
+//     ignored (Stats.Stale); ProbesFor tells the engine which keys (those
+//     of the target the signal was seen for) of which SLOs to judge on [half-open start, now) — processors that
+//     implement processors.Prober (tail, decay, corrections) do so from
+//     the next evaluation, with their min_samples (fewer:
+//     insufficient_data, the target waits); the others' verdicts count
+//     once their window has slid past the half-open start.
 //
 // A trip clears the histories of the rules at or below the new active
 // level (those above keep counting toward escalation, so a ladder "degrade
@@ -46,8 +63,8 @@
 // ignored (it takes no slot of n, does not advance or reset a half-open
 // streak, and does not even advance the target's time). warn is healthy
 // for the k-of-n count (it is not a breach) but not for closing: in
-// HALF_OPEN a warn resets the healthy streak to 0 without re-opening,
-// because the estimate is still over its budget. A verdict whose window end
+// HALF_OPEN a warn of a tripping signal resets its healthy streak to 0
+// without re-opening, because the estimate is still over its budget. A verdict whose window end
 // is not after the last one of its series (a replay, or a late verdict) is
 // ignored and counted in Stats.Duplicates.
 //

@@ -24,7 +24,7 @@ func mkVerdict(processor, slo, metric string, key schemas.Key, end int64, st sch
 	v := schemas.Verdict{
 		ID:        schemas.VerdictID(processor, slo, metric, key, end, "cfg1"),
 		Processor: processor, SLO: slo, Metric: metric, Key: key,
-		WindowStartUnixNano: end - 10*minute, WindowEndUnixNano: end,
+		WindowStartUnixNano: end - minute, WindowEndUnixNano: end,
 		Value: 100, Threshold: 80, Status: st, ConfigVersion: "cfg1",
 	}
 	if st == schemas.StatusOK {

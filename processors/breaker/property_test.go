@@ -206,6 +206,7 @@ func TestPropertyReferenceTargets(t *testing.T) {
 func TestPropertyRandomStreams(t *testing.T) {
 	p := propertyPolicy()
 	var totalEvictions uint64
+	totalOtherOKs := 0
 	for seed := uint64(1); seed <= 30; seed++ {
 		evs := genStream(seed, 4000)
 		b := newBreaker(t, p)
@@ -230,6 +231,23 @@ func TestPropertyRandomStreams(t *testing.T) {
 		// to each target (through any matching rule, by refTargets) up to
 		// each event.
 		observed := map[schemas.Key]map[string]schemas.Status{}
+		// byID: every verdict of the stream by id (its series and window).
+		byID := map[string]*schemas.Verdict{}
+		for _, e := range evs {
+			if e.v != nil {
+				byID[e.v.ID] = e.v
+			}
+		}
+		// Per target, for the close rule: the series that tripped it in
+		// the current incident (read from the open commands' reasons),
+		// when its current half-open began (event index), and the
+		// verdicts first seen since then.
+		tripping := map[schemas.Key]map[sigKey]bool{}
+		halfOpenAt := map[schemas.Key]int{}
+		halfOpenTime := map[schemas.Key]int64{}
+		seenIDs := map[string]bool{}
+		var sinceHalfOpen map[schemas.Key][]*schemas.Verdict = map[schemas.Key][]*schemas.Verdict{}
+		closesChecked, otherOKs := 0, 0
 		lastVersion := map[schemas.Key]uint64{}
 		lastIssued := map[schemas.Key]int64{}
 		states := map[schemas.BreakerState]int{}
@@ -242,7 +260,14 @@ func TestPropertyRandomStreams(t *testing.T) {
 						observed[tk] = map[string]schemas.Status{}
 					}
 					observed[tk][e.v.ID] = e.v.Status
+					if _, ho := halfOpenAt[tk]; ho && !seenIDs[e.v.ID] {
+						sinceHalfOpen[tk] = append(sinceHalfOpen[tk], e.v)
+					}
 				}
+			}
+			fresh := e.v != nil && !seenIDs[e.v.ID]
+			if e.v != nil {
+				seenIDs[e.v.ID] = true
 			}
 			perTarget := map[schemas.Key]bool{}
 			for ; ci < len(cmds) && idx[ci] == i; ci++ {
@@ -277,8 +302,8 @@ func TestPropertyRandomStreams(t *testing.T) {
 				wantSt := schemas.StatusBreach
 				if c.State == schemas.StateClosed {
 					wantSt = schemas.StatusOK
-					if len(c.Reasons) != p.CloseAfter {
-						t.Fatalf("seed %d event %d: %v close cites %d verdicts, want CloseAfter = %d", seed, i, c.Target, len(c.Reasons), p.CloseAfter)
+					if len(c.Reasons) != p.CloseAfter*len(tripping[c.Target]) {
+						t.Fatalf("seed %d event %d: %v close cites %d verdicts, want CloseAfter = %d per tripping series (%d)", seed, i, c.Target, len(c.Reasons), p.CloseAfter, len(tripping[c.Target]))
 					}
 				}
 				for _, r := range c.Reasons {
@@ -290,8 +315,44 @@ func TestPropertyRandomStreams(t *testing.T) {
 						t.Fatalf("seed %d event %d: %s %s command for %v cites %s verdict %s, want %s", seed, i, c.Action, c.State, c.Target, st, r.VerdictID, wantSt)
 					}
 				}
+				if c.Version&(1<<VersionShift-1) == 1 {
+					// A new incarnation (first command, or after an
+					// eviction): nothing of an earlier incident remains.
+					delete(tripping, c.Target)
+					delete(halfOpenAt, c.Target)
+				}
+				switch c.State {
+				case schemas.StateOpen:
+					if prevClosed := tripping[c.Target] == nil; prevClosed {
+						tripping[c.Target] = map[sigKey]bool{}
+					}
+					// The last reason is the verdict that tripped it (a
+					// trip cites its series' breaches, a re-trip one).
+					tripping[c.Target][sigOf(byID[c.Reasons[len(c.Reasons)-1].VerdictID])] = true
+					delete(halfOpenAt, c.Target)
+				case schemas.StateHalfOpen:
+					if _, ho := halfOpenAt[c.Target]; !ho {
+						halfOpenAt[c.Target] = i
+						halfOpenTime[c.Target] = c.IssuedAtUnixNano
+						sinceHalfOpen[c.Target] = nil
+						// The verdict whose time ended the cool-down is
+						// judged in half-open.
+						if fresh && e.v.Status != schemas.StatusInsufficientData && slices.Contains(refTargets(p, e.v), c.Target) {
+							sinceHalfOpen[c.Target] = []*schemas.Verdict{e.v}
+						}
+					}
+				case schemas.StateClosed:
+					otherOKs += checkClose(t, seed, i, p, c, tripping[c.Target], halfOpenTime[c.Target], sinceHalfOpen[c.Target], byID)
+					closesChecked++
+					delete(tripping, c.Target)
+					delete(halfOpenAt, c.Target)
+				}
 			}
 		}
+		if closesChecked == 0 {
+			t.Fatalf("seed %d: no close to check", seed)
+		}
+		totalOtherOKs += otherOKs
 		if uint64(jumps) > b.Stats().Evictions {
 			t.Fatalf("seed %d: %d version jumps but %d evictions", seed, jumps, b.Stats().Evictions)
 		}
@@ -312,6 +373,96 @@ func TestPropertyRandomStreams(t *testing.T) {
 	if totalEvictions == 0 {
 		t.Fatalf("no target was evicted in any stream: eviction is not exercised")
 	}
+	// The streams must offer oks of other series to half-open targets,
+	// else "other SLOs' oks do not close" is not exercised.
+	if totalOtherOKs == 0 {
+		t.Fatalf("no half-open target saw an ok of a series that did not trip it")
+	}
+}
+
+// sigKey names a signal as the close rule sees it: processor, SLO and
+// metric (for every key of the target).
+type sigKey struct {
+	processor, slo, metric string
+}
+
+func sigOf(v *schemas.Verdict) sigKey {
+	return sigKey{v.Processor, v.SLO, v.Metric}
+}
+
+// checkClose is the documented close rule, checked on one close command
+// against the stream (written independently of the breaker): the close
+// cites exactly CloseAfter ok verdicts of each series that tripped the
+// target in this incident, with distinct window ends, all first seen
+// since the half-open began and judging windows that start at or after
+// it; after the first cited verdict of a series no
+// warn or breach of that series was observed; and no breach of any
+// series offered to the target came after the half-open began (it would
+// have re-tripped), but for a tripping series' verdicts on windows begun
+// before it (stale: ignored). It returns how many oks of other series the target
+// saw while half-open (they must not have mattered).
+func checkClose(t *testing.T, seed uint64, i int, p Policy, c schemas.FuseCommand, trip map[sigKey]bool, halfOpen int64, since []*schemas.Verdict, byID map[string]*schemas.Verdict) int {
+	t.Helper()
+	if len(trip) == 0 {
+		t.Fatalf("seed %d event %d: %v closed without an open command before", seed, i, c.Target)
+	}
+	cited := map[sigKey][]*schemas.Verdict{}
+	inSince := map[string]bool{}
+	for _, v := range since {
+		inSince[v.ID] = true
+	}
+	for _, r := range c.Reasons {
+		v := byID[r.VerdictID]
+		s := sigOf(v)
+		if !trip[s] {
+			t.Fatalf("seed %d event %d: %v close cites %s/%s/%s of %v, which did not trip it (tripping: %v)", seed, i, c.Target, v.Processor, v.SLO, v.Metric, v.Key, trip)
+		}
+		if v.WindowStartUnixNano < halfOpen {
+			t.Fatalf("seed %d event %d: %v close cites %s whose window began before the half-open: it judged incident traffic, not the probe", seed, i, c.Target, v.ID)
+		}
+		if !inSince[v.ID] {
+			t.Fatalf("seed %d event %d: %v close cites %s, not seen since the half-open began", seed, i, c.Target, v.ID)
+		}
+		cited[s] = append(cited[s], v)
+	}
+	for s := range trip {
+		vs := cited[s]
+		if len(vs) != p.CloseAfter {
+			t.Fatalf("seed %d event %d: %v close cites %d verdicts of tripping series %v, want %d", seed, i, c.Target, len(vs), s, p.CloseAfter)
+		}
+		first := vs[0]
+		ends := map[int64]bool{}
+		for _, v := range vs {
+			ends[v.WindowEndUnixNano] = true
+		}
+		if len(ends) != len(vs) {
+			t.Fatalf("seed %d event %d: %v close counts one evaluation of %v twice", seed, i, c.Target, s)
+		}
+		after := false
+		lastEnd := map[schemas.Key]int64{} // per key of the signal: a late verdict is ignored
+		for _, v := range since {
+			if v.ID == first.ID {
+				after = true
+			}
+			late := sigOf(v) == s && v.WindowEndUnixNano <= lastEnd[v.Key]
+			if sigOf(v) == s {
+				lastEnd[v.Key] = max(lastEnd[v.Key], v.WindowEndUnixNano)
+			}
+			if after && !late && sigOf(v) == s && v.Status == schemas.StatusWarn && v.WindowEndUnixNano > first.WindowEndUnixNano && v.WindowStartUnixNano >= halfOpen {
+				t.Fatalf("seed %d event %d: %v closed although tripping series %v warned (%s) inside its streak", seed, i, c.Target, s, v.ID)
+			}
+		}
+	}
+	others := 0
+	for _, v := range since {
+		if v.Status == schemas.StatusBreach && !(trip[sigOf(v)] && v.WindowStartUnixNano < halfOpen) {
+			t.Fatalf("seed %d event %d: %v closed although %s/%s breached (%s) while half-open", seed, i, c.Target, v.Processor, v.SLO, v.ID)
+		}
+		if v.Status == schemas.StatusOK && !trip[sigOf(v)] {
+			others++
+		}
+	}
+	return others
 }
 
 func TestPropertySnapshotMidStream(t *testing.T) {
@@ -354,4 +505,44 @@ func newStatsAfter(t *testing.T, p Policy, evs []event) Stats {
 	b := newBreaker(t, p)
 	play(b, evs)
 	return b.Stats()
+}
+
+// TestPropertyOrderAcrossRestart: the commands of every target are
+// strictly increasing in the fuse ordering (schemas.CompareFuseOrder:
+// issued-at, then version) over a run that is restored from a snapshot
+// mid-stream and, later, restarted with its state lost (a new breaker on
+// the rest of the stream, as after a lost checkpoint): gateways never see
+// a fusebox restart's commands as stale.
+func TestPropertyOrderAcrossRestart(t *testing.T) {
+	p := propertyPolicy()
+	for seed := uint64(200); seed < 210; seed++ {
+		evs := genStream(seed, 3000)
+		cut1, cut2 := len(evs)/3, 2*len(evs)/3
+		b1 := newBreaker(t, p)
+		first, _ := play(b1, evs[:cut1])
+		snap, err := b1.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b2 := newBreaker(t, p)
+		if err := b2.UnmarshalBinary(snap); err != nil {
+			t.Fatal(err)
+		}
+		second, _ := play(b2, evs[cut1:cut2])
+		// State lost: a fresh breaker on the rest, from a later second of
+		// event time on (it reads newer records).
+		third, _ := play(newBreaker(t, p), evs[cut2+20:])
+		last := map[schemas.Key]schemas.FuseCommand{}
+		n := 0
+		for _, c := range append(append(first, second...), third...) {
+			if prev, ok := last[c.Target]; ok && schemas.CompareFuseOrder(&c, &prev) <= 0 {
+				t.Fatalf("seed %d: %v v%d issued %d is not after v%d issued %d", seed, c.Target, c.Version, c.IssuedAtUnixNano, prev.Version, prev.IssuedAtUnixNano)
+			}
+			last[c.Target] = c
+			n++
+		}
+		if len(third) == 0 || n < 50 {
+			t.Fatalf("seed %d: %d commands, %d after the state loss: not exercised", seed, n, len(third))
+		}
+	}
 }

@@ -46,25 +46,41 @@ type seriesSnap struct {
 	Entries   []entry     `json:"entries"`
 }
 
+type signalSnap struct {
+	Processor string        `json:"processor"`
+	SLO       string        `json:"slo"`
+	Metric    string        `json:"metric"`
+	Keys      []schemas.Key `json:"keys"`
+	Healthy   []reasonSnap  `json:"healthy"`
+	HealthyAt int64         `json:"healthy_at"`
+	BlockedAt int64         `json:"blocked_at"`
+}
+
 type targetSnap struct {
-	Key        schemas.Key          `json:"key"`
-	State      schemas.BreakerState `json:"state"`
-	Active     active               `json:"active"`
-	Base       uint64               `json:"base"`
-	Seq        uint64               `json:"seq"`
-	Trips      int                  `json:"trips"`
-	OpenUntil  int64                `json:"open_until"`
-	ClosedAt   int64                `json:"closed_at"`
-	Incident   string               `json:"incident"`
-	Reasons    []reasonSnap         `json:"reasons"`
-	SLOs       []string             `json:"slos"`
-	Healthy    []reasonSnap         `json:"healthy"`
-	HealthyAt  int64                `json:"healthy_at"`
-	LastIssued int64                `json:"last_issued"`
-	Issued     bool                 `json:"issued"`
-	LastActive int64                `json:"last_active"`
-	Clock      int64                `json:"clock"`
-	Series     []seriesSnap         `json:"series"`
+	Key       schemas.Key          `json:"key"`
+	State     schemas.BreakerState `json:"state"`
+	Active    active               `json:"active"`
+	Base      uint64               `json:"base"`
+	Seq       uint64               `json:"seq"`
+	Trips     int                  `json:"trips"`
+	OpenUntil int64                `json:"open_until"`
+	ClosedAt  int64                `json:"closed_at"`
+	Incident  string               `json:"incident"`
+	Reasons   []reasonSnap         `json:"reasons"`
+	SLOs      []string             `json:"slos"`
+	Healthy   []reasonSnap         `json:"healthy"`
+	HealthyAt int64                `json:"healthy_at"`
+	// Tripped and HalfOpenAt were added after the first release of this
+	// format; a snapshot without them restores with no tripping series
+	// (the old "any ok closes" rule, see target.healthy).
+	Tripped    []signalSnap `json:"tripped,omitempty"`
+	HalfOpenAt int64        `json:"half_open_at,omitempty"`
+	StateSince int64        `json:"state_since,omitempty"`
+	LastIssued int64        `json:"last_issued"`
+	Issued     bool         `json:"issued"`
+	LastActive int64        `json:"last_active"`
+	Clock      int64        `json:"clock"`
+	Series     []seriesSnap `json:"series"`
 }
 
 func toReasonSnaps(rs []schemas.Reason) []reasonSnap {
@@ -100,6 +116,10 @@ func (b *Breaker) MarshalBinary() ([]byte, error) {
 		}
 		if ts.SLOs == nil {
 			ts.SLOs = []string{}
+		}
+		ts.HalfOpenAt, ts.StateSince = tg.halfOpenAt, tg.stateSince
+		for _, g := range tg.tripped {
+			ts.Tripped = append(ts.Tripped, signalSnap{Processor: g.Processor, SLO: g.SLO, Metric: g.Metric, Keys: slices.Clone(g.Keys), Healthy: toReasonSnaps(g.Healthy), HealthyAt: g.HealthyAt, BlockedAt: g.BlockedAt})
 		}
 		for k, se := range tg.series {
 			ts.Series = append(ts.Series, seriesSnap{
@@ -147,7 +167,10 @@ func (b *Breaker) UnmarshalBinary(data []byte) error {
 			openUntil: ts.OpenUntil, closedAt: ts.ClosedAt, incident: ts.Incident,
 			reasons: fromReasonSnaps(ts.Reasons), slos: ts.SLOs, healthy: fromReasonSnaps(ts.Healthy), healthyAt: ts.HealthyAt,
 			lastIssued: ts.LastIssued, issued: ts.Issued, lastActive: ts.LastActive, clock: ts.Clock,
-			series: make(map[seriesKey]*series, len(ts.Series)),
+			series: make(map[seriesKey]*series, len(ts.Series)), halfOpenAt: ts.HalfOpenAt, stateSince: ts.StateSince,
+		}
+		for _, g := range ts.Tripped {
+			tg.tripped = append(tg.tripped, signal{Processor: g.Processor, SLO: g.SLO, Metric: g.Metric, Keys: g.Keys, Healthy: fromReasonSnaps(g.Healthy), HealthyAt: g.HealthyAt, BlockedAt: g.BlockedAt})
 		}
 		for _, ss := range ts.Series {
 			ri := b.ruleIndex(ss.Rule)

@@ -38,6 +38,39 @@ type entry struct {
 	Threshold float64 `json:"threshold"`
 }
 
+// signal is one SLO signal that tripped a target — the verdicts of one
+// processor, SLO and metric, for every key of the target — with its ok
+// streak while the target is half-open. A half-open target closes only
+// once every signal of its incident has CloseAfter ok evaluations in a
+// row; a warn of the signal (any of its keys) resets its streak; verdicts
+// of other signals never touch it.
+type signal struct {
+	Processor string `json:"processor"`
+	SLO       string `json:"slo"`
+	Metric    string `json:"metric"`
+	// Keys are the keys of the target this signal was seen for since the
+	// incident began (one for a fine target; several for a coarse one):
+	// they are the keys probed in half-open (ProbesFor).
+	Keys []schemas.Key `json:"keys"`
+	// Healthy is the ok streak (reasons for the close); HealthyAt the
+	// evaluation time of its last entry; BlockedAt the evaluation time of
+	// the last warn (an ok of that same evaluation of another key does not
+	// count: the evaluation is not healthy).
+	Healthy   []schemas.Reason `json:"healthy"`
+	HealthyAt int64            `json:"healthy_at"`
+	BlockedAt int64            `json:"blocked_at"`
+}
+
+func (g *signal) is(v *schemas.Verdict) bool {
+	return g.Processor == v.Processor && g.SLO == v.SLO && g.Metric == v.Metric
+}
+
+func (g *signal) addKey(k schemas.Key) {
+	if !slices.Contains(g.Keys, k) {
+		g.Keys = append(g.Keys, k)
+	}
+}
+
 type seriesKey struct {
 	rule                   int
 	processor, slo, metric string
@@ -84,12 +117,20 @@ type target struct {
 	incident  string
 	reasons   []schemas.Reason // behind the current state
 	slos      []string         // SLO names behind the current incident
-	healthy   []schemas.Reason // the ok streak of a half-open target
-	// healthyAt is the evaluation time of the last ok counted in the
-	// streak: a target covering several keys or SLOs gets several ok
-	// verdicts per evaluation, and CloseAfter counts evaluations.
+	// tripped lists the series that opened the target in this incident
+	// (trips, escalations, re-trips), each with its half-open ok streak:
+	// only they can close it (see closeReady).
+	tripped []signal
+	// halfOpenAt is when the current half-open began (0 when not
+	// half-open): the probe's start, see Probes.
+	halfOpenAt int64
+	// healthy and healthyAt are the streak of a target restored from a
+	// snapshot written before tripped existed (no signals known): ok
+	// verdicts of any matching rule close it, as they did then.
+	healthy    []schemas.Reason
 	healthyAt  int64
 	lastIssued int64 // issued-at of the last command; 0 before the first
+	stateSince int64 // evaluation time of the last state change (for refresh texts)
 	issued     bool
 	lastActive int64 // last breach or state change
 	clock      int64 // latest evaluation time applied
@@ -151,6 +192,9 @@ func (b *Breaker) observeTarget(tk schemas.Key, ruleIdx []int, v *schemas.Verdic
 	if breach {
 		tg.lastActive = t
 	}
+	if g := tg.signalOf(v); g != nil && tg.state != schemas.StateClosed {
+		g.addKey(v.Key) // a coarse target's other keys of the signal are probed too
+	}
 
 	switch tg.state {
 	case schemas.StateClosed, schemas.StateOpen:
@@ -181,10 +225,20 @@ func (b *Breaker) observeTarget(tk schemas.Key, ruleIdx []int, v *schemas.Verdic
 					rs = append(rs, schemas.Reason{VerdictID: e.VerdictID, Text: breachText(r, v, e, bestSeries.breaches())})
 				}
 			}
-			b.trip(tg, r, t, rs, v.SLO)
+			b.trip(tg, r, t, rs, v)
 			changed = true
 		}
 	case schemas.StateHalfOpen:
+		if g := tg.signalOf(v); g != nil && v.WindowStartUnixNano < tg.halfOpenAt {
+			// A verdict of a tripping series whose window began before
+			// the half-open judges traffic of the incident, not the probe:
+			// it neither closes, resets nor re-trips. The engine makes the
+			// next evaluations of probing processors start at the half-open
+			// (ProbesFor); other processors' windows get there once they
+			// have slid past it.
+			b.stats.Stale++
+			break
+		}
 		switch v.Status {
 		case schemas.StatusBreach:
 			// The probe failed: open again, with the more severe of the
@@ -204,20 +258,38 @@ func (b *Breaker) observeTarget(tk schemas.Key, ruleIdx []int, v *schemas.Verdic
 				}
 			}
 			e := entry{VerdictID: v.ID, Breach: true, Value: v.Value, Threshold: v.Threshold}
-			text := "probe failed: " + v.Processor + "/" + v.SLO + "/" + v.Metric + " breach value=" + fmtFloat(e.Value) + " threshold=" + fmtFloat(e.Threshold)
-			b.trip(tg, r, t, []schemas.Reason{{VerdictID: v.ID, Text: text}}, v.SLO)
+			what := "probe failed: tripping SLO "
+			if tg.signalOf(v) == nil {
+				what = "breach of another SLO while half-open: "
+			}
+			text := what + v.SLO + " (" + v.Processor + "/" + v.Metric + ") breach value=" + fmtFloat(e.Value) + " budget=" + fmtFloat(e.Threshold) +
+				", window " + fmtTime(v.WindowStartUnixNano) + ".." + fmtTime(v.WindowEndUnixNano)
+			b.trip(tg, r, t, []schemas.Reason{{VerdictID: v.ID, Text: text}}, v)
 			changed = true
 		case schemas.StatusWarn:
-			// Not yet healthy: the streak starts again.
-			tg.healthy = tg.healthy[:0]
-		case schemas.StatusOK:
-			if len(tg.healthy) > 0 && t == tg.healthyAt {
-				break // this evaluation is counted already
+			// Not yet healthy: the tripping series' streak starts again;
+			// another series' warn says nothing about what tripped.
+			if len(tg.tripped) == 0 {
+				tg.healthy = tg.healthy[:0] // legacy snapshot: any series
+			} else if g := tg.signalOf(v); g != nil {
+				g.Healthy = g.Healthy[:0]
+				g.BlockedAt = t
 			}
-			tg.healthyAt = t
-			tg.healthy = append(tg.healthy, schemas.Reason{VerdictID: v.ID,
-				Text: "healthy " + strconv.Itoa(len(tg.healthy)+1) + " of " + strconv.Itoa(b.pol.CloseAfter) + ": " + v.Processor + "/" + v.SLO + "/" + v.Metric + " ok value=" + fmtFloat(v.Value) + " threshold=" + fmtFloat(v.Threshold)})
-			if len(tg.healthy) >= b.pol.CloseAfter {
+		case schemas.StatusOK:
+			if len(tg.tripped) == 0 {
+				changed = b.legacyHealthy(tg, v, t)
+				break
+			}
+			g := tg.signalOf(v)
+			if g == nil {
+				break // another series' ok neither closes nor resets
+			}
+			if (len(g.Healthy) > 0 && t <= g.HealthyAt) || t <= g.BlockedAt {
+				break // this evaluation is counted already, or it warned
+			}
+			g.HealthyAt = t
+			g.Healthy = append(g.Healthy, schemas.Reason{VerdictID: v.ID, Text: healthyText(b.pol.CloseAfter, len(g.Healthy)+1, v, tg.halfOpenAt)})
+			if tg.closeReady(b.pol.CloseAfter) {
 				b.close(tg, t)
 				changed = true
 			}
@@ -226,6 +298,65 @@ func (b *Breaker) observeTarget(tk schemas.Key, ruleIdx []int, v *schemas.Verdic
 	c, ok := b.emit(tg, t, changed)
 	return c, ok, true
 }
+
+// signalOf returns the tripping series v belongs to, or nil.
+func (tg *target) signalOf(v *schemas.Verdict) *signal {
+	for i := range tg.tripped {
+		if tg.tripped[i].is(v) {
+			return &tg.tripped[i]
+		}
+	}
+	return nil
+}
+
+// closeReady reports whether every tripping series has n ok evaluations
+// in a row.
+func (tg *target) closeReady(n int) bool {
+	for i := range tg.tripped {
+		if len(tg.tripped[i].Healthy) < n {
+			return false
+		}
+	}
+	return len(tg.tripped) > 0
+}
+
+// addSignal records v's signal as one that tripped the target.
+func (tg *target) addSignal(v *schemas.Verdict) {
+	if g := tg.signalOf(v); g != nil {
+		g.addKey(v.Key)
+		return
+	}
+	tg.tripped = append(tg.tripped, signal{Processor: v.Processor, SLO: v.SLO, Metric: v.Metric, Keys: []schemas.Key{v.Key}})
+}
+
+// legacyHealthy is the close rule of a target restored from a snapshot
+// that predates tripping signals: ok verdicts of any matching rule, one
+// per evaluation time.
+func (b *Breaker) legacyHealthy(tg *target, v *schemas.Verdict, t int64) bool {
+	if len(tg.healthy) > 0 && t == tg.healthyAt {
+		return false
+	}
+	tg.healthyAt = t
+	tg.healthy = append(tg.healthy, schemas.Reason{VerdictID: v.ID, Text: healthyText(b.pol.CloseAfter, len(tg.healthy)+1, v, tg.halfOpenAt)})
+	if len(tg.healthy) >= b.pol.CloseAfter {
+		b.close(tg, t)
+		return true
+	}
+	return false
+}
+
+// healthyText is a close reason: which ok evaluation of the streak, the
+// tripping series, its value against its budget, and the window judged.
+func healthyText(need, i int, v *schemas.Verdict, since int64) string {
+	w := "window " + fmtTime(v.WindowStartUnixNano) + ".." + fmtTime(v.WindowEndUnixNano)
+	if since != 0 && v.WindowStartUnixNano >= since {
+		w = "probe " + w + " (traffic since half-open)"
+	}
+	return "healthy " + strconv.Itoa(i) + " of " + strconv.Itoa(need) + " of tripping SLO " + v.SLO + " (" + v.Processor + "/" + v.Metric +
+		"): ok value=" + fmtFloat(v.Value) + " budget=" + fmtFloat(v.Threshold) + ", " + w
+}
+
+func fmtTime(ns int64) string { return time.Unix(0, ns).UTC().Format("15:04:05") }
 
 func (b *Breaker) ruleIndex(id string) int {
 	for i := range b.rules {
@@ -238,18 +369,21 @@ func (b *Breaker) ruleIndex(id string) int {
 
 func breachText(r *rule, v *schemas.Verdict, e entry, count int) string {
 	return string(r.Action) + " (" + strconv.Itoa(count) + " of last " + strconv.Itoa(r.n) + ", k=" + strconv.Itoa(r.k) + "): " +
-		v.Processor + "/" + v.SLO + "/" + v.Metric + " breach value=" + fmtFloat(e.Value) + " threshold=" + fmtFloat(e.Threshold)
+		v.Processor + "/" + v.SLO + "/" + v.Metric + " breach value=" + fmtFloat(e.Value) + " budget=" + fmtFloat(e.Threshold)
 }
 
 // trip opens the target with rule r (nil: keep the active action).
-func (b *Breaker) trip(tg *target, r *rule, t int64, reasons []schemas.Reason, slo string) {
+func (b *Breaker) trip(tg *target, r *rule, t int64, reasons []schemas.Reason, v *schemas.Verdict) {
 	if tg.state == schemas.StateClosed {
 		if tg.trips > 0 && t-tg.closedAt >= int64(b.pol.FlapWindow) {
 			tg.trips = 0 // not flapping: a new incident starts from the base cool-down
 		}
 		tg.incident = incidentID(tg.key, t)
 		tg.slos = tg.slos[:0]
+		tg.tripped = tg.tripped[:0]
 	}
+	tg.addSignal(v)
+	slo := v.SLO
 	tg.trips++
 	b.stats.Trips++
 	tg.state = schemas.StateOpen
@@ -262,6 +396,10 @@ func (b *Breaker) trip(tg *target, r *rule, t int64, reasons []schemas.Reason, s
 		tg.slos = append(tg.slos, slo)
 	}
 	tg.healthy = tg.healthy[:0]
+	tg.halfOpenAt = 0
+	for i := range tg.tripped {
+		tg.tripped[i].Healthy, tg.tripped[i].BlockedAt = tg.tripped[i].Healthy[:0], 0
+	}
 	tg.lastActive = t
 	// Histories of rules at or below the active level start afresh (they
 	// cannot act while the target is open, and old breaches must not
@@ -290,7 +428,11 @@ func (b *Breaker) expireCoolDown(tg *target, t int64) bool {
 		return false
 	}
 	tg.state = schemas.StateHalfOpen
+	tg.halfOpenAt = t
 	tg.healthy = tg.healthy[:0]
+	for i := range tg.tripped {
+		tg.tripped[i].Healthy, tg.tripped[i].BlockedAt = tg.tripped[i].Healthy[:0], 0
+	}
 	tg.lastActive = t
 	cd := time.Duration(b.coolDown(tg.trips)).String()
 	rs := make([]schemas.Reason, len(tg.reasons))
@@ -322,8 +464,18 @@ func (b *Breaker) close(tg *target, t int64) {
 	tg.state = schemas.StateClosed
 	tg.closedAt = t
 	tg.lastActive = t
-	tg.reasons = slices.Clone(tg.healthy)
+	if len(tg.tripped) == 0 {
+		tg.reasons = slices.Clone(tg.healthy)
+	} else {
+		tg.reasons = tg.reasons[:0:0]
+		for i := range tg.tripped {
+			g := &tg.tripped[i]
+			tg.reasons = append(tg.reasons, g.Healthy[len(g.Healthy)-b.pol.CloseAfter:]...)
+		}
+	}
 	tg.healthy = tg.healthy[:0]
+	tg.tripped = tg.tripped[:0]
+	tg.halfOpenAt = 0
 	tg.active = active{}
 	b.stats.Closes++
 	clear(tg.series)
@@ -337,6 +489,8 @@ func (b *Breaker) emit(tg *target, t int64, changed bool) (schemas.FuseCommand, 
 			return schemas.FuseCommand{}, false
 		}
 		b.stats.Refreshes++
+	} else {
+		tg.stateSince = t
 	}
 	tg.seq++
 	tg.issued = true
@@ -349,6 +503,14 @@ func (b *Breaker) emit(tg *target, t int64, changed bool) (schemas.FuseCommand, 
 		IssuedAtUnixNano:  t,
 		ExpiresAtUnixNano: t + int64(b.pol.CommandTTL),
 		Reasons:           slices.Clone(tg.reasons),
+	}
+	if !changed {
+		// A refresh: same state, new expiry. Say so, so the texts do not
+		// read as new failures ("probe failed" again).
+		pre := "refresh of the " + string(tg.state) + " state (unchanged since " + fmtTime(tg.stateSince) + "): "
+		for i := range c.Reasons {
+			c.Reasons[i].Text = pre + c.Reasons[i].Text
+		}
 	}
 	switch tg.state {
 	case schemas.StateClosed:

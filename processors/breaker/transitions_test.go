@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/fusebox-dev/fusebox/schemas"
@@ -231,5 +232,127 @@ func TestRollbackAndScaleOut(t *testing.T) {
 	wantTarget := schemas.Key{Tenant: "*", Service: "chat", Model: "*", Variant: "*"}
 	if s.Action != schemas.ActionScaleOut || s.Level != 0 || s.Target != wantTarget {
 		t.Fatalf("scale out %+v", s)
+	}
+}
+
+// TestCloseOnWhatTripped is the case: a degrade opened by the
+// decay SLO is not closed by oks of the tail SLO while decay still
+// breaches or warns; the decay SLO's own oks close it, citing them; a
+// tail breach while half-open still re-trips.
+func TestCloseOnWhatTripped(t *testing.T) {
+	p := onlyRules(
+		Rule{Processor: "decay", Action: schemas.ActionDegrade, Fallback: "small", K: 1, N: 1},
+		Rule{Processor: "tail", Action: schemas.ActionTrip},
+	)
+	b := newBreaker(t, p)
+	decay := func(m float64, st schemas.Status) schemas.Verdict {
+		return mkVerdict("decay", "align", "alignment_decline", keyA, at(m), st)
+	}
+	checkCmds(t, "decay trips", b.Observe(decay(1, B)), &want{schemas.ActionDegrade, schemas.StateOpen, 1})
+	checkCmds(t, "half-open", b.Advance(at(6)), &want{schemas.ActionDegrade, schemas.StateHalfOpen, 1})
+	for m := 7.0; m <= 10; m++ {
+		if got := b.Observe(tail(m, O)); len(got) != 0 {
+			t.Fatalf("tail ok at %v: %s/%s, want no command (tail did not trip it)", m, got[0].Action, got[0].State)
+		}
+	}
+	b.Observe(decay(11, O))
+	b.Observe(decay(12, O))
+	b.Observe(decay(13, W)) // the tripping SLO warns: its streak starts again
+	b.Observe(decay(14, O))
+	b.Observe(tail(14.5, O)) // neither counts nor resets
+	if got := b.Observe(decay(15, O)); len(got) != 0 {
+		t.Fatalf("closed after 2 oks since the warn: %+v", got)
+	}
+	c := one(t, b.Observe(decay(16, O)))
+	if c.State != schemas.StateClosed || len(c.Reasons) != 3 {
+		t.Fatalf("got %s with %d reasons, want closed citing 3", c.State, len(c.Reasons))
+	}
+	for i, r := range c.Reasons {
+		if want := decay(float64(14+i), O).ID; r.VerdictID != want {
+			t.Fatalf("reason %d cites %s, want decay ok %s", i, r.VerdictID, want)
+		}
+		if !strings.Contains(r.Text, "tripping SLO align") || !strings.Contains(r.Text, "value=50 budget=80") {
+			t.Fatalf("reason %q does not name the tripping SLO with its value and budget", r.Text)
+		}
+	}
+
+	// Another SLO's breach while half-open re-trips, and then both must
+	// be healthy to close.
+	checkCmds(t, "decay trips again", b.Observe(decay(20, B)), &want{schemas.ActionDegrade, schemas.StateOpen, 1})
+	checkCmds(t, "half-open", b.Advance(at(40)), &want{schemas.ActionDegrade, schemas.StateHalfOpen, 1})
+	c = one(t, b.Observe(tail(41, B)))
+	if c.State != schemas.StateOpen || c.Action != schemas.ActionTrip || !strings.Contains(c.Reasons[0].Text, "another SLO") {
+		t.Fatalf("tail breach in half-open: %s/%s %q, want a trip citing another SLO", c.Action, c.State, c.Reasons[0].Text)
+	}
+	half := one(t, b.Advance(at(200)))
+	if half.State != schemas.StateHalfOpen {
+		t.Fatalf("state %s, want half_open", half.State)
+	}
+	for m := 201.0; m <= 203; m++ {
+		if got := b.Observe(decay(m, O)); len(got) != 0 {
+			t.Fatalf("closed on decay alone although tail tripped it too: %+v", got)
+		}
+	}
+	b.Observe(tail(204, O))
+	b.Observe(tail(205, O))
+	c = one(t, b.Observe(tail(206, O)))
+	if c.State != schemas.StateClosed || len(c.Reasons) != 6 {
+		t.Fatalf("got %s with %d reasons, want closed citing 3 per tripping SLO", c.State, len(c.Reasons))
+	}
+}
+
+// TestProbesFor: only a half-open target's tripping series are probed,
+// since the instant the half-open began; open and closed targets none.
+func TestProbesFor(t *testing.T) {
+	b := newBreaker(t, onlyRules(Rule{Processor: "decay", Action: schemas.ActionDegrade, Fallback: "small", K: 1, N: 1}, Rule{Processor: "tail", Action: schemas.ActionTrip}))
+	decay := func(m float64, st schemas.Status) schemas.Verdict {
+		return mkVerdict("decay", "align", "alignment_decline", keyA, at(m), st)
+	}
+	b.Observe(decay(1, B))
+	if p := b.ProbesFor("align"); p != nil {
+		t.Fatalf("open target probed: %v", p)
+	}
+	b.Advance(at(6))
+	if p := b.ProbesFor("align"); len(p) != 1 || p[keyA] != at(6) {
+		t.Fatalf("half-open probes %v, want %v since %d", p, keyA, at(6))
+	}
+	if p := b.ProbesFor("latency"); p != nil {
+		t.Fatalf("an SLO that did not trip the target is probed: %v", p)
+	}
+	for m := 7.0; m <= 9; m++ {
+		b.Observe(decay(m, O))
+	}
+	if p := b.ProbesFor("align"); p != nil {
+		t.Fatalf("closed target still probed: %v", p)
+	}
+}
+
+// TestHalfOpenIgnoresIncidentWindows: in half-open, verdicts of the
+// tripping series on windows that began before the half-open (they still
+// hold the incident) neither close nor re-trip; probe windows do.
+func TestHalfOpenIgnoresIncidentWindows(t *testing.T) {
+	b := newBreaker(t, onlyRules(Rule{Processor: "tail", Action: schemas.ActionTrip, K: 1}))
+	long := func(m float64, st schemas.Status) schemas.Verdict {
+		v := tail(m, st)
+		v.WindowStartUnixNano = at(m - 10)
+		return v
+	}
+	one(t, b.Observe(tail(0, B)))
+	checkCmds(t, "half-open", b.Advance(at(5)), &want{schemas.ActionHalfOpen, schemas.StateHalfOpen, 2})
+	for m := 6.0; m <= 12; m++ {
+		if got := b.Observe(long(m, B)); len(got) != 0 {
+			t.Fatalf("a breach on a window holding the incident re-tripped: %s", got[0].Reasons[0].Text)
+		}
+	}
+	for m := 13.0; m <= 14; m++ {
+		b.Observe(long(m, O))
+	}
+	if b.Stats().Stale != 9 {
+		t.Fatalf("stale %d, want 9", b.Stats().Stale)
+	}
+	b.Observe(tail(15, O))
+	b.Observe(tail(16, O))
+	if c := one(t, b.Observe(tail(17, O))); c.State != schemas.StateClosed {
+		t.Fatalf("state %s, want closed on three probe windows", c.State)
 	}
 }

@@ -121,11 +121,13 @@ func kindIndex(k schemas.CorrectionKind) int {
 // Processor is the corrections processor of one SLO in one partition
 // worker.
 type Processor struct {
-	meta  processors.Meta
-	cfg   Config
-	every int64
-	win   int64
-	join  int64
+	// probes: keys judged on the traffic since a half-open began (SetProbes).
+	probes processors.Probes
+	meta   processors.Meta
+	cfg    Config
+	every  int64
+	win    int64
+	join   int64
 
 	keys     map[schemas.Key]*keyState
 	unjoined map[schemas.Key]*unjoinedState
@@ -355,12 +357,13 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 		unjoinedByTenant[k.Tenant] += n
 	}
 	for _, k := range processors.SortedKeys(p.keys, nil) {
-		t := p.keys[k].tally(from, now, p.every)
+		kf := p.probes.From(k, from)
+		t := p.keys[k].tally(kf, now, p.every)
 		if t.responses == 0 && t.corrections == 0 && t.repeats == 0 {
 			continue
 		}
 		tallies[k] = t
-		out = append(out, p.rateVerdict(k, t, unjoinedByTenant[k.Tenant], from, now))
+		out = append(out, p.rateVerdict(k, t, unjoinedByTenant[k.Tenant], kf, now))
 	}
 	for k, t := range tallies {
 		if k.Variant != p.cfg.CanaryVariant {
@@ -435,3 +438,7 @@ var ErrCorrupt = errors.New("corrections: corrupt snapshot")
 
 // Processor implements processors.Processor.
 var _ processors.Processor = (*Processor)(nil)
+
+// SetProbes implements processors.Prober: a probed key is judged on the
+// traffic since its probe's start (see processors.Probes).
+func (p *Processor) SetProbes(pr processors.Probes) { p.probes = pr }

@@ -80,6 +80,8 @@ const nsPerHour = float64(time.Hour)
 
 // Processor is the decay processor of one SLO in one partition worker.
 type Processor struct {
+	// probes: keys judged on the traffic since a half-open began (SetProbes).
+	probes processors.Probes
 	meta   processors.Meta
 	cfg    Config
 	metric string
@@ -147,9 +149,10 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 	for _, k := range processors.SortedKeys(p.keys, &p.order) {
 		st := p.keys[k]
 		var total int64
-		p.samples, total = st.Collect(from, now, p.samples[:0])
+		kf := p.probes.From(k, from)
+		p.samples, total = st.Collect(kf, now, p.samples[:0])
 		if total > 0 {
-			emit.Verdict(p.judge(k, from, now, total))
+			emit.Verdict(p.judge(k, kf, now, total))
 		}
 		st.EvictBefore(now + p.every - p.win)
 		if st.Empty() {
@@ -315,3 +318,7 @@ var ErrCorrupt = errors.New("decay: corrupt snapshot")
 
 // Processor implements processors.Processor.
 var _ processors.Processor = (*Processor)(nil)
+
+// SetProbes implements processors.Prober: a probed key is judged on the
+// traffic since its probe's start (see processors.Probes).
+func (p *Processor) SetProbes(pr processors.Probes) { p.probes = pr }

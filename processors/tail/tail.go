@@ -18,6 +18,8 @@ const ProcessorName = "tail"
 // implements processors.Processor; it is not safe for concurrent use (the
 // engine calls it from one partition worker's goroutine).
 type Processor struct {
+	// probes: keys judged on the traffic since a half-open began (SetProbes).
+	probes processors.Probes
 	meta   processors.Meta
 	cfg    Config
 	tcfg   stats.TailConfig
@@ -131,9 +133,10 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 		ks := p.keys[k]
 		var n int64
 		var rate float64
-		p.samples, n, rate = ks.store.CollectUniform(from, now, p.samples)
+		kf := p.probes.From(k, from)
+		p.samples, n, rate = ks.store.CollectUniform(kf, now, p.samples)
 		if n > 0 {
-			v := p.meta.NewVerdict(ProcessorName, p.metric, k, from, now)
+			v := p.meta.NewVerdict(ProcessorName, p.metric, k, kf, now)
 			p.judge(&v, p.samples, n, rate)
 			emit.Verdict(v)
 		}
@@ -143,3 +146,7 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 		}
 	}
 }
+
+// SetProbes implements processors.Prober: a probed key is judged on the
+// traffic since its probe's start (see processors.Probes).
+func (p *Processor) SetProbes(pr processors.Probes) { p.probes = pr }

@@ -282,6 +282,16 @@ func (s *Sink) Close(ctx context.Context) error {
 	return err
 }
 
+// Health returns the error of the last insert attempt while it is failing
+// (ClickHouse unreachable, or refusing the rows), nil once an insert
+// succeeds again — or before any failed. The rows stay buffered and are
+// retried meanwhile.
+func (s *Sink) Health() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastErr
+}
+
 // Metrics reports rows inserted and insert errors per table, batches,
 // reconnects, rows buffered and the time Write spent blocked.
 func (s *Sink) Metrics() []sinks.Metric {

@@ -448,3 +448,16 @@ var (
 	_ sinks.Sink          = (*Sink)(nil)
 	_ sinks.MetricsSource = (*Sink)(nil)
 )
+
+// PublishFuseRecord writes one record to the fuse topic with the given key
+// and value, as Write does for a command (same topic, header and
+// partitioner: a record key lands on the partition compaction judges it
+// in), and waits for the broker's acknowledgement. fusebox's fuse.Guard
+// uses it to re-publish a target's current command.
+func (s *Sink) PublishFuseRecord(ctx context.Context, key, value []byte) error {
+	if s.isClosing() {
+		return sinks.ErrClosed
+	}
+	r := &kgo.Record{Topic: s.cfg.FuseTopic, Key: key, Value: value, Headers: commandHeader}
+	return s.cl.ProduceSync(ctx, r).FirstErr()
+}
