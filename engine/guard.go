@@ -141,6 +141,12 @@ func (g *guard) overflowed() [4]int64 {
 }
 
 func (g *guard) appendBinary(e *snapcodec.Encoder) {
+	g.appendDims(e)
+	g.appendKeys(e)
+}
+
+// appendDims writes the per-dimension part, all that version 2 held.
+func (g *guard) appendDims(e *snapcodec.Encoder) {
 	for i := range g.dims {
 		d := &g.dims[i]
 		e.I64(d.overflowed)
@@ -155,6 +161,10 @@ func (g *guard) appendBinary(e *snapcodec.Encoder) {
 			e.I64(d.seen[v])
 		}
 	}
+}
+
+// appendKeys writes the live keys (format version 3 on).
+func (g *guard) appendKeys(e *snapcodec.Encoder) {
 	e.I64(g.keysOverflowed)
 	keys := make([]schemas.Key, 0, len(g.keys))
 	for k := range g.keys {

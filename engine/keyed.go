@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fusebox-dev/fusebox/ingest"
@@ -63,6 +64,12 @@ type KeyedConfig struct {
 	// OnCheckpoint, when set, is called after each checkpoint with the
 	// partition and the keyed offset it covers (tests and metrics).
 	OnCheckpoint func(partition int32, nextOffset int64)
+	// Deployment is this deployment's identity (its kafka.group). Keyed
+	// records whose HeaderDeployment names another are skipped, counted
+	// (ForeignRecords) and logged once per partition and deployment:
+	// another deployment's router writes the same keyed topic. "" takes
+	// every record.
+	Deployment string
 }
 
 // Keyed is the engine's second stage: one Worker per assigned keyed
@@ -81,7 +88,31 @@ type Keyed struct {
 	retired WorkerStats
 	// stalled holds, per owned partition whose watermark stalls, why.
 	stalled map[int32]string
+	// foreign counts keyed records of other deployments, skipped.
+	foreign atomic.Int64
+	// reported holds the restore outcomes already logged.
+	reported map[string]bool
 }
+
+// firstReport reports whether no partition restored with the same outcome
+// before.
+func (k *Keyed) firstReport(r RestoreReport) bool {
+	key := fmt.Sprint(r.SLOs, r.Breaker, r.FormatVersion)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.reported == nil {
+		k.reported = map[string]bool{}
+	}
+	if k.reported[key] {
+		return false
+	}
+	k.reported[key] = true
+	return true
+}
+
+// ForeignRecords is how many keyed records of other deployments this stage
+// skipped.
+func (k *Keyed) ForeignRecords() int64 { return k.foreign.Load() }
 
 // NewKeyed fills cfg's zero fields with the defaults, checks it
 // (KeyedConfig.Validate) and returns the stage.
@@ -170,6 +201,8 @@ type keyedPartition struct {
 	stalled  bool
 	overflow [4]int64 // guard overflow counts already logged
 	keysOver int64    // key-bound overflows already logged
+	// foreign holds the other deployments already logged.
+	foreign map[string]bool
 }
 
 // Start restores the partition's checkpoint and starts after it.
@@ -180,15 +213,24 @@ func (p *keyedPartition) Start(ctx context.Context, committed int64) (int64, err
 		return 0, fmt.Errorf("engine: load checkpoint of partition %d: %w", p.partition, err)
 	}
 	if found {
-		w, full, err := RestoreWorker(p.k.cfg.Worker, p.partition, snap)
+		w, rep, err := RestoreWorker(p.k.cfg.Worker, p.partition, snap)
 		if err != nil {
 			return 0, err
 		}
-		if !full {
-			log.Warn("checkpoint taken under another configuration version: processors start empty")
-		}
 		p.setWorker(w)
-		log.Info("restored checkpoint", "next_offset", w.NextOffset(), "bytes", len(snap))
+		attrs := []any{"next_offset", w.NextOffset(), "bytes", len(snap), "format_version", rep.FormatVersion,
+			"kept", rep.Names(Kept), "reset", rep.Names(Reset), "added", rep.Names(Added), "removed", rep.Names(Removed), "breaker", string(rep.Breaker)}
+		// One line per distinct outcome at info/warn (every partition
+		// of an edited file says the same), each partition at debug.
+		log.Debug("restored checkpoint", attrs...)
+		if p.k.firstReport(rep) {
+			switch {
+			case rep.Full():
+				log.Info("restored checkpoint: state of every SLO and the breaker kept", attrs...)
+			default:
+				log.Warn("restored checkpoint under an edited SLO file: kept SLOs continue, reset and added ones start empty, removed ones are dropped", attrs...)
+			}
+		}
 		p.last = time.Now()
 		return w.NextOffset(), nil
 	}
@@ -220,6 +262,11 @@ func (p *keyedPartition) Handle(ctx context.Context, b *ingest.Batch) error {
 		if !ok {
 			continue
 		}
+		if d := p.k.cfg.Deployment; d != "" && rec.Deployment != "" && rec.Deployment != d {
+			p.skipForeign(rec)
+			b.Records[i].Payload = nil
+			continue
+		}
 		live = live || !rec.Idle
 		p.w.Apply(rec)
 		// The batch is kept only to be acknowledged at the checkpoint:
@@ -240,6 +287,22 @@ func (p *keyedPartition) Handle(ctx context.Context, b *ingest.Batch) error {
 		}
 	}
 	return nil
+}
+
+// skipForeign passes over a record of another deployment: it moves the
+// worker's position only, so that neither its spans nor its source
+// progress reach this deployment's state.
+func (p *keyedPartition) skipForeign(rec *KeyedRecord) {
+	p.w.Skip(rec.Offset)
+	p.k.foreign.Add(1)
+	if !p.foreign[rec.Deployment] {
+		if p.foreign == nil {
+			p.foreign = map[string]bool{}
+		}
+		p.foreign[rec.Deployment] = true
+		p.k.cfg.Logger.Warn("keyed record of another deployment skipped: two deployments write one keyed topic (give each its own topics.keyed)",
+			"partition", p.partition, "deployment", p.k.cfg.Deployment, "foreign_deployment", rec.Deployment, "offset", rec.Offset)
+	}
 }
 
 // soft turns an error caused by the partition going away into nil: the

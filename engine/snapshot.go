@@ -11,13 +11,21 @@ import (
 // ErrCorruptSnapshot is returned when a checkpoint cannot be decoded.
 var ErrCorruptSnapshot = errors.New("engine: corrupt snapshot")
 
-// snapshotFormat names and versions the worker snapshot.
-// Version 3 added the guard's live keys (GuardConfig.MaxKeys); version 2
-// snapshots are still restored.
-var snapshotFormat = snapcodec.Format{Name: "fusebox.worker", Version: 3, Err: ErrCorruptSnapshot}
+// ErrSnapshotVersion is returned for a checkpoint in a format this fusebox
+// does not read (written by a much older or a newer fusebox).
+var ErrSnapshotVersion = errors.New("engine: checkpoint format not supported")
 
-// snapshotFormatV2 is the layout before the guard's live keys.
-var snapshotFormatV2 = snapcodec.Format{Name: "fusebox.worker", Version: 2, Err: ErrCorruptSnapshot}
+// snapshotName names the worker snapshot. Version 3 keeps the guard's live
+// keys (GuardConfig.MaxKeys), state per SLO under its name and state id, and
+// the breaker's state id; version 2 (up to wave 2) kept one config version
+// for all and no live keys, and is still read (its live keys are learnt
+// again from the next records).
+const snapshotName = "fusebox.worker"
+
+var (
+	snapshotFormat   = snapcodec.Format{Name: snapshotName, Version: 3, Err: ErrCorruptSnapshot}
+	snapshotFormatV2 = snapcodec.Format{Name: snapshotName, Version: 2, Err: ErrCorruptSnapshot}
+)
 
 // MarshalBinary snapshots the whole worker: its position in the keyed
 // partition, watermarks, guard, counters, every processor and the breaker.
@@ -57,9 +65,11 @@ func (w *Worker) MarshalBinary() ([]byte, error) {
 		e.Count(len(w.slos))
 		for i := range w.slos {
 			e.String(w.slos[i].spec.Meta.SLO)
+			e.String(w.slos[i].spec.StateID)
 			e.I64(w.slos[i].next)
 			e.String(string(procs[i]))
 		}
+		e.String(w.cfg.BreakerStateID)
 		e.String(string(bb))
 	}), nil
 }
@@ -70,47 +80,47 @@ func (w *Worker) counters() []*int64 {
 		&w.stats.Corrections, &w.stats.LateCorrections, &w.stats.Evaluations, &w.stats.Verdicts, &w.stats.Commands}
 }
 
-// RestoreWorker makes a worker from a snapshot written by MarshalBinary
-// under cfg. When the snapshot was taken under another ConfigVersion (or
-// with other SLOs), only the position (offsets, watermarks, dedup marks) and
-// the breaker are restored; the processors start empty, as their old state
-// may not fit the new parameters. restoredProcessors says which happened.
-// Snapshots of the previous layout (version 2, before the key bound) are
-// restored too; their live keys are learnt again from the next records.
-func RestoreWorker(cfg WorkerConfig, partition int32, snap []byte) (w *Worker, restoredProcessors bool, err error) {
-	r, err := decodeSnapshot(cfg, partition, snap, snapshotFormat, true)
-	if err != nil {
-		r2, err2 := decodeSnapshot(cfg, partition, snap, snapshotFormatV2, false)
-		if err2 != nil {
-			return nil, false, err
-		}
-		r = r2
+// RestoreWorker makes a worker from a snapshot written by MarshalBinary,
+// under cfg, which may differ from the configuration the snapshot was taken
+// under (an edited SLO file). The position (offsets, watermarks, dedup
+// marks, guard, counters) is always restored. Then, per SLO of cfg, by
+// name: its state is kept when the snapshot has an SLO of that name with the
+// same StateID (what its windows hold did not change: a budget, an alpha, a
+// limit may have), and reset otherwise; an SLO of the snapshot that cfg no
+// longer has is dropped. A reset or added SLO evaluates first at the first
+// boundary after the restored watermark, with empty windows. The breaker's
+// state is kept unless its BreakerStateID (the target dimensions) changed.
+// The report says what happened.
+//
+// Snapshots of format version 2 (before per-SLO state) are read too: an
+// SLO's state is kept when the whole configuration version and the SLO's
+// name are the same, the breaker always. Other format versions are refused
+// with ErrSnapshotVersion.
+func RestoreWorker(cfg WorkerConfig, partition int32, snap []byte) (w *Worker, rep RestoreReport, err error) {
+	if w, err = NewWorker(cfg, partition); err != nil {
+		return nil, rep, err
 	}
-	return r.finish(cfg)
-}
-
-// restored is a decoded snapshot, the processors not yet restored.
-type restored struct {
-	w       *Worker
-	version string
-	slos    []savedSLO
-	breaker []byte
-}
-
-type savedSLO struct {
-	name string
-	next int64
-	b    []byte
-}
-
-func decodeSnapshot(cfg WorkerConfig, partition int32, snap []byte, f snapcodec.Format, withKeys bool) (*restored, error) {
-	w, err := NewWorker(cfg, partition)
-	if err != nil {
-		return nil, err
+	type saved struct {
+		name, stateID string
+		next          int64
+		b             []byte
 	}
-	r := &restored{w: w}
-	err = f.Unmarshal(snap, func(d *snapcodec.Decoder) {
-		r.version = d.String()
+	var (
+		version   string
+		slos      []saved
+		breakerID string
+		breaker   []byte
+	)
+	format, v2 := snapshotFormat, false
+	if ver, ok := snapshotVersion(snap); ok && ver == snapshotFormatV2.Version {
+		format, v2 = snapshotFormatV2, true
+	} else if ok && ver != snapshotFormat.Version {
+		return nil, rep, fmt.Errorf("%w: partition %d's checkpoint is %s format version %d; this fusebox reads versions %d and %d. "+
+			"To start this partition's state empty, give the deployment a new topics.state",
+			ErrSnapshotVersion, partition, snapshotName, ver, snapshotFormatV2.Version, snapshotFormat.Version)
+	}
+	err = format.Unmarshal(snap, func(d *snapcodec.Decoder) {
+		version = d.String()
 		if p := int32(d.U32()); d.Err() == nil && p != partition {
 			d.Failf("snapshot of partition %d restored into %d", p, partition)
 		}
@@ -119,49 +129,106 @@ func decodeSnapshot(cfg WorkerConfig, partition int32, snap []byte, f snapcodec.
 		w.earliest = d.I64()
 		w.lastTopics = d.String()
 		w.wm.decodeBinary(d)
-		w.guard.decodeBinary(d, withKeys)
+		w.guard.decodeBinary(d, !v2)
 		for _, p := range w.counters() {
 			*p = d.I64()
 		}
 		n := d.Count(16)
 		for i := 0; i < n && d.Err() == nil; i++ {
-			r.slos = append(r.slos, savedSLO{name: d.String(), next: d.I64(), b: []byte(d.String())})
+			s := saved{name: d.String()}
+			if !v2 {
+				s.stateID = d.String()
+			}
+			s.next, s.b = d.I64(), []byte(d.String())
+			slos = append(slos, s)
 		}
-		r.breaker = []byte(d.String())
+		if !v2 {
+			breakerID = d.String()
+		}
+		breaker = []byte(d.String())
 	})
 	if err != nil {
-		return nil, err
+		return nil, rep, err
 	}
-	return r, nil
+	rep.FormatVersion = int(format.Version)
+	if v2 {
+		// Version 2 knew no state ids: what a version-2 fusebox would
+		// have kept is kept.
+		breakerID = cfg.BreakerStateID
+		for i := range slos {
+			slos[i].stateID = "\x00v2"
+			if version == cfg.ConfigVersion {
+				slos[i].stateID = w.specStateID(slos[i].name)
+			}
+		}
+	}
+	// The breaker is restored unless its targets changed shape: its
+	// per-target command versions must never go back, or gateways would
+	// reject every later command. (A reset breaker's targets are new keys;
+	// their versions start from event time, above any earlier command.)
+	if w.breaker != nil && len(breaker) > 0 {
+		if breakerID == cfg.BreakerStateID {
+			if err := w.breaker.UnmarshalBinary(breaker); err != nil {
+				return nil, rep, fmt.Errorf("engine: restore breaker: %w", err)
+			}
+			rep.Breaker = Kept
+		} else {
+			rep.Breaker = Reset
+		}
+	}
+	old := map[string]saved{}
+	for _, s := range slos {
+		old[s.name] = s
+	}
+	for i := range w.slos {
+		s := &w.slos[i]
+		name := s.spec.Meta.SLO
+		o, ok := old[name]
+		delete(old, name)
+		switch {
+		case ok && o.stateID == s.spec.StateID:
+			s.next = o.next
+			if err := s.proc.UnmarshalBinary(o.b); err != nil {
+				return nil, rep, fmt.Errorf("engine: restore SLO %q: %w", name, err)
+			}
+			rep.SLOs = append(rep.SLOs, SLOChange{SLO: name, Change: Kept})
+		default:
+			// Empty windows, evaluated from the first boundary after the
+			// watermark: no burst of evaluations over the past.
+			if w.watermark != math.MinInt64 {
+				s.next = floorDiv(w.watermark, s.every)*s.every + s.every
+			}
+			c := Added
+			if ok {
+				c = Reset
+			}
+			rep.SLOs = append(rep.SLOs, SLOChange{SLO: name, Change: c})
+		}
+	}
+	for _, s := range slos {
+		if _, gone := old[s.name]; gone {
+			rep.SLOs = append(rep.SLOs, SLOChange{SLO: s.name, Change: Removed})
+		}
+	}
+	return w, rep, nil
 }
 
-func (r *restored) finish(cfg WorkerConfig) (*Worker, bool, error) {
-	w := r.w
-	// The breaker is restored even across a configuration change: its
-	// per-target command versions must never go back, or gateways would
-	// reject every later command.
-	if w.breaker != nil && len(r.breaker) > 0 {
-		if err := w.breaker.UnmarshalBinary(r.breaker); err != nil {
-			return nil, false, fmt.Errorf("engine: restore breaker: %w", err)
+func (w *Worker) specStateID(name string) string {
+	for i := range w.slos {
+		if w.slos[i].spec.Meta.SLO == name {
+			return w.slos[i].spec.StateID
 		}
 	}
-	same := r.version == cfg.ConfigVersion && len(r.slos) == len(w.slos)
-	for i := 0; same && i < len(r.slos); i++ {
-		same = r.slos[i].name == w.slos[i].spec.Meta.SLO
+	return ""
+}
+
+// snapshotVersion reads the format version of a worker snapshot's header;
+// ok is false when b does not start with one.
+func snapshotVersion(b []byte) (v uint8, ok bool) {
+	d := snapcodec.NewDecoder(b)
+	if name := d.String(); d.Err() != nil || name != snapshotName {
+		return 0, false
 	}
-	if !same {
-		// Position only: evaluations restart at the first boundary after
-		// the watermark, with empty windows.
-		w.watermark = math.MinInt64
-		w.earliest = math.MaxInt64
-		return w, false, nil
-	}
-	for i := range r.slos {
-		s := &w.slos[i]
-		s.next = r.slos[i].next
-		if err := s.proc.UnmarshalBinary(r.slos[i].b); err != nil {
-			return nil, false, fmt.Errorf("engine: restore SLO %q: %w", s.spec.Meta.SLO, err)
-		}
-	}
-	return w, true, nil
+	v = d.U8()
+	return v, d.Err() == nil
 }

@@ -30,7 +30,10 @@ type KeyedRecord struct {
 	SourceTopics string
 	// Idle marks the source partition idle: the router saw no records on it
 	// for its idle timeout. The next data record from it clears the mark.
-	Idle        bool
+	Idle bool
+	// Deployment is the HeaderDeployment of the router that wrote it; ""
+	// when absent.
+	Deployment  string
 	Spans       []schemas.Span
 	Corrections []schemas.Correction
 }
@@ -39,6 +42,11 @@ type KeyedRecord struct {
 type SLOSpec struct {
 	Meta  processors.Meta
 	Match schemas.Match
+	// StateID identifies what the SLO's windows hold (its kind, match and
+	// the parameters that shape its windows, not those that only judge
+	// them): a checkpoint's state of an SLO of the same name is restored
+	// only under the same StateID.
+	StateID string
 	// New makes the processor instance for one partition worker.
 	New func() (processors.Processor, error)
 }
@@ -70,12 +78,14 @@ type LateObserver interface {
 
 // WorkerConfig is what every partition worker of one engine shares.
 type WorkerConfig struct {
-	// ConfigVersion identifies the configuration; a snapshot taken under
-	// another version restores only the worker's position, not processor
-	// state.
+	// ConfigVersion identifies the configuration in the snapshot (the
+	// state of each SLO is matched by its StateID, not by this).
 	ConfigVersion string
-	KeyDims       KeyDims
-	Guard         GuardConfig
+	// BreakerStateID identifies the shape of the breaker's targets (their
+	// dimensions): its state is restored only under the same id.
+	BreakerStateID string
+	KeyDims        KeyDims
+	Guard          GuardConfig
 	// AllowedLateness is how far behind the newest record of its own source
 	// partition a record may be and still count. Default 30s.
 	AllowedLateness time.Duration
@@ -216,6 +226,10 @@ func (w *Worker) TakeOutput() schemas.Output {
 	w.out = schemas.Output{}
 	return o
 }
+
+// Skip moves the worker past the keyed record at offset without applying
+// it (a record of another deployment).
+func (w *Worker) Skip(offset int64) { w.nextOffset = offset + 1 }
 
 // Apply folds one keyed record in: duplicates (a router's replay) are
 // skipped, late records counted and dropped, the rest handed to the SLOs

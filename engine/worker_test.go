@@ -156,9 +156,9 @@ func run(t *testing.T, cfg engine.WorkerConfig, p int32, recs []engine.KeyedReco
 			// maybe not; the restored worker produces it again.
 			take()
 			all.Verdicts = all.Verdicts[:snapOut]
-			w2, full, err := engine.RestoreWorker(cfg, p, snap)
-			if err != nil || !full {
-				t.Fatalf("restore: full=%v err=%v", full, err)
+			w2, rep, err := engine.RestoreWorker(cfg, p, snap)
+			if err != nil || !rep.Full() {
+				t.Fatalf("restore: %+v err=%v", rep, err)
 			}
 			w = w2
 			i = int(w.NextOffset())
@@ -332,11 +332,15 @@ func TestSnapshotRejectsDamageAndKeepsPositionAcrossConfigChange(t *testing.T) {
 	if _, _, err := engine.RestoreWorker(cfg, 1, snap); err == nil {
 		t.Fatal("snapshot of partition 0 restored into partition 1")
 	}
+	// Another config version with the same SLO state ids keeps everything;
+	// another state id resets that SLO only, keeping the position.
 	changed := cfg
 	changed.ConfigVersion = "other"
-	r, full, err := engine.RestoreWorker(changed, 0, snap)
-	if err != nil || full {
-		t.Fatalf("config change: full=%v err=%v, want position-only restore", full, err)
+	changed.SLOs = slices.Clone(cfg.SLOs)
+	changed.SLOs[0].StateID = "other-window"
+	r, rep, err := engine.RestoreWorker(changed, 0, snap)
+	if err != nil || rep.Full() || rep.Names(engine.Reset) != "availability" || rep.Names(engine.Kept) != "_rollup" {
+		t.Fatalf("state id change of one SLO: %+v err=%v, want it reset and the other kept", rep, err)
 	}
 	if r.NextOffset() != w.NextOffset() {
 		t.Fatalf("position %d after a config change, want %d", r.NextOffset(), w.NextOffset())

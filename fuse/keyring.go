@@ -165,9 +165,9 @@ func (r Keyring) String() string {
 //
 // Entries are separated by newlines or commas (so that one environment
 // variable can hold several: "k1:SECRET1 not-after=2026-03-01T00:00:00Z,k2:SECRET2").
-// The secret is hex ("hex:" prefix optional; a bare secret made only of an
-// even number of hex digits is read as hex) or base64, standard or URL
-// alphabet, padded or not ("base64:" prefix to force it). Decoded secrets
+// The secret is hex ("hex:" prefix optional) or, with the "base64:" prefix
+// only, base64 (standard or URL alphabet, padded or not). A bare secret
+// that is not hex is an error, never guessed to be base64. Decoded secrets
 // must be at least MinSecretBytes long. The key marked active signs; with
 // none marked, the last entry does. Keys are listed oldest first. Errors
 // are *KeyError naming the entry and key id, never the secret.
@@ -291,15 +291,26 @@ func decodeSecret(s string) ([]byte, string) {
 	case s == "":
 		return nil, "secret is empty"
 	}
-	if len(s)%2 == 0 {
-		if b, err := hex.DecodeString(s); err == nil {
-			return b, ""
+	// A bare secret must be hex: a string of hex digits is also valid
+	// base64 (of other bytes), and a typo in a hex secret ("zz") must not
+	// silently become a base64 one. Base64 needs its prefix.
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return nil, "secret is not hex (" + hexProblem(s) + "); write a base64 secret as base64:SECRET"
+	}
+	return b, ""
+}
+
+// hexProblem says what is wrong with a would-be hex string without
+// quoting it.
+func hexProblem(s string) string {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return "character " + strconv.Itoa(i+1) + " is not a hex digit"
 		}
 	}
-	if b, ok := decodeBase64(s); ok {
-		return b, ""
-	}
-	return nil, "secret is neither hex nor base64"
+	return "odd number of hex digits"
 }
 
 func decodeBase64(s string) ([]byte, bool) {

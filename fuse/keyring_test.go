@@ -18,7 +18,7 @@ import (
 
 var (
 	hexSecret = hex.EncodeToString(fusetest.Secret("k1"))
-	b64Secret = base64.StdEncoding.EncodeToString(fusetest.Secret("k2"))
+	b64Secret = "base64:" + base64.StdEncoding.EncodeToString(fusetest.Secret("k2"))
 )
 
 func TestParseKeyring(t *testing.T) {
@@ -69,7 +69,10 @@ func TestParseKeyringErrors(t *testing.T) {
 		{"bad id chars", "k/1:" + hexSecret, 1, "k/1", "key id"},
 		{"short secret", "k1:" + hexSecret + "\nk2:" + short, 2, "k2", "shorter than 32"},
 		{"bad hex", "k1:hex:zz", 1, "k1", "not valid hex"},
-		{"neither", "k1:!!!!", 1, "k1", "neither hex nor base64"},
+		{"neither", "k1:!!!!", 1, "k1", "not hex (character 1"},
+		{"hex typo", "k0:" + hexSecret + ",k1:zz" + hexSecret[2:], 2, "k1", "not hex (character 1 is not a hex digit); write a base64 secret as base64:"},
+		{"bare base64", "k1:" + strings.TrimPrefix(b64Secret, "base64:"), 1, "k1", "write a base64 secret as base64:"},
+		{"odd hex", "k1:" + hexSecret + "a", 1, "k1", "odd number of hex digits"},
 		{"duplicate", "k1:" + hexSecret + ",k1:" + b64Secret, 0, "k1", "listed twice"},
 		{"two active", "k1:" + hexSecret + " active,k2:" + b64Secret + " active", 2, "k2", "more than one"},
 		{"bad not-after", "k1:" + hexSecret + " not-after=tomorrow", 1, "k1", "RFC 3339"},

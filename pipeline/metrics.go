@@ -131,6 +131,10 @@ func (p *Pipeline) collect(s *observe.Snapshot) {
 	extra("fusebox_live_keys", "Live keys (combinations of dimension values) admitted under keys.max_keys, summed over the keyed partitions this process owns.", observe.GaugeSample, float64(ks.LiveKeys))
 	extra("fusebox_late_corrections_total", "Corrections behind the watermark by more than the allowed lateness: counted, not joined.", observe.CounterSample, float64(ks.LateCorrections))
 	extra("fusebox_evaluations_total", "Processor evaluations run by the keyed stage.", observe.CounterSample, float64(ks.Evaluations))
+	extra("fusebox_foreign_records_total", "Records of another deployment skipped: keyed records (its router writes this keyed topic) and checkpoint records (it shares this state topic).",
+		observe.CounterSample, float64(p.keyed.ForeignRecords()), observe.Label{Name: "kind", Value: "keyed"})
+	extra("fusebox_foreign_records_total", "Records of another deployment skipped: keyed records (its router writes this keyed topic) and checkpoint records (it shares this state topic).",
+		observe.CounterSample, float64(p.store.Foreign()), observe.Label{Name: "kind", Value: "state"})
 	extra("fusebox_checkpoints_total", "Keyed-partition checkpoints (sinks flushed, state saved, input acknowledged).", observe.CounterSample, float64(p.tr.checkpoints.Load()))
 
 	p.tr.mu.Lock()

@@ -55,6 +55,7 @@ type Pipeline struct {
 	admin, producer, stateCl *kgo.Client
 	router                   *router.Router
 	keyed                    *engine.Keyed
+	store                    *statestore.Store
 	source, keyedIn          *ingest.Consumer
 
 	sinks     []engine.Sink
@@ -183,8 +184,10 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 		return nil, err
 	}
 	store := statestore.New(p.stateCl, f.Topics.State, f.Kafka.Brokers, p.kopt...)
+	store.SetDeployment(f.Deployment(), LegacyState(f), o.Logger.With("component", "statestore"))
+	p.store = store
 	if p.keyed, err = engine.NewKeyed(engine.KeyedConfig{
-		Worker: wc, Store: store, Sinks: p.sinks, Signer: o.Signer,
+		Worker: wc, Store: store, Sinks: p.sinks, Signer: o.Signer, Deployment: f.Deployment(),
 		CheckpointEvery: f.Time.CheckpointEvery, CheckpointRecords: f.Time.CheckpointRecords,
 		WatermarkStallEvaluations: f.Time.WatermarkStallEvaluations,
 		Logger:                    o.Logger.With("component", "engine"),
@@ -201,7 +204,7 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 	if p.router, err = router.New(ctx, p.producer, router.Config{
 		KeyedTopic: f.Topics.Keyed, SourceTopics: sources, ByTenant: wc.KeyDims.Tenant,
 		HeartbeatEvery: min(time.Second, minEvery(f)/10), IdleTimeout: f.Time.IdleSourceTimeout,
-		Logger: o.Logger.With("component", "router"),
+		Deployment: f.Deployment(), Logger: o.Logger.With("component", "router"),
 	}); err != nil {
 		return nil, WrapKafkaAuth(err, sasl)
 	}
@@ -233,6 +236,15 @@ func New(ctx context.Context, o Options) (_ *Pipeline, err error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// LegacyState says whether this deployment may restore a checkpoint
+// written before deployment ids (unprefixed state keys): unless its state
+// topic is the one every deployment of earlier versions shared by default
+// (fusebox.state) and its group is not the default one, since then nobody
+// can tell whose checkpoint it is.
+func LegacyState(f *config.File) bool {
+	return f.Topics.State != "fusebox.state" || f.Kafka.Group == "fusebox"
 }
 
 // openSinks opens the configured sinks in the order they are written:
@@ -380,3 +392,11 @@ func (p *Pipeline) Source() *ingest.Consumer { return p.source }
 
 // KeyedConsumer is the keyed stage's consumer of the keyed topic.
 func (p *Pipeline) KeyedConsumer() *ingest.Consumer { return p.keyedIn }
+
+// ForeignRecords is how many records of other deployments this process
+// skipped: keyed records (another deployment's router writes this keyed
+// topic) and checkpoint records (another deployment shares this state
+// topic).
+func (p *Pipeline) ForeignRecords() (keyed, state int64) {
+	return p.keyed.ForeignRecords(), p.store.Foreign()
+}

@@ -187,9 +187,24 @@ func runClusterReferenceOn(t *testing.T, k *testharness.Kafka) *clusterOutput {
 // source topics, to the end, and returns what it wrote.
 func runClusterPublished(t *testing.T, k *testharness.Kafka) *clusterOutput {
 	t.Helper()
+	return runPublishedWith(t, k, parseClusterConfig(t, k.Brokers))
+}
+
+// runSolo is the uninterrupted run of the SLO file cfg makes (its group
+// and topics must be the defaults) on a cluster of its own.
+func runSolo(t *testing.T, cfg func(brokers []string) *config.File) *clusterOutput {
+	t.Helper()
+	k := startTestCluster(t)
+	publishClusterTraffic(t, k, 0, 0)
+	return runPublishedWith(t, k, cfg(k.Brokers))
+}
+
+// runPublishedWith is runClusterPublished with the SLO file cfg.
+func runPublishedWith(t *testing.T, k *testharness.Kafka, cfg *config.File) *clusterOutput {
+	t.Helper()
 	col := startClusterCollector(t, k)
 	cp := newClusterCheckpoints()
-	_, stop := startClusterPipeline(t, parseClusterConfig(t, k.Brokers), cp.record)
+	_, stop := startClusterPipeline(t, cfg, cp.record)
 	ends := cp.waitDrained(t, k, col, 90*time.Second)
 	if err := stop(); err != nil {
 		t.Fatalf("uninterrupted run: %v", err)

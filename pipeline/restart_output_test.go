@@ -32,15 +32,18 @@ type clusterOutput struct {
 	// values: a replay that did not reproduce its output.
 	conflicts []string
 	records   int // verdict records read, duplicates included
+	// verdictTopic and fuseTopic are the topics read.
+	verdictTopic, fuseTopic string
 }
 
-func newClusterOutput() *clusterOutput {
-	return &clusterOutput{verdicts: map[string][]byte{}, parsed: map[string]schemas.Verdict{}, commands: map[string][]byte{}}
+func newClusterOutput(verdictTopic, fuseTopic string) *clusterOutput {
+	return &clusterOutput{verdicts: map[string][]byte{}, parsed: map[string]schemas.Verdict{}, commands: map[string][]byte{},
+		verdictTopic: verdictTopic, fuseTopic: fuseTopic}
 }
 
 func (o *clusterOutput) add(t *testing.T, r *kgo.Record) {
 	switch r.Topic {
-	case clusterVerdictTopic:
+	case o.verdictTopic:
 		o.records++
 		v, err := sinks.UnmarshalVerdictJSON(r.Value)
 		if err != nil {
@@ -55,7 +58,7 @@ func (o *clusterOutput) add(t *testing.T, r *kgo.Record) {
 		}
 		o.verdicts[v.ID] = slices.Clone(r.Value)
 		o.parsed[v.ID] = v
-	case clusterFuseTopic:
+	case o.fuseTopic:
 		c, err := schemas.DecodeFuseCommand(r.Value)
 		if err != nil {
 			t.Errorf("bad fuse record at %s[%d]@%d: %v", r.Topic, r.Partition, r.Offset, err)
@@ -84,10 +87,16 @@ type clusterCollector struct {
 
 func startClusterCollector(t *testing.T, k *testharness.Kafka) *clusterCollector {
 	t.Helper()
-	cl := k.Client(t, kgo.ConsumeTopics(clusterVerdictTopic, clusterFuseTopic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	return startOutputCollector(t, k, clusterVerdictTopic, clusterFuseTopic)
+}
+
+// startOutputCollector is startClusterCollector on other output topics.
+func startOutputCollector(t *testing.T, k *testharness.Kafka, verdictTopic, fuseTopic string) *clusterCollector {
+	t.Helper()
+	cl := k.Client(t, kgo.ConsumeTopics(verdictTopic, fuseTopic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.MetadataMinAge(200*time.Millisecond), kgo.MetadataMaxAge(time.Second))
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &clusterCollector{t: t, out: newClusterOutput(), cancel: cancel, done: make(chan struct{})}
+	c := &clusterCollector{t: t, out: newClusterOutput(verdictTopic, fuseTopic), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
 		for {
@@ -164,10 +173,16 @@ func clusterWait(d time.Duration, cond func() bool) bool {
 // readClusterOutput reads the verdict and fuse topics up to their end offsets now.
 func readClusterOutput(t *testing.T, k *testharness.Kafka) *clusterOutput {
 	t.Helper()
+	return readOutput(t, k, clusterVerdictTopic, clusterFuseTopic)
+}
+
+// readOutput is readClusterOutput on other output topics.
+func readOutput(t *testing.T, k *testharness.Kafka, verdictTopic, fuseTopic string) *clusterOutput {
+	t.Helper()
 	adm := kadm.NewClient(k.Client(t))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ends, err := adm.ListEndOffsets(ctx, clusterVerdictTopic, clusterFuseTopic)
+	ends, err := adm.ListEndOffsets(ctx, verdictTopic, fuseTopic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +200,7 @@ func readClusterOutput(t *testing.T, k *testharness.Kafka) *clusterOutput {
 			remaining[fmt.Sprint(o.Topic, o.Partition)] = o.Offset
 		}
 	})
-	out := newClusterOutput()
+	out := newClusterOutput(verdictTopic, fuseTopic)
 	if len(want) == 0 {
 		return out
 	}

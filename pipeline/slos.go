@@ -36,7 +36,7 @@ func WorkerConfig(f *config.File) (engine.WorkerConfig, error) {
 	for i := range f.SLOs {
 		s := f.SLOs[i]
 		meta := processors.Meta{SLO: s.Name, ConfigVersion: f.Version}
-		spec := engine.SLOSpec{Meta: meta, Match: s.Match}
+		spec := engine.SLOSpec{Meta: meta, Match: s.Match, StateID: StateID(f, s)}
 		sec, ok := s.Processor()
 		if !ok {
 			return engine.WorkerConfig{}, fmt.Errorf("slos[%d]: want one processor section, got %d", i, len(s.Sections))
@@ -51,8 +51,9 @@ func WorkerConfig(f *config.File) (engine.WorkerConfig, error) {
 	if f.Rollups.Enabled {
 		rc := rollup.Config{MaxSamplesPerMinute: f.Rollups.MaxSamplesPerMinute}
 		wc.SLOs = append(wc.SLOs, engine.SLOSpec{
-			Meta: processors.Meta{SLO: RollupSLO, ConfigVersion: f.Version},
-			New:  func() (processors.Processor, error) { return rollup.New(rc) },
+			Meta:    processors.Meta{SLO: RollupSLO, ConfigVersion: f.Version},
+			StateID: rollupStateID(f),
+			New:     func() (processors.Processor, error) { return rollup.New(rc) },
 		})
 	}
 	pol := f.Breaker
@@ -60,6 +61,7 @@ func WorkerConfig(f *config.File) (engine.WorkerConfig, error) {
 		return engine.WorkerConfig{}, fmt.Errorf("breaker: %w", err)
 	}
 	wc.NewBreaker = func() (engine.Breaker, error) { return breaker.New(pol) }
+	wc.BreakerStateID = BreakerStateID(f)
 	return wc, nil
 }
 

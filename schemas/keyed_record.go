@@ -26,6 +26,11 @@ const (
 	HeaderSourceTopics = "fb.topics"
 	// HeaderIdle is "1" on an idle marker.
 	HeaderIdle = "fb.idle"
+	// HeaderDeployment names the deployment (its kafka.group) whose router
+	// wrote the record. A keyed stage skips records of another deployment;
+	// records without it (written before the header existed) are taken as
+	// its own.
+	HeaderDeployment = "fb.dep"
 )
 
 // Header is one record header, as a Kafka record carries it (the same
@@ -57,6 +62,9 @@ type KeyedHeaders struct {
 	// Idle marks an idle marker: the source partition had no records for
 	// the router's idle timeout.
 	Idle bool
+	// Deployment is the HeaderDeployment of the router that wrote the
+	// record; "" when absent.
+	Deployment string
 }
 
 // FormatSource renders the HeaderSource value.
@@ -66,7 +74,7 @@ func FormatSource(s SourceRef) string {
 
 // AppendKeyedHeaders appends the headers of a keyed record saying h to
 // dst: HeaderSource and HeaderSourceTopics always, HeaderSourceMax when
-// known, HeaderIdle on idle markers.
+// known, HeaderIdle on idle markers, HeaderDeployment when set.
 func AppendKeyedHeaders(dst []Header, h KeyedHeaders) []Header {
 	dst = append(dst,
 		Header{Key: HeaderSource, Value: []byte(FormatSource(h.Source))},
@@ -76,6 +84,9 @@ func AppendKeyedHeaders(dst []Header, h KeyedHeaders) []Header {
 	}
 	if h.Idle {
 		dst = append(dst, Header{Key: HeaderIdle, Value: []byte("1")})
+	}
+	if h.Deployment != "" {
+		dst = append(dst, Header{Key: HeaderDeployment, Value: []byte(h.Deployment)})
 	}
 	return dst
 }
@@ -111,6 +122,8 @@ func ParseKeyedHeaders(hs []Header) (KeyedHeaders, error) {
 			k.SourceTopics = string(h.Value)
 		case HeaderIdle:
 			k.Idle = string(h.Value) == "1"
+		case HeaderDeployment:
+			k.Deployment = string(h.Value)
 		}
 	}
 	if !haveSource {

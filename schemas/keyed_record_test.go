@@ -11,6 +11,7 @@ func TestKeyedHeadersRoundTrip(t *testing.T) {
 		{Source: SourceRef{Topic: "otlp_spans", Partition: 3, Offset: 10, Part: 2}, SourceMaxEventTime: 1_800_000_000e9, SourceTopics: "otlp_spans:6"},
 		{Source: SourceRef{Topic: "a/b", Partition: 0, Offset: 0}, SourceMaxEventTime: math.MinInt64, Idle: true},
 		{Source: SourceRef{Topic: "t", Partition: 1, Offset: 5}, SourceMaxEventTime: -7},
+		{Source: SourceRef{Topic: "t", Partition: 2, Offset: 6}, SourceMaxEventTime: 9, Deployment: "team-a/prod"},
 	} {
 		hs := AppendKeyedHeaders(nil, h)
 		if h.Source.Topic == "a/b" {

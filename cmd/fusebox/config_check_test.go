@@ -4,6 +4,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/fuse"
+	"github.com/fusebox-dev/fusebox/internal/observe"
 )
 
 func TestConfigCheckExample(t *testing.T) {
@@ -91,5 +95,105 @@ func TestConfigUsage(t *testing.T) {
 		if code != tc.code || !strings.Contains(stderr, tc.stderr) {
 			t.Errorf("%v: exit %d (want %d), stderr %q (want %q)", tc.args, code, tc.code, stderr, tc.stderr)
 		}
+	}
+}
+
+// TestConfigDiff: `fusebox config diff OLD NEW` names, per SLO, what a
+// restart keeps, resets, adds and removes, and the breaker's fate.
+func TestConfigDiff(t *testing.T) {
+	dir := t.TempDir()
+	old := writeFile(t, dir, "old.yaml", `slos:
+  - name: latency
+    tail: {budget: 2500, window: 10m}
+  - name: avail
+    burnrate: {target: 0.999}
+  - name: drift
+    drift: {metric: confidence}
+  - name: trend
+    decay: {limit: -0.12}
+`)
+	cur := writeFile(t, dir, "new.yaml", `slos:
+  - name: latency
+    tail: {budget: 2000, window: 10m}
+  - name: avail
+    burnrate: {target: 0.99}
+  - name: drift
+    drift: {metric: confidence, window: 20m}
+  - name: ttft
+    tail: {metric: ttft_ms, budget: 900}
+breaker:
+  target: [tenant, service]
+`)
+	code, stdout, stderr := runCmd(t, "config", "diff", old, cur)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		": every verdict id changes",
+		"  slo latency: kept\n", "  slo avail: kept\n", "  slo drift: reset\n", "  slo ttft: added\n", "  slo trend: removed\n",
+		"  breaker: reset\n",
+		"kept: latency,avail,_rollup\n", "reset: drift\n", "added: ttft\n", "removed: trend\n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	code, stdout, _ = runCmd(t, "config", "diff", old, old)
+	if code != exitOK || !strings.Contains(stdout, "verdict ids unchanged") || !strings.Contains(stdout, "reset: -\n") || !strings.Contains(stdout, "  breaker: kept\n") {
+		t.Errorf("diff of a file with itself: exit %d\n%s", code, stdout)
+	}
+	if code, _, _ := runCmd(t, "config", "diff", old); code != exitUsage {
+		t.Errorf("diff with one file: exit %d, want %d", code, exitUsage)
+	}
+}
+
+// TestSigningKeyChecks: run refuses an active key past its not-after (before
+// connecting anywhere); config check says the same, warns about a key
+// expiring within signing.expiry_warning, and names a malformed entry.
+func TestSigningKeyChecks(t *testing.T) {
+	dir := t.TempDir()
+	secret := strings.Repeat("ab", 32)
+	cfg := writeFile(t, dir, "f.yaml", "kafka: {brokers: [127.0.0.1:1]}\nhttp: {listen: \"\"}\nslos: [{name: a, burnrate: {target: 0.999}}]\n")
+	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	soon := time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339)
+	later := time.Now().Add(30 * 24 * time.Hour).UTC().Format(time.RFC3339)
+	expired := writeFile(t, dir, "expired.keys", "k0:"+secret+"\nk1:"+secret+" not-after="+past+"\n")
+	expiring := writeFile(t, dir, "expiring.keys", "k1:"+secret+" not-after="+soon+"\n")
+	fine := writeFile(t, dir, "fine.keys", "k1:"+secret+" not-after="+later+"\n")
+	notHex := writeFile(t, dir, "nothex.keys", "k0:"+secret+"\nk1:zz"+secret[2:]+"\n")
+
+	code, _, stderr := runCmd(t, "run", "--config", cfg, "--fuse-keys", expired)
+	if code != exitFailure || !strings.Contains(stderr, "refuses to start") || !strings.Contains(stderr, `key \"k1\"`) || !strings.Contains(stderr, "past its not-after") {
+		t.Errorf("run with an expired active key: exit %d\n%s", code, stderr)
+	}
+	code, _, stderr = runCmd(t, "config", "check", cfg, "--fuse-keys", expired)
+	if code != exitFailure || !strings.Contains(stderr, `key "k1"`) || !strings.Contains(stderr, "past its not-after") {
+		t.Errorf("config check with an expired active key: exit %d\n%s", code, stderr)
+	}
+	code, stdout, stderr := runCmd(t, "config", "check", "--fuse-keys", expiring, cfg)
+	if code != exitOK || !strings.Contains(stdout, "warning: the active fuse signing key \"k1\"") || !strings.Contains(stdout, "expires at "+soon) {
+		t.Errorf("config check with a key expiring in 2 days: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	code, stdout, _ = runCmd(t, "config", "check", cfg, "--fuse-keys", fine)
+	if code != exitOK || strings.Contains(stdout, "warning") || !strings.Contains(stdout, "signing: key k1 from --fuse-keys") {
+		t.Errorf("config check with a key valid for 30 days: exit %d\n%s", code, stdout)
+	}
+	code, _, stderr = runCmd(t, "config", "check", cfg, "--fuse-keys", notHex)
+	if code != exitFailure || !strings.Contains(stderr, "entry 2") || !strings.Contains(stderr, `key id "k1"`) || !strings.Contains(stderr, "not hex") || strings.Contains(stderr, secret[2:]) {
+		t.Errorf("config check with a non-hex secret: exit %d\n%s", code, stderr)
+	}
+}
+
+func TestSigningKeyMetric(t *testing.T) {
+	na := time.Date(2027, 1, 2, 3, 4, 5, 0, time.UTC)
+	ring, err := fuse.ParseKeyring("k1:" + strings.Repeat("cd", 32) + " not-after=" + na.Format(time.RFC3339))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s observe.Snapshot
+	signingKeyMetrics(ring).Collect(&s)
+	if len(s.Extra) != 1 || s.Extra[0].Name != "fusebox_signing_key_not_after_seconds" || s.Extra[0].Value != float64(na.Unix()) ||
+		len(s.Extra[0].Labels) != 1 || s.Extra[0].Labels[0].Value != "k1" {
+		t.Fatalf("samples %+v, want fusebox_signing_key_not_after_seconds{key=k1} %d", s.Extra, na.Unix())
 	}
 }

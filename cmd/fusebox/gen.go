@@ -27,7 +27,15 @@ shifts, error bursts. The same scenario and seed always write the same
 records.
 
 Event time starts at --start and runs --speedup times faster than the wall
-clock (0: as fast as the broker takes it). Messages are unkeyed (the
+clock (0: as fast as the broker takes it). By default it starts far enough
+in the past to reach the wall clock exactly when the scenario ends
+(now - duration*(1 - 1/speedup); now - duration with --speedup 0), so it
+never runs ahead of the wall clock: reports "--to now" cover all of it
+once gen is done, and nothing is from the future. A scenario without a
+duration starts now. --start now makes event time run ahead of the wall
+clock (fuse commands then expire that much later than the wall clock, and
+fusebox dead-letters events too far ahead of their record timestamps; see
+README, "The command clock"). Messages are unkeyed (the
 Collector's default), or one per trace keyed by its trace id with
 --key-by-trace (the Collector's partition_traces_by_id); keyed messages are
 partitioned as the Collector does (Sarama-compatible FNV-1a). Progress goes
@@ -60,7 +68,7 @@ func cmdGen(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&rate, "rate", 0, "LLM calls per second of event time (default: the scenario's)")
 	fs.DurationVar(&duration, "duration", 0, "event time to generate (default 0: the scenario's; a scenario without one runs until stopped)")
 	fs.Float64Var(&cfg.Speedup, "speedup", cfg.Speedup, "event time runs this many times faster than wall time; 0: no pacing")
-	fs.StringVar(&startS, "start", "now", "event `time` of the first call: RFC 3339, a date, now, or now-DURATION")
+	fs.StringVar(&startS, "start", "", "event `time` of the first call: RFC 3339, a date, now, or now-DURATION (default: reach the wall clock at the end)")
 	fs.IntVar(&cfg.SpansPerMessage, "spans-per-message", cfg.SpansPerMessage, "most spans in one message (a Collector export batch), grouped by service")
 	fs.BoolVar(&cfg.KeyByTrace, "key-by-trace", false, "one message per trace keyed by its 32-hex trace id, like the Collector's partition_traces_by_id")
 	fs.DurationVar(&cfg.ProgressEvery, "progress-every", cfg.ProgressEvery, "wall `interval` between progress lines; 0: none")
@@ -99,9 +107,13 @@ func cmdGen(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if duration > 0 {
 		cfg.Scenario.Duration = duration
 	}
-	start, err := parseReportTime(startS, time.Now().UTC())
-	if err != nil {
-		return usageErr(fmt.Errorf("--start: %w", err))
+	now := time.Now().UTC()
+	start := defaultGenStart(now, cfg.Scenario.Duration, cfg.Speedup)
+	if startS != "" {
+		var err error
+		if start, err = parseReportTime(startS, now); err != nil {
+			return usageErr(fmt.Errorf("--start: %w", err))
+		}
 	}
 	cfg.Start = start
 	if err := cfg.Validate(); err != nil {
@@ -149,6 +161,23 @@ func fnv32a(b []byte) uint32 {
 	h := fnv.New32a()
 	h.Write(b)
 	return h.Sum32()
+}
+
+// defaultGenStart is the event time gen starts at without --start: such
+// that event time, running speedup times faster than the wall clock from
+// now, reaches the wall clock when the scenario's duration d is done —
+// now - d*(1 - 1/speedup) — and so is never ahead of it. With speedup 0
+// (no pacing) it is now - d; without a duration, or at speedup <= 1, now.
+func defaultGenStart(now time.Time, d time.Duration, speedup float64) time.Time {
+	switch {
+	case d <= 0:
+		return now
+	case speedup == 0:
+		return now.Add(-d)
+	case speedup <= 1:
+		return now
+	}
+	return now.Add(-time.Duration(float64(d) * (1 - 1/speedup))).Truncate(time.Second)
 }
 
 // describeGen is the line printed at start.

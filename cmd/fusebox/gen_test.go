@@ -231,3 +231,43 @@ func TestGenProcessSIGINT(t *testing.T) {
 		}
 	}
 }
+
+// TestGenDefaultStartNeverAhead: without --start, paced event time ends at
+// the wall clock (reports "--to now" see all of it; nothing is from the
+// future), unpaced it ends at the start; --start now keeps the old way.
+func TestGenDefaultStartNeverAhead(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		d       time.Duration
+		speedup float64
+		want    time.Time
+	}{
+		{time.Hour, 10, now.Add(-54 * time.Minute)},
+		{time.Hour, 0, now.Add(-time.Hour)},
+		{time.Hour, 1, now},
+		{0, 10, now},
+	} {
+		if got := defaultGenStart(now, c.d, c.speedup); !got.Equal(c.want) {
+			t.Errorf("duration %v speedup %v: start %v, want %v", c.d, c.speedup, got, c.want)
+		}
+	}
+	k := testharness.StartKafka(t)
+	before := time.Now()
+	code, stdout, stderr := runCmd(t, "gen", "--brokers", k.Brokers[0], "--rate", "20", "--duration", "2m",
+		"--speedup", "60", "--progress-every", "0")
+	after := time.Now()
+	if code != exitOK {
+		t.Fatalf("gen: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	m := regexp.MustCompile(`event time (\S+) to (\S+)`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("no event-time range in %q", stdout)
+	}
+	end, err := time.Parse(time.RFC3339, m[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end.After(after.Add(time.Second)) || end.Before(before.Add(-5*time.Second)) {
+		t.Errorf("event time ended at %v; wall clock %v to %v: want it to reach the wall clock, not run ahead", end, before, after)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/fusebox-dev/fusebox/fuse"
 	"github.com/fusebox-dev/fusebox/internal/config"
@@ -60,10 +61,13 @@ func cmdRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fusebox run: log.level: %v\n", err)
 		return exitFailure
 	}
-	signer, keyDesc, err := loadSigner(f.Signing, *keysFile, *insecure)
+	signer, keyDesc, ring, err := loadSigner(f.Signing, *keysFile, *insecure, time.Now())
 	if err != nil {
 		log.Error("fusebox refuses to start: "+err.Error(), "config", *cfgPath)
 		return exitFailure
+	}
+	if ring != nil {
+		go watchSigningKey(ctx, log, ring, keyDesc, f.Signing.ExpiryWarning, time.Minute)
 	}
 	if signer.Unsigned() {
 		log.Warn("fuse commands are published UNSIGNED (--insecure-unsigned or signing.insecure_unsigned): gateways can be spoofed by anyone who can write to " + f.Topics.Fuse)
@@ -79,7 +83,7 @@ func cmdRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 				if p := running.Load(); p != nil {
 					p.Metrics().Collect(s)
 				}
-			})},
+			}), signingKeyMetrics(ring)},
 			Ready: func() error {
 				if p := running.Load(); p != nil {
 					return p.Ready()
@@ -122,8 +126,38 @@ func cmdRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 // loadSigner builds the fuse command signer: keys from --fuse-keys, else
 // signing.keys_file, else the environment variable signing.keys_env. It
 // also returns a description of where the key came from (never the
-// secret).
-func loadSigner(s config.Signing, keysFlag string, insecureFlag bool) (*fuse.Signer, string, error) {
+// secret), and the keyring (nil when unsigned). An active key past its
+// not-after (at now) is refused.
+func loadSigner(s config.Signing, keysFlag string, insecureFlag bool, now time.Time) (*fuse.Signer, string, *fuse.Keyring, error) {
+	ring, src, err := loadKeyring(s, keysFlag)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if ring == nil {
+		if insecureFlag || s.InsecureUnsigned {
+			sg, err := fuse.NewSigner(nil, fuse.AllowUnsigned())
+			return sg, "unsigned", nil, err
+		}
+		env := s.KeysEnv
+		if env == "" {
+			env = fuse.EnvKeys
+		}
+		return nil, "", nil, fmt.Errorf("no fuse signing key: set signing.keys_file (or --fuse-keys FILE), or put \"id:secret\" keys in $%s (signing.keys_env); "+
+			"or pass --insecure-unsigned (signing.insecure_unsigned: true) to publish unsigned commands, which gateways accept only when told to", env)
+	}
+	if _, err := checkSigningKey(ring, src, now, s.ExpiryWarning); err != nil {
+		return nil, "", nil, err
+	}
+	sg, err := fuse.NewSigner(ring)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return sg, "key " + ring.Active() + " from " + src, ring, nil
+}
+
+// loadKeyring reads the keys as loadSigner does, applying
+// signing.active_key; nil (and no error) when none is configured.
+func loadKeyring(s config.Signing, keysFlag string) (*fuse.Keyring, string, error) {
 	var (
 		ring *fuse.Keyring
 		src  string
@@ -145,19 +179,7 @@ func loadSigner(s config.Signing, keysFlag string, insecureFlag bool) (*fuse.Sig
 	if err != nil {
 		return nil, "", fmt.Errorf("fuse signing keys from %s: %w", src, err)
 	}
-	if ring == nil {
-		if insecureFlag || s.InsecureUnsigned {
-			sg, err := fuse.NewSigner(nil, fuse.AllowUnsigned())
-			return sg, "unsigned", err
-		}
-		env := s.KeysEnv
-		if env == "" {
-			env = fuse.EnvKeys
-		}
-		return nil, "", fmt.Errorf("no fuse signing key: set signing.keys_file (or --fuse-keys FILE), or put \"id:secret\" keys in $%s (signing.keys_env); "+
-			"or pass --insecure-unsigned (signing.insecure_unsigned: true) to publish unsigned commands, which gateways accept only when told to", env)
-	}
-	if s.ActiveKey != "" && s.ActiveKey != ring.Active() {
+	if ring != nil && s.ActiveKey != "" && s.ActiveKey != ring.Active() {
 		var keys []fuse.Key
 		for _, id := range ring.IDs() {
 			k, _ := ring.Key(id)
@@ -167,11 +189,7 @@ func loadSigner(s config.Signing, keysFlag string, insecureFlag bool) (*fuse.Sig
 			return nil, "", fmt.Errorf("signing.active_key: %w", err)
 		}
 	}
-	sg, err := fuse.NewSigner(ring)
-	if err != nil {
-		return nil, "", err
-	}
-	return sg, "key " + ring.Active() + " from " + src, nil
+	return ring, src, nil
 }
 
 // printConfigErrors prints a config.Load error: one line per problem,

@@ -154,6 +154,7 @@ func TestRunSIGTERMLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := statestore.New(cl, "real.state", k.Brokers)
+	store.SetDeployment(f.Deployment(), pipeline.LegacyState(f), nil)
 	watermark := map[int32]int64{}
 	for p := int32(0); p < 3; p++ {
 		snap, found, err := store.Load(ctx, p)

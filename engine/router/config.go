@@ -30,6 +30,10 @@ type Config struct {
 	// MaxRecordBytes splits a keyed record larger than this into parts.
 	// Default 900 KiB, below Kafka's default 1 MiB message limit.
 	MaxRecordBytes int
+	// Deployment, when set, goes in every keyed record's
+	// schemas.HeaderDeployment header: a keyed stage of another deployment
+	// that reads the same keyed topic skips the record.
+	Deployment string
 	// Logger gets the router's logs. Default: discard.
 	Logger *slog.Logger
 }

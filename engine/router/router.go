@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/ingest"
+	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -253,6 +254,9 @@ func (h *handler) Handle(ctx context.Context, b *ingest.Batch) error {
 func (h *handler) produce(ctx context.Context, out Out, pending *pendingBatch) {
 	rec := &kgo.Record{Topic: h.r.cfg.KeyedTopic, Partition: out.Partition, Value: out.Value,
 		Headers: Headers(out, *h.r.topics.Load())}
+	if d := h.r.cfg.Deployment; d != "" {
+		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: schemas.HeaderDeployment, Value: []byte(d)})
+	}
 	if pending != nil {
 		pending.n.Add(1)
 	}

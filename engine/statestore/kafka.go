@@ -2,9 +2,12 @@
 // Kafka topic, one topic partition per keyed partition.
 //
 // A checkpoint (a worker snapshot) is written as chunks keyed
-// "p<partition>/g<generation>/c<index>", then a manifest keyed
-// "p<partition>/manifest" naming the generation, the chunk count, the size
-// and the SHA-256 of the whole. Only after the manifest is durable are the
+// "<deployment>/p<partition>/g<generation>/c<index>", then a manifest keyed
+// "<deployment>/p<partition>/manifest" naming the deployment, the
+// generation, the chunk count, the size and the SHA-256 of the whole.
+// Keys are prefixed with the deployment (its kafka.group) so that two
+// deployments sharing a state topic never read each other's checkpoints:
+// Load skips and counts keys of another deployment. Only after the manifest is durable are the
 // previous generation's chunks deleted (tombstones), so a crash at any
 // point leaves the last complete checkpoint readable, and compaction keeps
 // the topic at about one checkpoint per partition.
@@ -18,8 +21,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"regexp"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -44,9 +51,15 @@ type Store struct {
 	mu      sync.Mutex
 	gen     map[int32]manifest // newest generation written or read, per partition
 	timeout time.Duration
+
+	dep     string // "" writes and reads the unprefixed keys of earlier versions
+	legacy  bool   // read unprefixed keys when the deployment has none of its own
+	log     *slog.Logger
+	foreign atomic.Int64
 }
 
 type manifest struct {
+	Deployment string `json:"deployment,omitempty"`
 	Generation int64  `json:"generation"`
 	Chunks     int    `json:"chunks"`
 	Bytes      int    `json:"bytes"`
@@ -57,14 +70,47 @@ type manifest struct {
 // partitioned by hand, so cl must use kgo.ManualPartitioner) and reading
 // with short-lived clients made from seeds and opts (TLS, SASL).
 func New(cl *kgo.Client, topic string, seeds []string, opts ...kgo.Opt) *Store {
-	return &Store{topic: topic, cl: cl, seeds: seeds, opts: opts, chunk: DefaultChunkBytes, gen: map[int32]manifest{}, timeout: time.Minute}
+	return &Store{topic: topic, cl: cl, seeds: seeds, opts: opts, chunk: DefaultChunkBytes, gen: map[int32]manifest{}, timeout: time.Minute,
+		log: slog.New(slog.DiscardHandler)}
 }
 
-func manifestKey(p int32) string { return "p" + strconv.Itoa(int(p)) + "/manifest" }
+// SetDeployment makes the store write and read the checkpoints of
+// deployment dep only (keys "<dep>/p<N>/..."). With legacy, a partition
+// that has no checkpoint of dep restores the unprefixed one of a fusebox
+// from before deployment ids, once: its next checkpoint is written under
+// dep. Keys of other deployments are skipped, counted (Foreign) and
+// logged to log. Call it before the first Save or Load.
+func (s *Store) SetDeployment(dep string, legacy bool, log *slog.Logger) {
+	s.dep, s.legacy = dep, legacy
+	if log != nil {
+		s.log = log
+	}
+}
 
-func chunkKey(p int32, gen int64, i int) string {
+// Foreign is how many checkpoint records of other deployments Load skipped.
+func (s *Store) Foreign() int64 { return s.foreign.Load() }
+
+func (s *Store) prefix() string {
+	if s.dep == "" {
+		return ""
+	}
+	return s.dep + "/"
+}
+
+func (s *Store) manifestKey(p int32) string { return s.prefix() + legacyManifestKey(p) }
+
+func (s *Store) chunkKey(p int32, gen int64, i int) string {
+	return s.prefix() + legacyChunkKey(p, gen, i)
+}
+
+func legacyManifestKey(p int32) string { return "p" + strconv.Itoa(int(p)) + "/manifest" }
+
+func legacyChunkKey(p int32, gen int64, i int) string {
 	return "p" + strconv.Itoa(int(p)) + "/g" + strconv.FormatInt(gen, 10) + "/c" + strconv.Itoa(i)
 }
+
+// legacyKey matches the unprefixed keys of earlier versions.
+var legacyKey = regexp.MustCompile(`^p[0-9]+/(manifest|g[0-9]+/c[0-9]+)$`)
 
 // Save writes snap as partition p's newest checkpoint and returns once the
 // manifest is durable.
@@ -73,28 +119,28 @@ func (s *Store) Save(ctx context.Context, p int32, snap []byte) error {
 	prev, hadPrev := s.gen[p]
 	s.mu.Unlock()
 	sum := sha256.Sum256(snap)
-	m := manifest{Generation: prev.Generation + 1, Bytes: len(snap), SHA256: hex.EncodeToString(sum[:])}
+	m := manifest{Deployment: s.dep, Generation: prev.Generation + 1, Bytes: len(snap), SHA256: hex.EncodeToString(sum[:])}
 	var recs []*kgo.Record
 	for off := 0; off < len(snap) || m.Chunks == 0; off += s.chunk {
 		end := min(off+s.chunk, len(snap))
-		recs = append(recs, &kgo.Record{Topic: s.topic, Partition: p, Key: []byte(chunkKey(p, m.Generation, m.Chunks)), Value: nonNil(snap[off:end])})
+		recs = append(recs, &kgo.Record{Topic: s.topic, Partition: p, Key: []byte(s.chunkKey(p, m.Generation, m.Chunks)), Value: nonNil(snap[off:end])})
 		m.Chunks++
 	}
 	if err := s.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		return fmt.Errorf("statestore: write chunks of partition %d: %w", p, err)
 	}
 	mv, _ := json.Marshal(m)
-	if err := s.cl.ProduceSync(ctx, &kgo.Record{Topic: s.topic, Partition: p, Key: []byte(manifestKey(p)), Value: mv}).FirstErr(); err != nil {
+	if err := s.cl.ProduceSync(ctx, &kgo.Record{Topic: s.topic, Partition: p, Key: []byte(s.manifestKey(p)), Value: mv}).FirstErr(); err != nil {
 		return fmt.Errorf("statestore: write manifest of partition %d: %w", p, err)
 	}
 	s.mu.Lock()
 	s.gen[p] = m
 	s.mu.Unlock()
-	if hadPrev {
+	if hadPrev && prev.Deployment == s.dep {
 		// The previous generation is no longer needed: tombstone it so
 		// compaction can drop it. Losing these writes only wastes space.
 		for i := 0; i < prev.Chunks; i++ {
-			s.cl.Produce(context.WithoutCancel(ctx), &kgo.Record{Topic: s.topic, Partition: p, Key: []byte(chunkKey(p, prev.Generation, i))}, nil)
+			s.cl.Produce(context.WithoutCancel(ctx), &kgo.Record{Topic: s.topic, Partition: p, Key: []byte(s.chunkKey(p, prev.Generation, i))}, nil)
 		}
 	}
 	return nil
@@ -165,13 +211,25 @@ func (s *Store) Load(ctx context.Context, p int32) (snap []byte, found bool, err
 			done = true
 		}
 	}
-	mv, ok := latest[manifestKey(p)]
+	s.countForeign(p, latest)
+	chunkKey := s.chunkKey
+	mv, ok := latest[s.manifestKey(p)]
+	if !ok && s.dep != "" && s.legacy {
+		if mv, ok = latest[legacyManifestKey(p)]; ok {
+			chunkKey = func(p int32, gen int64, i int) string { return legacyChunkKey(p, gen, i) }
+			s.log.Warn("restoring a checkpoint written before deployment ids (unprefixed keys); the next one is written under this deployment",
+				"topic", s.topic, "partition", p, "deployment", s.dep)
+		}
+	}
 	if !ok {
 		return nil, false, nil
 	}
 	var m manifest
 	if err := json.Unmarshal(mv, &m); err != nil {
 		return nil, false, fmt.Errorf("%w: manifest of partition %d: %v", ErrCorrupt, p, err)
+	}
+	if m.Deployment != "" && m.Deployment != s.dep {
+		return nil, false, fmt.Errorf("%w: manifest of partition %d names deployment %q, not %q", ErrCorrupt, p, m.Deployment, s.dep)
 	}
 	var buf bytes.Buffer
 	for i := 0; i < m.Chunks; i++ {
@@ -189,4 +247,32 @@ func (s *Store) Load(ctx context.Context, p int32) (snap []byte, found bool, err
 	s.gen[p] = m
 	s.mu.Unlock()
 	return buf.Bytes(), true, nil
+}
+
+// countForeign counts and logs the live keys of partition p that belong to
+// other deployments (or, without legacy, to a fusebox from before
+// deployment ids).
+func (s *Store) countForeign(p int32, latest map[string][]byte) {
+	if s.dep == "" {
+		return
+	}
+	own := s.prefix()
+	others := map[string]int{}
+	for k := range latest {
+		switch {
+		case strings.HasPrefix(k, own):
+		case legacyKey.MatchString(k):
+			if !s.legacy {
+				others["(before deployment ids)"]++
+			}
+		default:
+			dep, _, _ := strings.Cut(k, "/p")
+			others[dep]++
+		}
+	}
+	for dep, n := range others {
+		s.foreign.Add(int64(n))
+		s.log.Warn("checkpoint records of another deployment skipped: two deployments share a state topic (give each its own topics.state)",
+			"topic", s.topic, "partition", p, "deployment", s.dep, "foreign_deployment", dep, "records", n)
+	}
 }

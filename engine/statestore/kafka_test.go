@@ -94,7 +94,7 @@ func TestCrashBeforeManifestKeepsThePreviousCheckpoint(t *testing.T) {
 	cl := k.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	var recs []*kgo.Record
 	for i := 0; i < 3; i++ {
-		recs = append(recs, &kgo.Record{Topic: "state", Partition: 2, Key: []byte(chunkKey(2, 2, i)), Value: random(r, 1000)})
+		recs = append(recs, &kgo.Record{Topic: "state", Partition: 2, Key: []byte(legacyChunkKey(2, 2, i)), Value: random(r, 1000)})
 	}
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
@@ -115,7 +115,7 @@ func TestCorruptCheckpointIsAnError(t *testing.T) {
 	}
 	// Overwrite one chunk of the current generation.
 	cl := k.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "state", Partition: 0, Key: []byte(chunkKey(0, 1, 1)), Value: []byte("x")}).FirstErr(); err != nil {
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "state", Partition: 0, Key: []byte(legacyChunkKey(0, 1, 1)), Value: []byte("x")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := newStore(t, k, "state").Load(ctx, 0); !errors.Is(err, ErrCorrupt) {
@@ -136,4 +136,58 @@ func ensureTopic(ctx context.Context, cl *kgo.Client, topic string, partitions i
 		return fmt.Errorf("statestore: create %s: %w", topic, err)
 	}
 	return nil
+}
+
+// TestDeploymentsShareAStateTopic: two deployments checkpoint the same
+// partitions of one state topic; each restores its own, skips and counts
+// the other's, and neither tombstones the other's chunks. A legacy
+// (unprefixed) checkpoint is restored only by a store told to.
+func TestDeploymentsShareAStateTopic(t *testing.T) {
+	k := testharness.StartKafka(t)
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(4, 4))
+	legacy := newStore(t, k, "state") // a fusebox from before deployment ids
+	old := random(r, 2200)
+	if err := legacy.Save(ctx, 1, old); err != nil {
+		t.Fatal(err)
+	}
+	a, b := newStore(t, k, "state"), newStore(t, k, "state")
+	a.SetDeployment("alpha", true, nil)
+	b.SetDeployment("beta", false, nil)
+	if got, found, err := a.Load(ctx, 1); err != nil || !found || !bytes.Equal(got, old) {
+		t.Fatalf("alpha (legacy on) over a legacy checkpoint: found=%v err=%v", found, err)
+	}
+	if _, found, err := b.Load(ctx, 1); err != nil || found {
+		t.Fatalf("beta (legacy off) restored a legacy checkpoint: found=%v err=%v", found, err)
+	}
+	if b.Foreign() == 0 {
+		t.Fatal("beta did not count the legacy checkpoint's records as foreign")
+	}
+	var wantA, wantB []byte
+	for gen := 0; gen < 3; gen++ { // several generations: tombstones of one must not hit the other
+		wantA, wantB = random(r, 1500+r.IntN(3000)), random(r, 1500+r.IntN(3000))
+		if err := a.Save(ctx, 1, wantA); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Save(ctx, 1, wantB); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k.Cluster.Compact()
+	a2, b2 := newStore(t, k, "state"), newStore(t, k, "state")
+	a2.SetDeployment("alpha", true, nil)
+	b2.SetDeployment("beta", true, nil)
+	if got, found, err := a2.Load(ctx, 1); err != nil || !found || !bytes.Equal(got, wantA) {
+		t.Fatalf("alpha restored found=%v err=%v %d bytes, want its own %d", found, err, len(got), len(wantA))
+	}
+	if got, found, err := b2.Load(ctx, 1); err != nil || !found || !bytes.Equal(got, wantB) {
+		t.Fatalf("beta restored found=%v err=%v %d bytes, want its own %d", found, err, len(got), len(wantB))
+	}
+	if a2.Foreign() == 0 || b2.Foreign() == 0 {
+		t.Fatalf("foreign records counted: alpha %d, beta %d; want both > 0", a2.Foreign(), b2.Foreign())
+	}
+	// Another partition: nothing of either.
+	if _, found, err := a2.Load(ctx, 2); err != nil || found {
+		t.Fatalf("partition 2: found=%v err=%v", found, err)
+	}
 }

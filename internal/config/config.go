@@ -48,7 +48,10 @@ type Kafka struct {
 	// Brokers are the seed addresses. Default [127.0.0.1:9092].
 	Brokers []string `yaml:"brokers"`
 	// Group is the consumer group prefix: the router joins
-	// "<group>.router", the keyed stage "<group>.engine". Default "fusebox".
+	// "<group>.router", the keyed stage "<group>.engine". It is also the
+	// deployment's identity: its keyed records carry it (header fb.dep),
+	// its checkpoints are keyed under it, and the keyed and state topics
+	// default to "<group>.keyed" and "<group>.state". Default "fusebox".
 	Group    string `yaml:"group"`
 	ClientID string `yaml:"client_id"` // default "fusebox"
 	// InstanceID turns on static group membership (KIP-345): a process
@@ -90,15 +93,18 @@ type Topics struct {
 	Corrections  []string `yaml:"corrections"`   // default [fusebox.corrections]
 	// Logs are OTLP log topics read for evaluation events, only when
 	// evaluations has rules; they take span_encoding. Default [otlp_logs].
-	Logs  []string `yaml:"logs"`
-	Keyed string   `yaml:"keyed"` // default fusebox.keyed
+	Logs []string `yaml:"logs"`
+	// Keyed is the topic the router writes and the keyed stage reads.
+	// Default "<kafka.group>.keyed".
+	Keyed string `yaml:"keyed"`
 	// KeyedPartitions is the keyed topic's partition count when fusebox
 	// creates it; it bounds how many processes share the work. Default 12.
-	KeyedPartitions int32  `yaml:"keyed_partitions"`
-	State           string `yaml:"state"`    // default fusebox.state
-	Verdicts        string `yaml:"verdicts"` // default fusebox.verdicts
-	Fuse            string `yaml:"fuse"`     // default fusebox.fuse
-	DLQ             string `yaml:"dlq"`      // default fusebox.dlq
+	KeyedPartitions int32 `yaml:"keyed_partitions"`
+	// State is the compacted checkpoint topic. Default "<kafka.group>.state".
+	State    string `yaml:"state"`
+	Verdicts string `yaml:"verdicts"` // default fusebox.verdicts
+	Fuse     string `yaml:"fuse"`     // default fusebox.fuse
+	DLQ      string `yaml:"dlq"`      // default fusebox.dlq
 }
 
 // Keys says what statistics are kept per, and how many.
@@ -204,6 +210,10 @@ type Signing struct {
 	// InsecureUnsigned sends unsigned commands; fusebox refuses to start
 	// without a key otherwise. Same as --insecure-unsigned.
 	InsecureUnsigned bool `yaml:"insecure_unsigned"`
+	// ExpiryWarning: fusebox (and `config check`) warns once the active
+	// key's not-after is this close (wall time); it refuses to start with
+	// an active key past its not-after. Default 168h (7 days).
+	ExpiryWarning time.Duration `yaml:"expiry_warning"`
 }
 
 // Sinks configures where verdicts, commands and rollups go.
@@ -282,7 +292,7 @@ func Default() File {
 			CheckpointRecords: 100_000, MaxUnackedBytes: 1 << 30},
 		Rollups: Rollups{Enabled: true, MaxSamplesPerMinute: 2000},
 		Breaker: DefaultBreaker(),
-		Signing: Signing{KeysEnv: "FUSEBOX_FUSE_KEYS"},
+		Signing: Signing{KeysEnv: "FUSEBOX_FUSE_KEYS", ExpiryWarning: 7 * 24 * time.Hour},
 		Sinks: Sinks{
 			Kafka: KafkaSink{Enabled: true, Partitions: 6},
 			ClickHouse: ClickHouse{Database: "fusebox", Username: "default", BatchRows: 5000, FlushEvery: time.Second,

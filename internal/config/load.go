@@ -67,6 +67,7 @@ func Parse(name string, b []byte) (*File, error) {
 		if f.Version == "" {
 			f.Version = f.semanticVersion()
 		}
+		f.deriveTopics(lines)
 		_, explicitRules := lines["breaker.rules"]
 		for _, e := range append(f.validate(), f.validateRules(explicitRules)...) {
 			errs = append(errs, &Error{File: name, Line: lineOf(lines, e.Field), Field: e.Field, Reason: e.Reason})
@@ -111,6 +112,25 @@ func (f *File) semanticVersion() string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:6])
 }
+
+// deriveTopics names the deployment's internal topics after its group
+// when the file does not name them: two deployments with different groups
+// on one cluster then never share a keyed or a state topic. The default
+// group "fusebox" gives the names of earlier versions (fusebox.keyed,
+// fusebox.state).
+func (f *File) deriveTopics(lines map[string]int) {
+	if _, set := lines["topics.keyed"]; !set {
+		f.Topics.Keyed = f.Kafka.Group + ".keyed"
+	}
+	if _, set := lines["topics.state"]; !set {
+		f.Topics.State = f.Kafka.Group + ".state"
+	}
+}
+
+// Deployment is the identity of this deployment in its keyed records and
+// checkpoints: its consumer group prefix. A deployment drops (and counts)
+// keyed records and checkpoints of another.
+func (f *File) Deployment() string { return f.Kafka.Group }
 
 // lineOf finds the line of field, or of its nearest parent in the file.
 func lineOf(lines map[string]int, field string) int {

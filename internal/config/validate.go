@@ -123,6 +123,7 @@ func (f *File) validate() []fieldErr {
 	errs = append(errs, validateBreaker(&f.Breaker, dims)...)
 
 	fail(f.Signing.ActiveKey != "" && f.Signing.KeysFile == "" && f.Signing.KeysEnv == "", "signing.active_key", "set keys_file or keys_env too")
+	fail(f.Signing.ExpiryWarning < 0, "signing.expiry_warning", "must not be negative")
 
 	ch := &f.Sinks.ClickHouse
 	for i, a := range ch.Addr {

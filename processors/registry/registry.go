@@ -61,6 +61,10 @@ type Kind struct {
 	// Summary says in one line what an SLO of this configuration checks
 	// (`fusebox config check`).
 	Summary func(cfg Config) string
+	// StateShape returns the parameters of cfg that shape what the
+	// processor's windows hold (state.go): a checkpoint's state of an SLO
+	// is restored only when its shape is unchanged.
+	StateShape func(cfg Config) any
 }
 
 // Kinds returns every kind, in a fixed order (the order of the SLO
@@ -129,6 +133,7 @@ func kind[C any, P processors.Processor, PC interface {
 			slices.Sort(m)
 			return m
 		},
-		Summary: func(cfg Config) string { return summary(cfg.(PC)) },
+		Summary:    func(cfg Config) string { return summary(cfg.(PC)) },
+		StateShape: windowShape,
 	}
 }

@@ -1,6 +1,7 @@
 package registry_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -162,4 +163,82 @@ func traffic() []proctest.Event {
 	}
 	proctest.SortEvents(evs)
 	return evs
+}
+
+// TestEveryKindHasAStateShape: a kind added without a window shape would
+// restore state across any edit.
+func TestEveryKindHasAStateShape(t *testing.T) {
+	for _, k := range registry.Kinds() {
+		if k.StateShape == nil || k.StateShape(k.Default()) == nil {
+			t.Errorf("kind %s has no state shape (add it to windowShape)", k.Name)
+		}
+	}
+}
+
+// judging lists, per kind, the Config fields that only judge what the
+// windows hold: editing them keeps an SLO's state. Every other field must
+// change the kind's StateShape (a field added to a Config without a
+// decision here fails the test).
+var judging = map[string][]string{
+	"tail":        {"P", "Budget", "ThresholdQuantile", "MinExceedances", "MinSamples"},
+	"drift":       {"Alpha", "Consecutive", "MinEffect", "MinSamples"},
+	"decay":       {"Limit", "Alpha", "MinSamples", "MinCoverage", "TheilSenMaxPoints"},
+	"corrections": {"MaxRate", "Alpha", "MinEffect", "MinResponses"},
+	"scaling":     {"EntropyHigh", "EntropyLow", "StdDevBudgetMs", "ScaleInAfter", "MinSamples"},
+	"burnrate":    {"Target", "MinEvents", "MinBadEvents", "Confidence"},
+}
+
+func TestStateShapeSeparatesWindowsFromJudging(t *testing.T) {
+	for _, k := range registry.Kinds() {
+		base := fmt.Sprintf("%#v", k.StateShape(k.Default()))
+		typ := reflect.TypeOf(k.Default()).Elem()
+		for i := 0; i < typ.NumField(); i++ {
+			f := typ.Field(i)
+			cfg := k.Default()
+			if !perturb(reflect.ValueOf(cfg).Elem().Field(i)) {
+				t.Errorf("%s.%s: cannot perturb a %s", k.Name, f.Name, f.Type)
+				continue
+			}
+			changed := fmt.Sprintf("%#v", k.StateShape(cfg)) != base
+			judge := slices.Contains(judging[k.Name], f.Name)
+			switch {
+			case judge && changed:
+				t.Errorf("%s.%s judges only, yet changes the state shape", k.Name, f.Name)
+			case !judge && !changed:
+				t.Errorf("%s.%s does not change the state shape: add it to windowShape (it shapes the windows) or to judging (it only judges them)", k.Name, f.Name)
+			}
+		}
+	}
+}
+
+// perturb changes v to another value of its type.
+func perturb(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Bool:
+		v.SetBool(!v.Bool())
+	case reflect.Int, reflect.Int64:
+		v.SetInt(v.Int() + 7)
+	case reflect.Float64:
+		v.SetFloat(v.Float()*2 + 0.5)
+	case reflect.String:
+		v.SetString(v.String() + "x")
+	case reflect.Slice:
+		if v.Len() == 0 {
+			v.Set(reflect.Append(v, reflect.New(v.Type().Elem()).Elem()))
+			if v.Type().Elem().Kind() == reflect.Struct {
+				perturb(v.Index(0).Field(0))
+			} else {
+				perturb(v.Index(0))
+			}
+			return true
+		}
+		e := v.Index(0)
+		if e.Kind() == reflect.Struct {
+			return perturb(e.Field(0))
+		}
+		return perturb(e)
+	default:
+		return false
+	}
+	return true
 }

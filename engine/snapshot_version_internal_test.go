@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/rollup"
+	"github.com/fusebox-dev/fusebox/processors/snapcodec"
+	"github.com/fusebox-dev/fusebox/processors/tail"
+	"github.com/fusebox-dev/fusebox/schemas"
+)
+
+// marshalV2 writes w as a fusebox of wave 2 wrote its checkpoints (format
+// version 2: one config version, no state ids): the upgrade test's input.
+func marshalV2(t *testing.T, w *Worker) []byte {
+	t.Helper()
+	procs := make([][]byte, len(w.slos))
+	for i := range w.slos {
+		b, err := w.slos[i].proc.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs[i] = b
+	}
+	return snapshotFormatV2.Marshal(func(e *snapcodec.Encoder) {
+		e.String(w.cfg.ConfigVersion)
+		e.U32(uint32(w.partition))
+		e.I64(w.nextOffset)
+		e.I64(w.watermark)
+		e.I64(w.earliest)
+		e.String(w.lastTopics)
+		w.wm.appendBinary(e)
+		w.guard.appendDims(e) // version 2 had no live keys
+		for _, v := range w.counters() {
+			e.I64(*v)
+		}
+		e.Count(len(w.slos))
+		for i := range w.slos {
+			e.String(w.slos[i].spec.Meta.SLO)
+			e.I64(w.slos[i].next)
+			e.String(string(procs[i]))
+		}
+		e.String("") // no breaker
+	})
+}
+
+func versionTestConfig(version string) WorkerConfig {
+	tc := tail.DefaultConfig()
+	tc.Budget, tc.MinSamples = 1000, 10
+	meta := processors.Meta{SLO: "latency", ConfigVersion: version}
+	return WorkerConfig{
+		ConfigVersion: version, KeyDims: AllKeyDims(),
+		Guard: GuardConfig{MaxTenants: 10, MaxServices: 10, MaxModels: 10, MaxVariants: 10, IdleTTLNanos: int64(time.Hour)},
+		SLOs: []SLOSpec{
+			{Meta: meta, StateID: "tail-1", New: func() (processors.Processor, error) { return tail.New(meta, tc) }},
+			{Meta: processors.Meta{SLO: "_rollup", ConfigVersion: version}, StateID: "rollup-1",
+				New: func() (processors.Processor, error) { return rollup.New(rollup.Config{MaxSamplesPerMinute: 100}) }},
+		},
+	}
+}
+
+// versionTestRecords is 5 minutes of one key's spans, 10 a second.
+func versionTestRecords() []KeyedRecord {
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	var recs []KeyedRecord
+	for i := 0; i < 300; i++ {
+		end := t0 + int64(i)*int64(time.Second)
+		var spans []schemas.Span
+		for j := 0; j < 10; j++ {
+			spans = append(spans, schemas.Span{TraceID: schemas.TraceID{byte(i), byte(i >> 8), byte(j)}, SpanID: schemas.SpanID{byte(i), byte(i >> 8), byte(j)},
+				StartUnixNano: end - int64(time.Second), EndUnixNano: end, DurationMs: float64(100 + (i*7+j*13)%400),
+				Key: schemas.Key{Tenant: "acme", Service: "chat", Model: "m", Variant: "stable"}})
+		}
+		recs = append(recs, KeyedRecord{Offset: int64(i), Source: SourceRef{Topic: "s", Partition: 0, Offset: int64(i)},
+			SourceMaxEventTime: end, SourceTopics: "s:1", Spans: spans})
+	}
+	return recs
+}
+
+// TestSnapshotFormatVersions: a checkpoint of format version 2 (wave 2)
+// is read — its SLO state kept under the same config version, reset under
+// another, as that version did — and continues exactly as the worker that
+// wrote it; versions 1 and 4 are refused with ErrSnapshotVersion and a
+// message that names the version and what to do.
+func TestSnapshotFormatVersions(t *testing.T) {
+	recs := versionTestRecords()
+	cfg := versionTestConfig("v-old")
+	w, err := NewWorker(cfg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range recs[:200] {
+		w.Apply(&recs[i])
+	}
+	w.TakeOutput()
+	v2 := marshalV2(t, w)
+	if v, ok := snapshotVersion(v2); !ok || v != 2 {
+		t.Fatalf("test snapshot has version %d (%v), want 2", v, ok)
+	}
+	for i := range recs[200:] {
+		w.Apply(&recs[200+i])
+	}
+	want := w.TakeOutput()
+
+	r, rep, err := RestoreWorker(cfg, 0, v2)
+	if err != nil {
+		t.Fatalf("version 2 under the same config version: %v", err)
+	}
+	if rep.FormatVersion != 2 || !rep.Full() {
+		t.Fatalf("version 2 under the same config version: %+v, want everything kept", rep)
+	}
+	for i := int(r.NextOffset()); i < len(recs); i++ {
+		r.Apply(&recs[i])
+	}
+	got := r.TakeOutput()
+	if g, w := fmt.Sprint(got.Verdicts, got.Rollups), fmt.Sprint(want.Verdicts, want.Rollups); g != w || len(want.Verdicts) == 0 {
+		t.Fatalf("after restoring the version-2 checkpoint: %d verdicts, %d rollups; want the writer's %d, %d, identical",
+			len(got.Verdicts), len(got.Rollups), len(want.Verdicts), len(want.Rollups))
+	}
+	// Under another config version: what version 2 kept (position only).
+	_, rep, err = RestoreWorker(versionTestConfig("v-new"), 0, v2)
+	if err != nil || rep.Names(Reset) != "latency,_rollup" {
+		t.Fatalf("version 2 under another config version: %+v %v, want both SLOs reset", rep, err)
+	}
+
+	v3, err := w.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := snapshotVersion(v3); v != 3 {
+		t.Fatalf("MarshalBinary writes version %d, want 3", v)
+	}
+	for _, ver := range []uint8{1, 4} {
+		b := append([]byte(nil), v3...)
+		b[4+len(snapshotName)] = ver // the version byte after the name
+		_, _, err := RestoreWorker(cfg, 0, b)
+		if !errors.Is(err, ErrSnapshotVersion) || !strings.Contains(err.Error(), fmt.Sprintf("format version %d", ver)) || !strings.Contains(err.Error(), "topics.state") {
+			t.Fatalf("version %d: %v, want ErrSnapshotVersion naming the version and topics.state", ver, err)
+		}
+	}
+}
