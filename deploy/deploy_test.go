@@ -161,6 +161,8 @@ func TestComposeServices(t *testing.T) {
 		"fusebox":        "fusebox",
 		"gen":            "fusebox",
 		"otel-collector": "otel/opentelemetry-collector-contrib",
+		"grafana":        "grafana/grafana",
+		"prometheus":     "prom/prometheus",
 	}
 	for name, repo := range want {
 		s, ok := c.Services[name]

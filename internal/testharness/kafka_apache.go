@@ -215,6 +215,13 @@ func (b *apacheBroker) writeConfig(c *brokerConfig) error {
 		// tests of compaction would wait that long per pass.
 		"log.cleaner.backoff.ms":      "100",
 		"log.flush.interval.messages": "9223372036854775807",
+		// The tests' producers live in simulated time (event times from
+		// 2027, each record stamped with its simulated producer's clock,
+		// as fusebox judges event time against the record timestamp).
+		// Kafka 4 refuses a create-time more than 1 h ahead of the broker
+		// (log.message.timestamp.after.max.ms, default 3,600,000 since
+		// 4.0) with INVALID_TIMESTAMP; kfake has no such check.
+		"log.message.timestamp.after.max.ms": "9223372036854775807",
 	}
 	if c.minSessionTimeout > 0 {
 		props["group.min.session.timeout.ms"] = strconv.FormatInt(c.minSessionTimeout.Milliseconds(), 10)

@@ -78,3 +78,61 @@ def test_report_equals_18_16(dump: Dump, result: Replay, name: str) -> None:
     cols, _types, rows = result.reports[name]
     diffs = compare_tables(name, cols, rows, want.columns, want.rows)
     assert not diffs, "\n".join(diffs)
+
+
+# The Grafana dashboard (deploy/grafana/fusebox.json) on the current engine
+# — the ClickHouse release docker-compose runs it against. deploy's Go test
+# TestGrafanaDashboardQueries runs the same queries on 18.16 and checks
+# their columns and values; here each must run, return rows for the report
+# fixtures and give finite numbers, a time series leading with a DateTime.
+DASHBOARD = ROOT / "deploy" / "grafana" / "fusebox.json"
+_TIME_FILTER = re.compile(r"\$__timeFilter\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)")
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def expand_grafana(sql: str, frm: int, to: int, interval_s: int, variables: dict[str, str]) -> str:
+    """The data source plugin's macros (v4, pkg/macros) and Grafana's variables, as in deploy/grafana_test.go."""
+    sql = _TIME_FILTER.sub(lambda m: f"{m[1]} >= toDateTime({frm}) AND {m[1]} <= toDateTime({to})", sql)
+    sql = sql.replace("$__fromTime", f"toDateTime({frm})").replace("$__toTime", f"toDateTime({to})")
+    sql = sql.replace("$__interval_s", str(max(interval_s, 1)))
+    assert "$__" not in sql, f"macro not known to the test in:\n{sql}"
+    return _VAR.sub(lambda m: variables[m[1] or m[2]], sql)
+
+
+def _dashboard_queries() -> list[tuple[str, str, bool]]:
+    import json
+
+    d = json.loads(DASHBOARD.read_text())
+    out = [(f"${v['name']}", v["query"], False) for v in d["templating"]["list"] if v["type"] == "query"]
+    for p in d["panels"]:
+        for q in p["targets"]:
+            out.append((f"{p['title']} {q['refId']}", q["rawSql"], q["queryType"] == "timeSeries"))
+    return out
+
+
+def test_grafana_dashboard_queries(dump: Dump, engine: Engine, result: Replay) -> None:
+    import json
+    import math
+
+    engine.execute("USE fusebox")
+    frm, to = int(dump.params["from"]), int(dump.params["to"])
+    d = json.loads(DASHBOARD.read_text())
+    variables: dict[str, str] = {}
+    for v in d["templating"]["list"]:
+        if v["type"] == "custom":
+            variables[v["name"]] = v["current"]["value"]
+        else:
+            _, _, rows = engine.rows(expand_grafana(v["query"], frm, to, 3600, variables))
+            assert rows, f"variable {v['name']}: no values"
+            variables[v["name"]] = str(rows[0][0])
+    queries = _dashboard_queries()
+    assert len(queries) >= 10
+    for name, raw, timeseries in queries:
+        sql = expand_grafana(raw, frm, to, 3600, variables)
+        cols, types, rows = engine.rows(sql)
+        assert rows, f"{name}: no rows on {result.version}\n{sql}"
+        for row in rows:
+            for c, v in zip(cols, row):
+                assert not (isinstance(v, float) and not math.isfinite(v)), f"{name}: {c} = {v} in {row}"
+        if timeseries:
+            assert cols[0] == "time" and types[0].startswith("DateTime"), f"{name}: first column {cols[0]} {types[0]}"

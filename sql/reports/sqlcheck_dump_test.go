@@ -81,6 +81,11 @@ func TestDumpForCurrentEngine(t *testing.T) {
 	d.RetentionDays = clickhousesink.DefaultMigrateConfig().RollupRetentionDays
 	for _, m := range clickhousesink.Migrations {
 		dm := dumpMigration{Version: m.Version, Name: m.Name, MinServer: m.MinServer.String(), Applied: server.AtLeast(m.MinServer)}
+		// The step's added columns come first, as Migrate runs them (the
+		// replay's database is new, so each is added unconditionally).
+		for _, c := range m.Columns {
+			dm.Statements = append(dm.Statements, expand.Replace("ALTER TABLE {db}."+c.Table+" ADD COLUMN "+c.Column+" "+c.Type))
+		}
 		for _, s := range m.Statements {
 			dm.Statements = append(dm.Statements, expand.Replace(s))
 		}

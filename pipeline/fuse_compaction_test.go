@@ -1,0 +1,126 @@
+package pipeline_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/fuse"
+	"github.com/fusebox-dev/fusebox/internal/testharness"
+	"github.com/fusebox-dev/fusebox/internal/traffic"
+	"github.com/fusebox-dev/fusebox/pipeline"
+	"github.com/fusebox-dev/fusebox/schemas"
+)
+
+// TestGatewayRebuildsFuseStateAfterCompaction: the fuse topic fusebox
+// creates is compacted for real (on Apache Kafka by its log cleaner, with
+// the harness's fast-compaction settings; on kfake at once), and a gateway
+// that starts after the compaction rebuilds, per target, exactly the
+// newest command fusebox published — not an older one the cleaner kept,
+// nothing the cleaner removed. Part of the Apache Kafka conformance set.
+func TestGatewayRebuildsFuseStateAfterCompaction(t *testing.T) {
+	k := testharness.StartBroker(t, testharness.WithFastCompaction())
+	cfg := loadConfig(t, k.Brokers, "")
+	sc := traffic.Demo()
+	sc.Rate = 60
+	// Two incidents on two targets, each tripping and then closing: the
+	// topic holds several commands per target for the cleaner to remove.
+	sc.Incidents = []traffic.Incident{
+		{Name: "errors-acme", Kind: traffic.ErrorBurst, Start: 5 * time.Minute, End: 10 * time.Minute,
+			Target: traffic.Target{Tenant: "acme", Service: "chat"}, Magnitude: 0.5},
+		{Name: "errors-globex", Kind: traffic.ErrorBurst, Start: 8 * time.Minute, End: 14 * time.Minute,
+			Target: traffic.Target{Tenant: "globex", Service: "search"}, Magnitude: 0.5},
+	}
+	publish(t, k, sc, time.Unix(1_800_000_000, 0), 30*time.Minute)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	p, err := pipeline.New(ctx, pipeline.Options{Config: cfg, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+
+	// Wait until fusebox has worked through the traffic: the fuse topic
+	// stops growing for 5 s.
+	topic := cfg.Topics.Fuse
+	n, stable := 0, time.Now()
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Since(stable) < 5*time.Second {
+		if time.Now().After(deadline) {
+			t.Fatalf("the fuse topic still grows after 3m (%d records)", n)
+		}
+		if m := len(k.ReadAll(t, topic, 1<<30, time.Second)); m != n {
+			n, stable = m, time.Now()
+		}
+	}
+	published := p.Keyed().Stats().Commands
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+
+	before := k.ReadAll(t, topic, 1<<30, 2*time.Second)
+	newest := map[string]schemas.FuseCommand{}
+	perKey := map[string]int{}
+	var clock int64
+	for _, r := range before {
+		c, err := schemas.DecodeFuseCommand(r.Value)
+		if err != nil {
+			t.Fatalf("fusebox wrote an undecodable command at %d/%d: %v", r.Partition, r.Offset, err)
+		}
+		newest[string(r.Key)] = c
+		perKey[string(r.Key)]++
+		clock = max(clock, c.IssuedAtUnixNano)
+	}
+	if published <= int64(len(perKey)) {
+		t.Fatalf("fusebox published %d commands on %d targets: nothing for the cleaner to do", published, len(perKey))
+	}
+
+	// Compact returns once no key repeats among the closed segments (on
+	// Apache Kafka the cleaner may already have run while fusebox wrote).
+	k.Compact(t, topic)
+	after := k.ReadAll(t, topic, 1<<30, 2*time.Second)
+	if int64(len(after)) >= published {
+		t.Fatalf("the topic holds %d records of the %d commands fusebox published: compaction did not run", len(after), published)
+	}
+
+	// A gateway started now, its clock at the newest command's issue time
+	// (so no command has expired for it).
+	g, err := fuse.NewClient(fuse.WithBrokers(k.Brokers...), fuse.WithTopic(topic), fuse.WithInsecureUnsigned(),
+		fuse.WithClock(func() time.Time { return time.Unix(0, clock) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gctx, gcancel := context.WithCancel(context.Background())
+	gdone := make(chan error, 1)
+	go func() { gdone <- g.Run(gctx) }()
+	defer func() {
+		gcancel()
+		if err := <-gdone; err != nil {
+			t.Errorf("gateway Run: %v", err)
+		}
+	}()
+	eventually(t, 30*time.Second, "the gateway to catch up", g.Ready)
+
+	checked := 0
+	for key, want := range newest {
+		got, ok := g.State(want.Target)
+		if clock >= want.ExpiresAtUnixNano {
+			continue // expired for the gateway too: no instruction
+		}
+		if !ok {
+			t.Errorf("target %s: the gateway holds nothing; fusebox's newest is %s v%d", key, want.Action, want.Version)
+			continue
+		}
+		if got.Version != want.Version || got.Action != want.Action || got.IssuedAtUnixNano != want.IssuedAtUnixNano {
+			t.Errorf("target %s: the gateway holds %s v%d, fusebox's newest is %s v%d", key, got.Action, got.Version, want.Action, want.Version)
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Fatal("no unexpired command to check")
+	}
+	t.Logf("%s broker: %d commands published on %d targets, %d records before the last compaction, %d after; %d targets rebuilt",
+		testharness.BrokerKind(t), published, len(perKey), len(before), len(after), checked)
+}
