@@ -187,7 +187,7 @@ func (e *TailEstimator) Estimate(values []float64, cfg TailConfig) (TailEstimate
 }
 
 // EstimateTop is Estimate for a caller that already holds the largest
-// values of its sample sorted ascending (an ExceedanceStore's Top): top
+// values of its sample sorted ascending (e.g. a capped top-k store): top
 // holds the len(top) largest of n values, and must hold at least
 // TailSize(n, cfg.ThresholdQuantileAt(n)) of them (else ErrTooFewSamples).
 // top is not modified. The result equals Estimate's on the full sample,
