@@ -49,7 +49,9 @@ var crashKgoOpts = []kgo.Opt{kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatI
 // everything written so far is durable in ClickHouse and Kafka and the
 // checkpoint is not yet taken. Once armed, it kills the process there with
 // SIGKILL, provided verdicts were written since the previous flush (by
-// partitions that therefore have not checkpointed them).
+// partitions that therefore have not checkpointed them) and earlier
+// verdicts were checkpointed (so that the restart has verdicts to resume
+// after, however slow the machine made the first checkpoints).
 type crashSink struct {
 	afterSpans int64
 	keyed      atomic.Pointer[engine.Keyed]
@@ -58,6 +60,9 @@ type crashSink struct {
 	mu                 sync.Mutex
 	checkpointed       map[int32]int
 	verdictsSinceFlush int
+	// flushedVerdicts were flushed by a checkpoint not yet taken;
+	// checkpointedVerdicts by checkpoints taken since.
+	flushedVerdicts, checkpointedVerdicts int
 }
 
 func (s *crashSink) Write(_ context.Context, out schemas.Output) error {
@@ -70,6 +75,8 @@ func (s *crashSink) Write(_ context.Context, out schemas.Output) error {
 func (s *crashSink) onCheckpoint(p int32, _ int64) {
 	s.mu.Lock()
 	s.checkpointed[p]++
+	s.checkpointedVerdicts += s.flushedVerdicts
+	s.flushedVerdicts = 0
 	s.mu.Unlock()
 }
 
@@ -81,12 +88,13 @@ func (s *crashSink) Flush(context.Context) error {
 		return nil
 	}
 	st := k.Stats()
-	if st.Spans >= s.afterSpans && len(s.checkpointed) == s.partitions && s.verdictsSinceFlush > 0 {
+	if st.Spans >= s.afterSpans && len(s.checkpointed) == s.partitions && s.verdictsSinceFlush > 0 && s.checkpointedVerdicts > 0 {
 		fmt.Printf("%s after %d spans applied, %d verdicts written since the last flush, checkpoints %v\n",
 			crashLine, st.Spans, s.verdictsSinceFlush, s.checkpointed)
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // SIGKILL is not deliverable late; wait for it
 	}
+	s.flushedVerdicts += s.verdictsSinceFlush
 	s.verdictsSinceFlush = 0
 	return nil
 }
