@@ -1,9 +1,13 @@
 // Command gateway is an example gateway: it follows fusebox's fuse topic
-// with package fuse, prints every command it applies, and prints its
-// decision for a few request keys at an interval.
+// with package fuse, prints every command it applies, the commands it
+// did not apply (by reason, e.g. expired ones read from a backlog), and
+// its decision for a few request keys at an interval.
 //
 //	go run ./examples/gateway -brokers 127.0.0.1:9092 -keys /etc/fusebox/fuse.keys \
-//	    -key acme/chat/big/stable -key acme/chat/big/canary
+//	    -key acme/chat/gpt-4o-mini/baseline -key acme/chat/gpt-4o-mini/canary
+//
+// The default keys are those two: the target of the latency-tail incident
+// of `fusebox gen`'s scenarios (the demo's and examples/scenario.yaml).
 //
 // Without -keys it reads FUSEBOX_FUSE_KEYS; with neither it refuses to
 // start unless -insecure-unsigned is given (for a fusebox run that way).
@@ -65,8 +69,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if len(keys) == 0 {
 		keys = keyList{
-			{Tenant: "acme", Service: "chat", Model: "big", Variant: "stable"},
-			{Tenant: "acme", Service: "chat", Model: "big", Variant: "canary"},
+			{Tenant: "acme", Service: "chat", Model: "gpt-4o-mini", Variant: "baseline"},
+			{Tenant: "acme", Service: "chat", Model: "gpt-4o-mini", Variant: "canary"},
 		}
 	}
 
@@ -115,7 +119,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fmt.Fprintf(out, "ready: %d targets\n", len(c.Snapshot()))
 	t := time.NewTicker(*every)
 	defer t.Stop()
+	lastRejected := "none"
 	for {
+		// Commands not applied, by reason, when that changes: while
+		// fusebox works through a backlog its older commands arrive
+		// already expired (see README, "The command clock").
+		if r := rejected(c.Stats()); r != lastRejected {
+			fmt.Fprintln(out, "not applied: "+r)
+			lastRejected = r
+		}
 		for _, k := range keys {
 			d := c.Decide(k)
 			line := "decide " + show(k) + ": " + d.Outcome.String()
@@ -142,6 +154,21 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 // each dimension, "*" included.
 func show(k schemas.Key) string {
 	return k.Tenant + "/" + k.Service + "/" + k.Model + "/" + k.Variant
+}
+
+// rejected prints the non-zero rejection counts ("expired 3, stale 1"), in
+// the order of fuse.RejectReasons; "none" when there are none.
+func rejected(s fuse.Stats) string {
+	var parts []string
+	for _, r := range fuse.RejectReasons {
+		if n := s.Rejected[r]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", r, n))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 func orNone(a schemas.Action) string {

@@ -97,3 +97,38 @@ func TestGatewayRefusesWithoutKeys(t *testing.T) {
 		t.Fatalf("run without keys: %v", err)
 	}
 }
+
+// TestGatewayExampleShowsExpired: a command read from a backlog that
+// expired before the gateway read it is not applied and is shown as
+// such; the default keys are the generated traffic's (the latency-tail
+// incident's target), so the README's invocation decides for real keys.
+func TestGatewayExampleShowsExpired(t *testing.T) {
+	k := testharness.StartKafka(t)
+	compact := "compact"
+	k.CreateTopic(t, fuse.DefaultTopic, 3, map[string]*string{"cleanup.policy": &compact})
+	issued := time.Now().Add(-time.Hour) // an hour behind, as a backlog's evaluation
+	publish(t, k, schemas.FuseCommand{
+		Target: schemas.Key{Tenant: "acme", Service: "chat", Model: "gpt-4o-mini", Variant: "baseline"},
+		Action: schemas.ActionTrip, Level: 2, State: schemas.StateOpen, Version: 1,
+		IssuedAtUnixNano: issued.UnixNano(), ExpiresAtUnixNano: issued.Add(15 * time.Minute).UnixNano(),
+		Reasons: []schemas.Reason{{VerdictID: "v1", Text: "tail breach"}},
+	})
+	t.Setenv(fuse.EnvKeys, keys)
+	var out syncBuf
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"-brokers", strings.Join(k.Brokers, ","), "-every", "50ms"}, &out) }()
+	eventually(t, "the expired command shown and the default keys decided", func() bool {
+		s := out.String()
+		return strings.Contains(s, "not applied: expired 1") &&
+			strings.Contains(s, "decide acme/chat/gpt-4o-mini/baseline: allow") &&
+			strings.Contains(s, "decide acme/chat/gpt-4o-mini/canary: allow")
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if s := out.String(); strings.Contains(s, "command acme/chat/gpt-4o-mini/baseline") {
+		t.Errorf("the expired command was applied:\n%s", s)
+	}
+}
