@@ -82,6 +82,8 @@ func cmdRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 			Sources: []observe.Source{observe.SourceFunc(func(s *observe.Snapshot) {
 				if p := running.Load(); p != nil {
 					p.Metrics().Collect(s)
+				} else {
+					pipeline.StartingMetrics().Collect(s)
 				}
 			}), signingKeyMetrics(ring)},
 			Ready: func() error {
