@@ -258,7 +258,7 @@ func TestRunSASL(t *testing.T) {
 		})
 	}
 	t.Run("wrong password", func(t *testing.T) {
-		cfg := writeFile(t, dir, "wrong.yaml", withKafka(runConfig(k.Brokers, "signing: {insecure_unsigned: true}\n"),
+		cfg := writeFile(t, dir, "wrong.yaml", withKafka(runConfig(k.Brokers, "http: {listen: 127.0.0.1:0}\nsigning: {insecure_unsigned: true}\n"),
 			"  sasl: {mechanism: SCRAM-SHA-512, username: s512, password: not-the-password}\n"))
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
