@@ -258,6 +258,13 @@ func (c *Consumer) adjustOffsets(ctx context.Context, offsets map[string]map[int
 			}
 			start, err := s.Start(ctx, committed)
 			if err != nil {
+				if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+					// A shutdown (or a revoke) cut the start short: nothing is
+					// wrong, and the partition is started again by whoever
+					// owns it next.
+					c.log.Debug("ingest: handler Start canceled", "topic", topic, "partition", id, "err", err)
+					return nil, fmt.Errorf("ingest: start %s[%d]: %w", topic, id, err)
+				}
 				c.log.Error("ingest: handler Start failed; the group session restarts", "topic", topic, "partition", id, "err", err)
 				return nil, fmt.Errorf("ingest: start %s[%d]: %w", topic, id, err)
 			}
@@ -422,11 +429,13 @@ func (c *Consumer) commit(ctx context.Context, parts []*partition, at []kgo.Epoc
 	})
 }
 
-// kgoLogger forwards franz-go's log lines to slog.
+// kgoLogger forwards franz-go's log lines to slog. franz-go's INFO lines
+// (dozens at start: metadata, joins, assignments) are client chatter and
+// go out at debug; its warnings and errors keep their level.
 type kgoLogger struct{ l *slog.Logger }
 
 func (k *kgoLogger) Level() kgo.LogLevel {
-	if k.l.Enabled(context.Background(), slog.LevelInfo) {
+	if k.l.Enabled(context.Background(), slog.LevelDebug) {
 		return kgo.LogLevelInfo
 	}
 	return kgo.LogLevelWarn
@@ -439,9 +448,7 @@ func (k *kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 		lv = slog.LevelError
 	case kgo.LogLevelWarn:
 		lv = slog.LevelWarn
-	case kgo.LogLevelInfo:
-		lv = slog.LevelInfo
-	default:
+	default: // info and debug: chatter
 		lv = slog.LevelDebug
 	}
 	k.l.Log(context.Background(), lv, "kgo: "+msg, keyvals...)

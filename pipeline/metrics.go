@@ -23,17 +23,20 @@ import (
 //     its last fetch (fusebox_consumer_lag_records);
 //   - the keyed stage: late spans, duplicates, cardinality overflows per
 //     dimension, and the event-time watermark of every keyed partition
-//     this process owns (fusebox_watermark_seconds{topic=<keyed topic>});
+//     this process owns (fusebox_watermark_timestamp_seconds{topic=<keyed topic>});
 //   - what the keyed stage handed its sinks: verdicts by processor and
-//     status, fuse commands by action, and targets per breaker state as
-//     their latest commands say (a target is counted from its first
-//     command, and stays counted, closed, until the process restarts);
+//     status, fuse commands by action (every action at 0 from the start),
+//     targets per breaker state as their latest commands say (a target is
+//     counted from its first command, and stays counted, closed, until the
+//     process restarts), and the open and half-open ones per SLO that
+//     tripped them and action (fusebox_breaker_open_targets);
 //   - the processing latency: per keyed batch, the wall time from handing
 //     it to the keyed stage (just after its fetch and decode) to every sink
 //     having accepted its output (fusebox_processing_latency_seconds);
 //   - the sinks' own counters: records written and errors per sink and
-//     topic (ClickHouse: table; JSONL: file), and their other samples
-//     (retries, pending records, ...) as they name them;
+//     destination (Kafka: topic, ClickHouse: table, JSONL: file), and
+//     their other samples (retries, pending records, ...) as they name
+//     them, their topic/table/path label exported as destination;
 //   - a few more counters as extra families: LLM spans decoded, spans
 //     skipped for lack of a model, corrections, late corrections, offset
 //     commits and their errors, fetch errors, checkpoints, evaluations.
@@ -43,6 +46,18 @@ import (
 // they are counts since the partition's state began, not since this
 // process started.
 func (p *Pipeline) Metrics() observe.Source { return observe.SourceFunc(p.collect) }
+
+// StartingMetrics is the Source to serve while no Pipeline runs yet
+// (connecting, creating topics, migrating): the counters an alert takes a
+// rate() of, at 0 — fuse commands of every action — so that their series
+// exist from the process's first scrape.
+func StartingMetrics() observe.Source {
+	return observe.SourceFunc(func(s *observe.Snapshot) {
+		for _, a := range commandActions {
+			s.FuseCommands = append(s.FuseCommands, observe.ActionCount{Action: string(a)})
+		}
+	})
+}
 
 // Ready reports whether the pipeline is running and has joined both
 // consumer groups — each assigned this process at least one partition —
@@ -147,6 +162,7 @@ func (p *Pipeline) collect(s *observe.Snapshot) {
 	for _, t := range p.tr.targets {
 		states[t.state]++
 	}
+	s.BreakerOpen = append(s.BreakerOpen, p.tr.openTargets()...)
 	p.tr.mu.Unlock()
 	for st, n := range states {
 		s.BreakerTargets = append(s.BreakerTargets, observe.StateCount{State: string(st), Count: n})
@@ -176,8 +192,10 @@ func (p *Pipeline) metricSinks() []sinks.MetricsSource {
 }
 
 // sinkSample files one sink metric: records and errors into the fixed
-// families (the "table" label of ClickHouse becomes topic), the rest as
-// extra samples under their own names.
+// families, the rest as extra samples under their own names. A sink's
+// "topic" (Kafka), "table" (ClickHouse) or "path" (JSONL) label is
+// exported as "destination" in every family: one name for where a sink
+// writes.
 func sinkSample(s *observe.Snapshot, m sinks.Metric) {
 	label := func(names ...string) string {
 		for _, l := range m.Labels {
@@ -189,7 +207,7 @@ func sinkSample(s *observe.Snapshot, m sinks.Metric) {
 	}
 	switch m.Name {
 	case observe.MetricSinkRecords, observe.MetricSinkErrors:
-		c := observe.SinkCount{Sink: label("sink"), Topic: label("topic", "table"), Count: int64(m.Value)}
+		c := observe.SinkCount{Sink: label("sink"), Destination: label(destinationLabels...), Count: int64(m.Value)}
 		if m.Name == observe.MetricSinkRecords {
 			s.SinkRecordsOut = append(s.SinkRecordsOut, c)
 		} else {
@@ -203,7 +221,11 @@ func sinkSample(s *observe.Snapshot, m sinks.Metric) {
 	}
 	ls := make([]observe.Label, len(m.Labels))
 	for i, l := range m.Labels {
-		ls[i] = observe.Label{Name: l.Name, Value: l.Value}
+		name := l.Name
+		if slices.Contains(destinationLabels, name) {
+			name = "destination"
+		}
+		ls[i] = observe.Label{Name: name, Value: l.Value}
 	}
 	name := m.Name
 	if !strings.HasPrefix(name, "fusebox_") {
@@ -211,3 +233,7 @@ func sinkSample(s *observe.Snapshot, m sinks.Metric) {
 	}
 	s.Extra = append(s.Extra, observe.Sample{Name: name, Help: m.Help, Kind: kind, Labels: ls, Value: m.Value})
 }
+
+// destinationLabels are the sinks' names for where they write, exported
+// as "destination".
+var destinationLabels = []string{"topic", "table", "path"}

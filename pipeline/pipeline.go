@@ -131,6 +131,7 @@ func Assemble(ctx context.Context, f *config.File, parts Parts, log *slog.Logger
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := &Pipeline{cfg: f, log: log, tr: newTracker(), store: parts.Store, release: parts.Close, leave: parts.Leave}
+	p.tr.log = log.With("component", "breaker")
 	p.sinks = append(slices.Clone(parts.Sinks), p.tr.sink()) // last: counts what every sink accepted
 	defer func() {
 		if err != nil {

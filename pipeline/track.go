@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,11 +29,14 @@ const maxTrackedTargets = 100_000
 // partitions through wrapped handler factories; the engine is untouched.
 type tracker struct {
 	latency *observe.Histogram
+	// log gets one INFO line per breaker state change (nil: none).
+	log *slog.Logger
 
 	mu       sync.Mutex
 	verdicts map[verdictKey]int64
 	commands map[schemas.Action]int64
 	targets  map[schemas.Key]targetState
+	seenOpen map[openKey]bool // combinations reported once, see openTargets
 
 	// Partitions owned now, and keyed partitions whose checkpoint is not
 	// restored yet (assigned, Start not returned successfully).
@@ -56,6 +60,22 @@ type verdictKey struct {
 type targetState struct {
 	version uint64
 	state   schemas.BreakerState
+	action  schemas.Action
+	// slo is the SLO whose verdict caused the newest command that named
+	// one (a half-open after the cool-down names none and keeps the
+	// tripping SLO); unknownSLO when no verdict of the command was seen.
+	slo string
+}
+
+// unknownSLO is the slo label of a target whose command's verdicts were
+// not in the same output (a restart restored the breaker mid-incident).
+const unknownSLO = "unknown"
+
+// commandActions are the actions counted from the start at 0, so a rate()
+// over fusebox_fuse_commands_total has a series before the first command.
+var commandActions = []schemas.Action{
+	schemas.ActionTrip, schemas.ActionHalfOpen, schemas.ActionClose, schemas.ActionDegrade,
+	schemas.ActionThrottle, schemas.ActionRollback, schemas.ActionScaleOut,
 }
 
 func newTracker() *tracker {
@@ -63,12 +83,16 @@ func newTracker() *tracker {
 	if err != nil {
 		panic(err) // the default buckets are valid
 	}
-	return &tracker{
+	t := &tracker{
 		latency:  h,
 		verdicts: map[verdictKey]int64{},
 		commands: map[schemas.Action]int64{},
 		targets:  map[schemas.Key]targetState{},
 	}
+	for _, a := range commandActions {
+		t.commands[a] = 0
+	}
+	return t
 }
 
 // count records one Output.
@@ -82,12 +106,41 @@ func (t *tracker) count(out schemas.Output) {
 		v := &out.Verdicts[i]
 		t.verdicts[verdictKey{v.Processor, v.Status}]++
 	}
+	var sloOf map[string]string // verdict id → SLO, built on the first command
 	for i := range out.Commands {
 		c := &out.Commands[i]
 		t.commands[c.Action]++
 		old, seen := t.targets[c.Target]
 		if seen && c.Version <= old.version {
 			continue // a replay after a restart: not newer
+		}
+		if sloOf == nil {
+			sloOf = make(map[string]string, len(out.Verdicts))
+			for j := range out.Verdicts {
+				sloOf[out.Verdicts[j].ID] = out.Verdicts[j].SLO
+			}
+		}
+		slo, reason := old.slo, ""
+		for _, r := range c.Reasons {
+			if s, ok := sloOf[r.VerdictID]; ok && s != "" {
+				slo, reason = s, r.Text
+				break
+			}
+		}
+		if reason == "" && len(c.Reasons) > 0 {
+			reason = c.Reasons[0].Text
+		}
+		if slo == "" {
+			slo = unknownSLO
+		}
+		if t.log != nil && (!seen || old.state != c.State || old.action != c.Action) {
+			from := schemas.StateClosed
+			if seen {
+				from = old.state
+			}
+			// reason carries the SLO's value and budget that caused it.
+			t.log.Info("breaker state change", "target", c.Target.String(), "action", string(c.Action),
+				"state", string(c.State), "from", string(from), "slo", slo, "version", c.Version, "reason", reason)
 		}
 		if !seen && len(t.targets) >= maxTrackedTargets {
 			for k, s := range t.targets {
@@ -99,8 +152,37 @@ func (t *tracker) count(out schemas.Output) {
 				continue
 			}
 		}
-		t.targets[c.Target] = targetState{version: c.Version, state: c.State}
+		t.targets[c.Target] = targetState{version: c.Version, state: c.State, action: c.Action, slo: slo}
 	}
+}
+
+// openTargets counts the open and half-open targets per SLO, action and
+// state; a combination seen once is reported from then on, at 0 when no
+// target is in it, so an alert's series ends with a 0 rather than
+// vanishing. The caller holds t.mu.
+func (t *tracker) openTargets() []observe.SLOTargetCount {
+	if t.seenOpen == nil {
+		t.seenOpen = map[openKey]bool{}
+	}
+	n := map[openKey]int64{}
+	for _, s := range t.targets {
+		if s.state == schemas.StateOpen || s.state == schemas.StateHalfOpen {
+			k := openKey{s.slo, s.action, s.state}
+			n[k]++
+			t.seenOpen[k] = true
+		}
+	}
+	out := make([]observe.SLOTargetCount, 0, len(t.seenOpen))
+	for k := range t.seenOpen {
+		out = append(out, observe.SLOTargetCount{SLO: k.slo, Action: string(k.action), State: string(k.state), Count: n[k]})
+	}
+	return out
+}
+
+type openKey struct {
+	slo    string
+	action schemas.Action
+	state  schemas.BreakerState
 }
 
 // sink is the counting sink the keyed stage writes to last.

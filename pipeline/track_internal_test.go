@@ -123,13 +123,82 @@ func TestSinkSampleMapping(t *testing.T) {
 	} {
 		sinkSample(&s, m)
 	}
-	if len(s.SinkRecordsOut) != 1 || s.SinkRecordsOut[0] != (observe.SinkCount{Sink: "clickhouse", Topic: "verdicts", Count: 7}) {
+	if len(s.SinkRecordsOut) != 1 || s.SinkRecordsOut[0] != (observe.SinkCount{Sink: "clickhouse", Destination: "verdicts", Count: 7}) {
 		t.Errorf("records: %+v", s.SinkRecordsOut)
 	}
-	if len(s.SinkErrors) != 1 || s.SinkErrors[0] != (observe.SinkCount{Sink: "kafka", Topic: "fusebox.fuse", Count: 2}) {
+	if len(s.SinkErrors) != 1 || s.SinkErrors[0] != (observe.SinkCount{Sink: "kafka", Destination: "fusebox.fuse", Count: 2}) {
 		t.Errorf("errors: %+v", s.SinkErrors)
 	}
 	if len(s.Extra) != 1 || s.Extra[0].Name != "fusebox_sink_pending_records" || s.Extra[0].Kind != observe.GaugeSample || s.Extra[0].Value != 3 {
 		t.Errorf("extra: %+v", s.Extra)
+	}
+}
+
+// TestTrackerBreakerLogAndOpenTargets: one INFO line per state change of
+// a target naming its action, state, SLO and the reason with the value
+// that caused it; none for a replay or a repeat of the same state; the
+// open-targets gauge by SLO, action and state, at 0 once a target closes.
+func TestTrackerBreakerLogAndOpenTargets(t *testing.T) {
+	var b strings.Builder
+	tr := newTracker()
+	l, _ := observe.NewLogger(&b, "info")
+	tr.log = l.With("component", "breaker") // as Assemble does
+	a := schemas.Key{Tenant: "acme", Service: "chat", Model: "m", Variant: schemas.Wildcard}
+	breach := schemas.Verdict{ID: "v1", SLO: "chat-p999", Processor: "tail", Status: schemas.StatusBreach}
+	trip := schemas.FuseCommand{Target: a, Version: 1, Action: schemas.ActionTrip, State: schemas.StateOpen,
+		Reasons: []schemas.Reason{{VerdictID: "v1", Text: "trip (3 of last 5, k=3): tail/chat-p999/latency breach value=2.5 budget=1"}}}
+	half := schemas.FuseCommand{Target: a, Version: 2, Action: schemas.ActionHalfOpen, State: schemas.StateHalfOpen,
+		Reasons: []schemas.Reason{{VerdictID: "v1", Text: "half-open after 1m cool-down"}}}
+	closeCmd := schemas.FuseCommand{Target: a, Version: 3, Action: schemas.ActionClose, State: schemas.StateClosed}
+	s := tr.sink()
+	write := func(out schemas.Output) {
+		t.Helper()
+		if err := s.Write(context.Background(), out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gauge := func() map[string]int64 {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		m := map[string]int64{}
+		for _, c := range tr.openTargets() {
+			m[c.SLO+"/"+c.Action+"/"+c.State] = c.Count
+		}
+		return m
+	}
+	if n := tr.commands[schemas.ActionTrip]; n != 0 {
+		t.Fatalf("trip count %d before any command", n)
+	}
+	if len(tr.commands) != len(commandActions) {
+		t.Errorf("%d actions counted from the start, want %d", len(tr.commands), len(commandActions))
+	}
+	write(schemas.Output{Verdicts: []schemas.Verdict{breach}, Commands: []schemas.FuseCommand{trip}})
+	write(schemas.Output{Commands: []schemas.FuseCommand{trip}}) // replay: no line
+	if g := gauge(); len(g) != 1 || g["chat-p999/trip/open"] != 1 {
+		t.Errorf("open targets after the trip: %v", g)
+	}
+	write(schemas.Output{Commands: []schemas.FuseCommand{half}}) // no verdict: keeps the tripping SLO
+	if g := gauge(); g["chat-p999/trip/open"] != 0 || g["chat-p999/half_open/half_open"] != 1 {
+		t.Errorf("open targets after half-open: %v", g)
+	}
+	write(schemas.Output{Commands: []schemas.FuseCommand{closeCmd}})
+	if g := gauge(); len(g) != 2 || g["chat-p999/trip/open"] != 0 || g["chat-p999/half_open/half_open"] != 0 {
+		t.Errorf("open targets after close: %v", g)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d log lines, want 3 (trip, half-open, close):\n%s", len(lines), b.String())
+	}
+	for i, want := range []string{
+		`"level":"INFO","msg":"breaker state change","component":"breaker","target":"` + a.String() + `","action":"trip","state":"open","from":"closed","slo":"chat-p999"`,
+		`"action":"half_open","state":"half_open","from":"open","slo":"chat-p999"`,
+		`"action":"close","state":"closed","from":"half_open","slo":"chat-p999"`,
+	} {
+		if !strings.Contains(lines[i], want) {
+			t.Errorf("line %d = %s\nwant it to contain %s", i, lines[i], want)
+		}
+	}
+	if !strings.Contains(lines[0], "value=2.5 budget=1") {
+		t.Errorf("the trip line does not carry the value that caused it: %s", lines[0])
 	}
 }

@@ -56,9 +56,9 @@ func cmdRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 	if *instanceID != "" {
 		f.Kafka.InstanceID = *instanceID
 	}
-	log, err := observe.NewLogger(stderr, f.Log.Level)
+	log, err := observe.NewFormatLogger(stderr, f.Log.Level, f.Log.Format)
 	if err != nil {
-		fmt.Fprintf(stderr, "fusebox run: log.level: %v\n", err)
+		fmt.Fprintf(stderr, "fusebox run: log: %v\n", err)
 		return exitFailure
 	}
 	signer, keyDesc, ring, err := loadSigner(f.Signing, *keysFile, *insecure, time.Now())
@@ -82,6 +82,8 @@ func cmdRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 			Sources: []observe.Source{observe.SourceFunc(func(s *observe.Snapshot) {
 				if p := running.Load(); p != nil {
 					p.Metrics().Collect(s)
+				} else {
+					pipeline.StartingMetrics().Collect(s)
 				}
 			}), signingKeyMetrics(ring)},
 			Ready: func() error {

@@ -125,6 +125,16 @@ func TestRunSIGTERMLosesNothing(t *testing.T) {
 	if !strings.Contains(stderr.String(), "offsets committed") {
 		t.Errorf("no clean-stop log line; stderr:\n%s", stderr.String())
 	}
+	// A normal shutdown logs no ERROR (a handler Start cut short by the
+	// shutdown once did), and franz-go's chatter stays at debug.
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(line, `"level":"ERROR"`) {
+			t.Errorf("ERROR line on a normal shutdown: %s", line)
+		}
+		if strings.Contains(line, `"msg":"kgo: `) && strings.Contains(line, `"level":"INFO"`) {
+			t.Errorf("franz-go line at INFO: %s", line)
+		}
+	}
 
 	// The reference: the same SLOs over all of the traffic, uninterrupted.
 	sum := <-published

@@ -95,34 +95,34 @@ func TestRunServesMetrics(t *testing.T) {
 	var m map[string]float64
 	waitFor(t, 60*time.Second, "the traffic to be processed", func() bool {
 		m = scrape(t, addr)
-		written := m[`fusebox_sink_records_total{sink="kafka",topic="fusebox.verdicts"}`]
+		written := m[`fusebox_sink_records_total{destination="fusebox.verdicts",sink="kafka"}`]
 		var counted float64
 		for k, v := range m {
 			if strings.HasPrefix(k, "fusebox_verdicts_total{") {
 				counted += v
 			}
 		}
-		wm := m[`fusebox_watermark_seconds{partition="0",topic="fusebox.keyed"}`]
+		wm := m[`fusebox_watermark_timestamp_seconds{partition="0",topic="fusebox.keyed"}`]
 		return m[`fusebox_records_in_total{topic="otlp_spans"}`] == float64(sum.SpanMessages+1) &&
 			m[`fusebox_fuse_commands_total{action="trip"}`] >= 1 && written > 0 && written == counted &&
-			m[`fusebox_sink_records_total{sink="kafka",topic="fusebox.fuse"}`] > 0 &&
+			m[`fusebox_sink_records_total{destination="fusebox.fuse",sink="kafka"}`] > 0 &&
 			wm >= float64(start.Add(14*time.Minute).Unix())
 	})
 	t.Logf("metrics: %v", m)
 	for series, want := range map[string]float64{
 		`fusebox_ready`: 1,
-		`fusebox_records_in_total{topic="otlp_spans"}`:                     float64(sum.SpanMessages + 1),
-		`fusebox_records_in_total{topic="fusebox.corrections"}`:            float64(sum.CorrectionMessages),
-		`fusebox_dlq_records_total{kind="malformed"}`:                      1,
-		`fusebox_dlq_records_total{kind="partial"}`:                        0,
-		`fusebox_dlq_records_total{kind="too_large"}`:                      0,
-		`fusebox_spans_decoded_total`:                                      float64(sum.Spans),
-		`fusebox_spans_skipped_total`:                                      float64(sum.OtherSpans),
-		`fusebox_duplicates_total`:                                         0,
-		`fusebox_cardinality_overflows_total{dimension="tenant"}`:          0,
-		`fusebox_consumer_lag_records{partition="0",topic="otlp_spans"}`:   0,
-		`fusebox_sink_errors_total{sink="kafka",topic="fusebox.verdicts"}`: 0,
-		`fusebox_sink_errors_total{sink="jsonl",topic="` + jsonl + `"}`:    0,
+		`fusebox_records_in_total{topic="otlp_spans"}`:                           float64(sum.SpanMessages + 1),
+		`fusebox_records_in_total{topic="fusebox.corrections"}`:                  float64(sum.CorrectionMessages),
+		`fusebox_dlq_records_total{kind="malformed"}`:                            1,
+		`fusebox_dlq_records_total{kind="partial"}`:                              0,
+		`fusebox_dlq_records_total{kind="too_large"}`:                            0,
+		`fusebox_spans_decoded_total`:                                            float64(sum.Spans),
+		`fusebox_spans_skipped_total`:                                            float64(sum.OtherSpans),
+		`fusebox_duplicates_total`:                                               0,
+		`fusebox_cardinality_overflows_total{dimension="tenant"}`:                0,
+		`fusebox_consumer_lag_records{partition="0",topic="otlp_spans"}`:         0,
+		`fusebox_sink_errors_total{destination="fusebox.verdicts",sink="kafka"}`: 0,
+		`fusebox_sink_errors_total{destination="` + jsonl + `",sink="jsonl"}`:    0,
 	} {
 		got, ok := m[series]
 		if !ok {
@@ -137,7 +137,7 @@ func TestRunServesMetrics(t *testing.T) {
 		`fusebox_verdicts_total{processor="burnrate",status="breach"}`,
 		`fusebox_fuse_commands_total{action="trip"}`,
 		`fusebox_processing_latency_seconds_count`,
-		`fusebox_sink_records_total{sink="kafka",topic="fusebox.fuse"}`,
+		`fusebox_sink_records_total{destination="fusebox.fuse",sink="kafka"}`,
 		`fusebox_checkpoints_total`,
 		`fusebox_evaluations_total`,
 	} {
@@ -156,7 +156,7 @@ func TestRunServesMetrics(t *testing.T) {
 	}
 	end := float64(start.Add(15 * time.Minute).Unix())
 	for p := 0; p < 3; p++ {
-		wm := m[fmt.Sprintf(`fusebox_watermark_seconds{partition="%d",topic="fusebox.keyed"}`, p)]
+		wm := m[fmt.Sprintf(`fusebox_watermark_timestamp_seconds{partition="%d",topic="fusebox.keyed"}`, p)]
 		if wm < float64(start.Unix()) || wm > end {
 			t.Errorf("watermark of keyed partition %d = %v, want within the traffic's event time [%v, %v]", p, wm, start.Unix(), end)
 		}
@@ -258,7 +258,7 @@ func TestRunSASL(t *testing.T) {
 		})
 	}
 	t.Run("wrong password", func(t *testing.T) {
-		cfg := writeFile(t, dir, "wrong.yaml", withKafka(runConfig(k.Brokers, "signing: {insecure_unsigned: true}\n"),
+		cfg := writeFile(t, dir, "wrong.yaml", withKafka(runConfig(k.Brokers, "http: {listen: 127.0.0.1:0}\nsigning: {insecure_unsigned: true}\n"),
 			"  sasl: {mechanism: SCRAM-SHA-512, username: s512, password: not-the-password}\n"))
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()

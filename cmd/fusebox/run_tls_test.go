@@ -74,7 +74,7 @@ func TestRunKafkaTLS(t *testing.T) {
 	}
 
 	otherCA, _ := testCA(t)
-	bad := writeFile(t, dir, "bad.yaml", withKafka(runConfig(k.Brokers, "signing: {insecure_unsigned: true}\n"),
+	bad := writeFile(t, dir, "bad.yaml", withKafka(runConfig(k.Brokers, "http: {listen: 127.0.0.1:0}\nsigning: {insecure_unsigned: true}\n"),
 		"  tls: {enabled: true, ca_file: "+writeFile(t, dir, "other.pem", string(otherCA))+"}\n"))
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel2()

@@ -263,9 +263,12 @@ type HTTP struct {
 	Pprof bool `yaml:"pprof"`
 }
 
-// Log configures the structured logs (JSON on stderr).
+// Log configures the structured logs (on stderr).
 type Log struct {
 	Level string `yaml:"level"` // debug, info (default), warn, error
+	// Format is json (default: one JSON object per line) or text
+	// (key=value lines, for a human at a terminal).
+	Format string `yaml:"format"`
 	// RejectionsEvery: the first rejected record of each kind on each
 	// source partition is logged at once; then, while they continue, one
 	// line with their count per this interval. Default 1m.
@@ -299,6 +302,6 @@ func Default() File {
 				BufferRows: 100000, Migrate: true, DialTimeout: 5 * time.Second},
 		},
 		HTTP: HTTP{Listen: "127.0.0.1:9464"},
-		Log:  Log{Level: "info", RejectionsEvery: time.Minute},
+		Log:  Log{Level: "info", Format: "json", RejectionsEvery: time.Minute},
 	}
 }

@@ -63,6 +63,7 @@ func TestParseErrorsNameFileLineAndField(t *testing.T) {
 		{"limits", "limits:\n  max_spans_per_message: 0\nslos:\n  - name: a\n    tail: {budget: 1}\n", []string{"x.yaml:2: limits.max_spans_per_message: must be positive"}},
 		{"scaling scope", "slos:\n  - name: a\n    scaling: {stddev_budget_ms: 100, scope: [service]}\n", []string{"slos[0].scaling.scope: must include tenant"}},
 		{"checkpoint records", "time:\n  checkpoint_records: 10\nslos:\n  - name: a\n    tail: {budget: 1}\n", []string{"x.yaml:2: time.checkpoint_records: must be at least 1000"}},
+		{"log format", "log:\n  format: yaml\nslos:\n  - name: a\n    tail: {budget: 1}\n", []string{"x.yaml:2: log.format: must be json or text"}},
 		{"unacked bytes", "time:\n  max_unacked_bytes: 1000\nslos:\n  - name: a\n    tail: {budget: 1}\n", []string{"x.yaml:2: time.max_unacked_bytes: must be at least 1048576"}},
 		{"evaluation kind", "evaluations:\n  rules:\n    - name: user_feedback\n      labels: [incorrect]\n      kind: smile\nslos:\n  - name: a\n    tail: {budget: 1}\n",
 			[]string{`x.yaml:5: evaluations.rules[0].kind: unknown correction kind "smile"`}},

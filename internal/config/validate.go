@@ -150,6 +150,11 @@ func (f *File) validate() []fieldErr {
 	default:
 		fail(true, "log.level", "must be debug, info, warn or error")
 	}
+	switch f.Log.Format {
+	case "json", "text":
+	default:
+		fail(true, "log.format", "must be json or text")
+	}
 	return errs
 }
 

@@ -26,11 +26,24 @@ const DefaultComponent = "fusebox"
 // logger.With("component", "ingest") replaces it (rather than adding a
 // second key, as slog would).
 func NewLogger(w io.Writer, level string) (*slog.Logger, error) {
+	return NewFormatLogger(w, level, FormatJSON)
+}
+
+// The log formats of log.format.
+const (
+	FormatJSON = "json" // one JSON object per line (the default)
+	FormatText = "text" // slog's key=value lines: time=... level=INFO msg=... component=...
+)
+
+// NewFormatLogger is NewLogger in the given format, FormatJSON or
+// FormatText ("" is FormatJSON). Both carry the same keys: time (UTC RFC
+// 3339), level, msg, component, then the line's attributes.
+func NewFormatLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	lv, err := ParseLevel(level)
 	if err != nil {
 		return nil, err
 	}
-	base := slog.NewJSONHandler(w, &slog.HandlerOptions{
+	opts := &slog.HandlerOptions{
 		Level: lv,
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 			if len(groups) == 0 && a.Key == slog.TimeKey && a.Value.Kind() == slog.KindTime {
@@ -38,7 +51,16 @@ func NewLogger(w io.Writer, level string) (*slog.Logger, error) {
 			}
 			return a
 		},
-	})
+	}
+	var base slog.Handler
+	switch strings.ToLower(strings.TrimSpace(format)) {
+	case FormatJSON, "":
+		base = slog.NewJSONHandler(w, opts)
+	case FormatText:
+		base = slog.NewTextHandler(w, opts)
+	default:
+		return nil, fmt.Errorf("observe: log format %q: want json or text", format)
+	}
 	return slog.New(newComponentHandler(base, DefaultComponent, nil)), nil
 }
 

@@ -92,3 +92,28 @@ func TestLoggerLevels(t *testing.T) {
 		t.Errorf("bad level: %v, want an error naming it", err)
 	}
 }
+
+func TestLoggerTextFormat(t *testing.T) {
+	var b bytes.Buffer
+	l, err := NewFormatLogger(&b, "info", FormatText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.With("component", "ingest").Info("hello", "topic", "otlp_spans")
+	l.Debug("dropped")
+	out := b.String()
+	if strings.Count(out, "\n") != 1 || !strings.Contains(out, "level=INFO msg=hello component=ingest topic=otlp_spans") ||
+		!strings.HasPrefix(out, "time=") || strings.HasPrefix(strings.TrimSpace(out), "{") {
+		t.Errorf("text line: %q", out)
+	}
+	if strings.Count(out, "component=") != 1 {
+		t.Errorf("component twice: %q", out)
+	}
+	ts := strings.TrimPrefix(strings.Fields(out)[0], "time=")
+	if _, err := time.Parse(time.RFC3339Nano, ts); err != nil || !strings.HasSuffix(ts, "Z") {
+		t.Errorf("time %q: want UTC RFC 3339 (%v)", ts, err)
+	}
+	if _, err := NewFormatLogger(&b, "info", "xml"); err == nil || !strings.Contains(err.Error(), `"xml"`) {
+		t.Errorf("bad format: %v, want an error naming it", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,7 +30,8 @@ const (
 	MetricLateSpans            = "fusebox_late_spans_total"
 	MetricDuplicates           = "fusebox_duplicates_total"
 	MetricCardinalityOverflows = "fusebox_cardinality_overflows_total"
-	MetricWatermark            = "fusebox_watermark_seconds"
+	MetricWatermark            = "fusebox_watermark_timestamp_seconds"
+	MetricBreakerOpenTargets   = "fusebox_breaker_open_targets"
 )
 
 // Family describes one metric family of the fixed set, for documentation
@@ -42,21 +44,22 @@ type Family struct {
 }
 
 var families = []Family{
-	{MetricBuildInfo, "gauge", []string{"version", "go_version"}, "Always 1; the labels say which build runs."},
+	{MetricBuildInfo, "gauge", []string{"version", "revision", "go_version"}, "Always 1; the labels say which build runs (revision: the VCS commit, unknown when not built from a checkout)."},
 	{MetricReady, "gauge", nil, "1 when /readyz answers 200, else 0."},
 	{MetricRecordsIn, "counter", []string{"topic"}, "Kafka records read, per input topic."},
-	{MetricDLQRecords, "counter", []string{"kind"}, "Records written to the dead-letter topic, by kind (malformed, invalid, too_large, partial)."},
+	{MetricDLQRecords, "counter", []string{"kind"}, "Records written to the dead-letter topic, by kind (malformed, invalid, too_large, future_event_time, partial)."},
 	{MetricConsumerLag, "gauge", []string{"topic", "partition"}, "Records published and not yet fetched, per owned partition, as of its last fetch."},
 	{MetricProcessingLatency, "histogram", nil, "Wall time from fetching a batch to the sinks accepting what it produced, in seconds."},
 	{MetricVerdicts, "counter", []string{"processor", "status"}, "Verdicts emitted, per processor and status (ok, warn, breach, insufficient_data)."},
 	{MetricBreakerTargets, "gauge", []string{"state"}, "Targets in each breaker state (closed, open, half_open)."},
-	{MetricFuseCommands, "counter", []string{"action"}, "Fuse commands emitted, per action."},
-	{MetricSinkRecords, "counter", []string{"sink", "topic"}, "Records durably written, per sink and topic (ClickHouse: table)."},
-	{MetricSinkErrors, "counter", []string{"sink", "topic"}, "Failed write attempts, per sink and topic (ClickHouse: table); each is retried."},
+	{MetricBreakerOpenTargets, "gauge", []string{"slo", "action", "state"}, "Targets open or half-open now, per SLO that tripped them, action and state (open, half_open); a series seen once stays, at 0 when none."},
+	{MetricFuseCommands, "counter", []string{"action"}, "Fuse commands emitted, per action; every action from the start at 0."},
+	{MetricSinkRecords, "counter", []string{"sink", "destination"}, "Records durably written, per sink and destination (Kafka: topic, ClickHouse: table, JSONL: file)."},
+	{MetricSinkErrors, "counter", []string{"sink", "destination"}, "Failed write attempts, per sink and destination (Kafka: topic, ClickHouse: table, JSONL: file); each is retried."},
 	{MetricLateSpans, "counter", nil, "Spans behind the watermark by more than the allowed lateness: counted, not folded in."},
 	{MetricDuplicates, "counter", nil, "Records recognised as already processed (replays) and skipped."},
 	{MetricCardinalityOverflows, "counter", []string{"dimension"}, "Values folded into the overflow key because a key dimension hit its limit."},
-	{MetricWatermark, "gauge", []string{"topic", "partition"}, "Event-time watermark per source partition, Unix seconds."},
+	{MetricWatermark, "gauge", []string{"topic", "partition"}, "Event-time watermark per keyed partition this process owns, Unix seconds; absent until the partition has one."},
 }
 
 // Families lists the fixed metric families with their labels, in the order
@@ -69,17 +72,45 @@ func Families() []Family {
 	return out
 }
 
+// Revision is the VCS commit the binary was built from
+// (runtime/debug.ReadBuildInfo's vcs.revision, with "+dirty" when the
+// checkout had changes), or "unknown" (go run, go test, a build outside a
+// checkout or with -buildvcs=false).
+func Revision() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	rev, dirty := "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "unknown"
+	}
+	if dirty {
+		rev += "+dirty"
+	}
+	return rev
+}
+
 // collector turns the sources' Snapshot into metrics on every scrape.
 type collector struct {
-	mu      sync.Mutex // one scrape at a time: sources need not be reentrant
-	sources []Source
-	ready   func() error
-	version string
-	descs   map[string]*prometheus.Desc
+	mu       sync.Mutex // one scrape at a time: sources need not be reentrant
+	sources  []Source
+	ready    func() error
+	version  string
+	revision string
+	descs    map[string]*prometheus.Desc
 }
 
 func newCollector(sources []Source, ready func() error, version string) *collector {
-	c := &collector{sources: sources, ready: ready, version: version, descs: map[string]*prometheus.Desc{}}
+	c := &collector{sources: sources, ready: ready, version: version, revision: Revision(), descs: map[string]*prometheus.Desc{}}
 	for _, f := range families {
 		c.descs[f.Name] = prometheus.NewDesc(f.Name, f.Help, f.Labels, nil)
 	}
@@ -99,7 +130,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		src.Collect(&s)
 	}
 	e := emitter{c: c, ch: ch}
-	e.one(MetricBuildInfo, prometheus.GaugeValue, 1, c.version, runtime.Version())
+	e.one(MetricBuildInfo, prometheus.GaugeValue, 1, c.version, c.revision, runtime.Version())
 	ready := 0.0
 	if c.ready() == nil {
 		ready = 1
@@ -131,6 +162,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		a.add(float64(v.Count), v.State)
 	}
 	a.emit()
+	a = e.agg(MetricBreakerOpenTargets, prometheus.GaugeValue, false)
+	for _, v := range s.BreakerOpen {
+		a.add(float64(v.Count), v.SLO, v.Action, v.State)
+	}
+	a.emit()
 	a = e.agg(MetricFuseCommands, prometheus.CounterValue, false)
 	for _, v := range s.FuseCommands {
 		a.add(float64(v.Count), v.Action)
@@ -138,12 +174,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	a.emit()
 	a = e.agg(MetricSinkRecords, prometheus.CounterValue, false)
 	for _, v := range s.SinkRecordsOut {
-		a.add(float64(v.Count), v.Sink, v.Topic)
+		a.add(float64(v.Count), v.Sink, v.Destination)
 	}
 	a.emit()
 	a = e.agg(MetricSinkErrors, prometheus.CounterValue, false)
 	for _, v := range s.SinkErrors {
-		a.add(float64(v.Count), v.Sink, v.Topic)
+		a.add(float64(v.Count), v.Sink, v.Destination)
 	}
 	a.emit()
 	e.one(MetricLateSpans, prometheus.CounterValue, float64(s.LateSpans))

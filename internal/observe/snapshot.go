@@ -47,15 +47,20 @@ type Snapshot struct {
 	// BreakerTargets is how many targets are in each breaker state now
 	// (closed, open, half_open): fusebox_breaker_targets{state}.
 	BreakerTargets []StateCount
+	// BreakerOpen is how many targets are open or half-open now, per SLO
+	// that tripped them, action and state:
+	// fusebox_breaker_open_targets{slo,action,state}. Its cardinality is
+	// bounded by the config: SLOs × the breaker's actions × 2.
+	BreakerOpen []SLOTargetCount
 	// FuseCommands counts fuse commands emitted, per action:
 	// fusebox_fuse_commands_total{action}.
 	FuseCommands []ActionCount
 	// SinkRecordsOut counts records (rows, messages) a sink durably wrote,
-	// per sink and topic (for ClickHouse: the table):
-	// fusebox_sink_records_total{sink,topic}.
+	// per sink and destination (Kafka: topic, ClickHouse: table, JSONL:
+	// file): fusebox_sink_records_total{sink,destination}.
 	SinkRecordsOut []SinkCount
-	// SinkErrors counts failed write attempts, per sink and topic (or
-	// table): fusebox_sink_errors_total{sink,topic}.
+	// SinkErrors counts failed write attempts, per sink and destination:
+	// fusebox_sink_errors_total{sink,destination}.
 	SinkErrors []SinkCount
 	// LateSpans counts spans that arrived behind the watermark by more than
 	// the allowed lateness and were counted, not folded in:
@@ -69,7 +74,7 @@ type Snapshot struct {
 	// model, variant): fusebox_cardinality_overflows_total{dimension}.
 	CardinalityOverflows []DimensionCount
 	// Watermark is the event-time watermark per source partition:
-	// fusebox_watermark_seconds{topic,partition} in Unix seconds. An entry
+	// fusebox_watermark_timestamp_seconds{topic,partition} in Unix seconds. An entry
 	// with UnixNano 0 (no watermark yet) is left out, not exported as 0.
 	Watermark []PartitionTime
 	// Extra carries further samples as they are, e.g. a sink's retries or
@@ -148,9 +153,17 @@ type ActionCount struct {
 // SinkCount counts per sink ("kafka", "clickhouse", "jsonl") and topic (or
 // table, or file).
 type SinkCount struct {
-	Sink  string
-	Topic string
-	Count int64
+	Sink        string
+	Destination string // Kafka: topic, ClickHouse: table, JSONL: file
+	Count       int64
+}
+
+// SLOTargetCount counts breaker targets of one SLO, action and state.
+type SLOTargetCount struct {
+	SLO    string
+	Action string
+	State  string
+	Count  int64
 }
 
 // DimensionCount counts per key dimension.

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/internal/testharness"
+	"github.com/fusebox-dev/fusebox/internal/traffic"
+)
+
+// promtool returns the path of Prometheus's promtool. Missing, the test
+// is skipped with a message, except in CI (CI=true) or with
+// FUSEBOX_REQUIRE_PROMTOOL=1, where it fails.
+func promtool(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("promtool")
+	if err == nil {
+		return p
+	}
+	if os.Getenv("CI") == "true" || os.Getenv("FUSEBOX_REQUIRE_PROMTOOL") == "1" {
+		t.Fatalf("promtool not found (Debian's prometheus package has it): %v", err)
+	}
+	t.Skipf("promtool not found (apt-get install prometheus); set FUSEBOX_REQUIRE_PROMTOOL=1 to fail instead: %v", err)
+	return ""
+}
+
+// checkMetrics runs `promtool check metrics` (format and naming lint) on
+// one /metrics scrape.
+func checkMetrics(t *testing.T, bin, what, text string) {
+	t.Helper()
+	cmd := exec.Command(bin, "check", "metrics")
+	cmd.Stdin = strings.NewReader(text)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Errorf("promtool check metrics on the %s scrape: %v\n%s", what, err, out.String())
+	}
+}
+
+const metricsSLOs = `
+slos:
+  - name: availability
+    burnrate: {min_events: 50}
+  - name: latency
+    tail: {budget: 2500, window: 5m}
+`
+
+// TestRunMetricsPassPromtool runs `fusebox run` as a process and checks
+// its /metrics with promtool before any traffic and while traffic with a
+// latency incident flows: the fuse command counters are there from the
+// start at 0 for every action; build_info carries a revision; the sinks
+// label where they write "destination"; the watermark is a
+// _timestamp_seconds gauge; once the incident trips a breaker, the
+// open-targets gauge names the SLO and one INFO line tells the change.
+func TestRunMetricsPassPromtool(t *testing.T) {
+	bin := promtool(t)
+	k := testharness.StartBroker(t)
+	dir := t.TempDir()
+	jsonl := filepath.Join(dir, "run.jsonl")
+	cfgText := strings.Replace(sigtermConfig(k.Brokers, "metrics", "sinks: {jsonl: {path: "+jsonl+"}}\nhttp: {listen: 127.0.0.1:0}\n"),
+		sigtermSLOs, metricsSLOs, 1)
+	cfgPath := writeFile(t, dir, "metrics.yaml", cfgText)
+	cmd := exec.Command(os.Args[0], "run", "--config", cfgPath)
+	cmd.Env = append(os.Environ(), envAsMain+"=1")
+	stderr := newLogLines()
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	addr := stderr.field(t, "serving /metrics", "addr", 30*time.Second)
+
+	code, text := get(t, "http://"+addr+"/metrics")
+	if code != 200 {
+		t.Fatalf("/metrics: %d", code)
+	}
+	checkMetrics(t, bin, "first", text)
+	for _, a := range []string{"trip", "half_open", "close", "degrade", "throttle", "rollback", "scale_out"} {
+		if !strings.Contains(text, "\nfusebox_fuse_commands_total{action=\""+a+"\"} 0\n") {
+			t.Errorf("fusebox_fuse_commands_total{action=%q} is not 0 before any command:\n%s", a, grepLines(text, "fusebox_fuse_commands_total"))
+		}
+	}
+	if !strings.Contains(text, "\nfusebox_build_info{go_version=") || !strings.Contains(text, ",revision=\"") {
+		t.Errorf("fusebox_build_info without a revision label:\n%s", grepLines(text, "fusebox_build_info"))
+	}
+
+	sc := traffic.Demo()
+	sc.Rate = 150
+	sc.Duration = 40 * time.Minute
+	start := time.Now().Add(-2 * time.Hour).Truncate(time.Minute)
+	go publishScenarioPaced(t, k.Brokers, sc, start, 180)
+	waitFor(t, 90*time.Second, "a trip", func() bool {
+		return scrape(t, addr)[`fusebox_fuse_commands_total{action="trip"}`] > 0
+	})
+	_, text = get(t, "http://"+addr+"/metrics")
+	checkMetrics(t, bin, "running", text)
+	for _, want := range []string{
+		`fusebox_sink_records_total{destination="` + jsonl + `",sink="jsonl"}`,
+		`fusebox_watermark_timestamp_seconds{partition="`,
+		`fusebox_breaker_open_targets{action="trip",slo="latency",state="open"}`,
+	} {
+		if !strings.Contains(text, "\n"+want) {
+			t.Errorf("no %s in the scrape:\n%s", want, grepLines(text, want[:strings.IndexByte(want, '{')]))
+		}
+	}
+	if strings.Contains(text, "fusebox_watermark_seconds") || strings.Contains(text, `topic="`+jsonl) {
+		t.Error("old names on /metrics: fusebox_watermark_seconds or a sink's topic label")
+	}
+	if !strings.Contains(stderr.String(), `"msg":"breaker state change","component":"breaker"`) ||
+		!strings.Contains(stderr.String(), `"action":"trip","state":"open","from":"closed","slo":"latency"`) {
+		t.Errorf("no INFO line for the trip; stderr:\n%s", stderr.String())
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v; stderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("no exit within 60 s of SIGTERM")
+	}
+}
+
+// grepLines returns the lines of text containing s.
+func grepLines(text, s string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
