@@ -96,7 +96,14 @@ func TestRunMetricsPassPromtool(t *testing.T) {
 	sc.Rate = 150
 	sc.Duration = 40 * time.Minute
 	start := time.Now().Add(-2 * time.Hour).Truncate(time.Minute)
-	go publishScenarioPaced(t, k.Brokers, sc, start, 180)
+	published := make(chan struct{})
+	go func() {
+		defer close(published)
+		publishScenarioPaced(t, k.Brokers, sc, start, 180)
+	}()
+	// The publisher reports to t: it must end before the test does (and
+	// before the broker, whose cleanup was registered earlier, stops).
+	t.Cleanup(func() { <-published })
 	waitFor(t, 90*time.Second, "a trip", func() bool {
 		return scrape(t, addr)[`fusebox_fuse_commands_total{action="trip"}`] > 0
 	})
