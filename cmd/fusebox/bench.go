@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fusebox-dev/fusebox/internal/study"
@@ -113,10 +114,22 @@ func benchFalseTrips(_ context.Context, args []string, stdout, stderr io.Writer)
 	runs := fs.Int("runs", 1, "independently seeded runs")
 	seed := fs.Uint64("seed", 1, "seed of the first run")
 	target := fs.Float64("target", 1, "false trips per 1,000 key-days the defaults must stay under (listed after the table)")
+	parallel := fs.Int("parallel", 0, "runs at once (default GOMAXPROCS; the table does not depend on it)")
+	progress := fs.Bool("progress", false, "print a line to stderr as each run completes")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}
-	cfg := study.FalseTripsConfig{Rate: *rate, Duration: *duration, Runs: *runs, Seed: *seed}
+	cfg := study.FalseTripsConfig{Rate: *rate, Duration: *duration, Runs: *runs, Seed: *seed, Parallel: *parallel}
+	if *progress {
+		var mu sync.Mutex
+		done := 0
+		cfg.Progress = func(run int) {
+			mu.Lock()
+			defer mu.Unlock()
+			done++
+			fmt.Fprintf(stderr, "run %d (seed %d) done: %d of %d\n", run, *seed+uint64(run), done, *runs)
+		}
+	}
 	if *config != "" {
 		b, err := os.ReadFile(*config)
 		if err != nil {
@@ -125,8 +138,8 @@ func benchFalseTrips(_ context.Context, args []string, stdout, stderr io.Writer)
 		}
 		cfg.SLOFile = string(b)
 	}
-	if !(*rate > 0) || *duration < time.Hour || *runs < 1 {
-		fmt.Fprintln(stderr, "fusebox bench false-trips: --rate must be positive, --duration at least 1h, --runs at least 1")
+	if !(*rate > 0) || *duration < time.Hour || *runs < 1 || *parallel < 0 {
+		fmt.Fprintln(stderr, "fusebox bench false-trips: --rate must be positive, --duration at least 1h, --runs at least 1, --parallel not negative")
 		return exitUsage
 	}
 	table, err := study.FalseTrips(stdout, cfg)

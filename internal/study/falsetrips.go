@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -64,6 +66,12 @@ type FalseTripsConfig struct {
 	Runs int
 	// Seed of the first run; run i uses Seed+i. Default 1.
 	Seed uint64
+	// Parallel is how many runs run at once. Default GOMAXPROCS. The table
+	// does not depend on it.
+	Parallel int
+	// Progress, when set, is called after each run completes (from the
+	// run's goroutine) with the run's index.
+	Progress func(run int)
 }
 
 // FalseTripsRow is one SLO of the study: what it did on traffic where
@@ -88,7 +96,11 @@ type FalseTripsRow struct {
 
 // FalseTripsTable is the result of FalseTrips.
 type FalseTripsTable struct {
-	Rows     []FalseTripsRow
+	Rows []FalseTripsRow
+	// Total is the breaker as a whole: every SLO's episodes and trips over
+	// the key-days of the traffic's keys (aggregate keys such as scaling's,
+	// with a "*" dimension, add trips but no key-days of their own).
+	Total    FalseTripsRow
 	Duration time.Duration
 	Runs     int
 	Rate     float64
@@ -120,96 +132,83 @@ func FalseTrips(w io.Writer, cfg FalseTripsConfig) (FalseTripsTable, error) {
 	if cfg.Rate < 0 || cfg.Duration < time.Hour || cfg.Runs < 0 {
 		return FalseTripsTable{}, errors.New("study: FalseTripsConfig needs a positive rate, runs and at least 1h of duration")
 	}
-	wc, file, err := enginebench.ParseWorkerConfig("false-trips.yaml", []byte(cfg.SLOFile))
+	_, file, err := enginebench.ParseWorkerConfig("false-trips.yaml", []byte(cfg.SLOFile))
 	if err != nil {
 		return FalseTripsTable{}, err
 	}
-	type acc struct {
-		row  FalseTripsRow
-		keys map[schemas.Key]bool
-	}
-	accs := map[string]*acc{}
 	var order []string
 	for _, s := range file.SLOs {
 		order = append(order, s.Name)
 	}
-	tab := FalseTripsTable{Duration: cfg.Duration, Runs: cfg.Runs}
-	for run := range cfg.Runs {
-		sc := traffic.Demo()
-		sc.Rate = cfg.Rate
-		if cfg.Scenario != nil {
-			sc = *cfg.Scenario
-		}
-		sc.Incidents = nil
-		sc.Seed = cfg.Seed + uint64(run)
-		sc.Duration = 0
-		tab.Rate = sc.Rate
-		runKeys := map[string]map[schemas.Key]bool{}
-		lastBreach := map[string]bool{} // slo + key
-		sloOf := map[string]string{}    // breach verdict id -> SLO
-		targetOpen := map[schemas.Key]bool{}
-		get := func(slo, proc string) *acc {
-			a := accs[slo]
-			if a == nil {
-				a = &acc{row: FalseTripsRow{SLO: slo, Processor: proc}, keys: map[schemas.Key]bool{}}
-				accs[slo] = a
-			}
-			return a
-		}
-		start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
-		st, err := enginebench.Stream(wc, sc, start, cfg.Duration, time.Second, func(o schemas.Output) {
-			for i := range o.Verdicts {
-				v := &o.Verdicts[i]
-				if v.Processor == "effect" {
-					continue
-				}
-				a := get(v.SLO, v.Processor)
-				if v.Status == schemas.StatusInsufficientData {
-					a.row.Insufficient++
-					continue
-				}
-				a.row.Evaluations++
-				if runKeys[v.SLO] == nil {
-					runKeys[v.SLO] = map[schemas.Key]bool{}
-				}
-				runKeys[v.SLO][v.Key] = true
-				lk := v.SLO + "\x00" + v.Metric + "\x00" + v.Key.String()
-				breach := v.Status == schemas.StatusBreach
-				if breach {
-					a.row.BreachVerdicts++
-					sloOf[v.ID] = v.SLO
-					if !lastBreach[lk] {
-						a.row.Episodes++
-					}
-				}
-				lastBreach[lk] = breach
-			}
-			for _, c := range o.Commands {
-				open := c.State == schemas.StateOpen
-				if open && !targetOpen[c.Target] {
-					for _, r := range c.Reasons {
-						if slo, ok := sloOf[r.VerdictID]; ok {
-							accs[slo].row.Trips++
-							break
-						}
-					}
-				}
-				targetOpen[c.Target] = open
-			}
-		})
-		if err != nil {
-			return FalseTripsTable{}, err
-		}
-		tab.Spans += st.Spans
-		days := cfg.Duration.Hours() / 24
-		for slo, ks := range runKeys {
-			a := accs[slo]
-			a.row.KeyDays += float64(len(ks)) * days
-			for k := range ks {
-				a.keys[k] = true
-			}
-		}
+	workers := cfg.Parallel
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
 	}
+	workers = min(workers, cfg.Runs)
+	// Runs are independent (each its own worker, seed Seed+i): they run on
+	// up to workers goroutines and are merged in run order, so the table
+	// does not depend on the parallelism.
+	results := make([]runResult, cfg.Runs)
+	errs := make([]error, cfg.Runs)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for run := range next {
+				results[run], errs[run] = falseTripsRun(cfg, run)
+				if cfg.Progress != nil {
+					cfg.Progress(run)
+				}
+			}
+		}()
+	}
+	for run := range cfg.Runs {
+		next <- run
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return FalseTripsTable{}, err
+	}
+	tab := FalseTripsTable{Duration: cfg.Duration, Runs: cfg.Runs}
+	accs := map[string]*acc{}
+	all := map[schemas.Key]bool{}
+	days := cfg.Duration.Hours() / 24
+	for _, res := range results {
+		tab.Spans += res.spans
+		tab.Rate = res.rate
+		runAll := map[schemas.Key]bool{}
+		for slo, a := range res.accs {
+			t := accs[slo]
+			if t == nil {
+				t = &acc{row: FalseTripsRow{SLO: slo, Processor: a.row.Processor}, keys: map[schemas.Key]bool{}}
+				accs[slo] = t
+			}
+			t.row.Evaluations += a.row.Evaluations
+			t.row.Insufficient += a.row.Insufficient
+			t.row.BreachVerdicts += a.row.BreachVerdicts
+			t.row.Episodes += a.row.Episodes
+			t.row.Trips += a.row.Trips
+			t.row.KeyDays += float64(len(a.keys)) * days
+			tab.Total.Evaluations += a.row.Evaluations
+			tab.Total.BreachVerdicts += a.row.BreachVerdicts
+			tab.Total.Episodes += a.row.Episodes
+			tab.Total.Trips += a.row.Trips
+			for k := range a.keys {
+				t.keys[k] = true
+				if !aggregate(k) {
+					runAll[k] = true
+					all[k] = true
+				}
+			}
+		}
+		tab.Total.KeyDays += float64(len(runAll)) * days
+	}
+	tab.Total.SLO, tab.Total.Processor, tab.Total.Keys = "all (breaker)", "*", len(all)
+	tab.Total.EpisodeRate, tab.Total.EpisodeLo, tab.Total.EpiHi = poissonRate(tab.Total.Episodes, tab.Total.KeyDays)
+	tab.Total.TripRate, tab.Total.TripLo, tab.Total.TripHi = poissonRate(tab.Total.Trips, tab.Total.KeyDays)
 	for _, name := range order {
 		a := accs[name]
 		if a == nil {
@@ -227,6 +226,94 @@ func FalseTrips(w io.Writer, cfg FalseTripsConfig) (FalseTripsTable, error) {
 		}
 	}
 	return tab, nil
+}
+
+type acc struct {
+	row  FalseTripsRow
+	keys map[schemas.Key]bool
+}
+
+// runResult is one run's counts per SLO.
+type runResult struct {
+	accs  map[string]*acc
+	spans int64
+	rate  float64
+}
+
+// aggregate reports whether k is an aggregate key (a "*" dimension).
+func aggregate(k schemas.Key) bool {
+	return k.Tenant == schemas.Wildcard || k.Service == schemas.Wildcard || k.Model == schemas.Wildcard || k.Variant == schemas.Wildcard
+}
+
+// falseTripsRun streams run's traffic (seed cfg.Seed+run) through one
+// engine worker and counts what every SLO did.
+func falseTripsRun(cfg FalseTripsConfig, run int) (runResult, error) {
+	// Each run parses the file itself: its worker shares nothing with the
+	// runs on other goroutines.
+	wc, _, err := enginebench.ParseWorkerConfig("false-trips.yaml", []byte(cfg.SLOFile))
+	if err != nil {
+		return runResult{}, err
+	}
+	sc := traffic.Demo()
+	sc.Rate = cfg.Rate
+	if cfg.Scenario != nil {
+		sc = *cfg.Scenario
+	}
+	sc.Incidents = nil
+	sc.Seed = cfg.Seed + uint64(run)
+	sc.Duration = 0
+	res := runResult{accs: map[string]*acc{}, rate: sc.Rate}
+	lastBreach := map[string]bool{} // slo + metric + key
+	sloOf := map[string]string{}    // breach verdict id -> SLO
+	targetOpen := map[schemas.Key]bool{}
+	get := func(slo, proc string) *acc {
+		a := res.accs[slo]
+		if a == nil {
+			a = &acc{row: FalseTripsRow{SLO: slo, Processor: proc}, keys: map[schemas.Key]bool{}}
+			res.accs[slo] = a
+		}
+		return a
+	}
+	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	st, err := enginebench.Stream(wc, sc, start, cfg.Duration, time.Second, func(o schemas.Output) {
+		for i := range o.Verdicts {
+			v := &o.Verdicts[i]
+			if v.Processor == "effect" {
+				continue
+			}
+			a := get(v.SLO, v.Processor)
+			if v.Status == schemas.StatusInsufficientData {
+				a.row.Insufficient++
+				continue
+			}
+			a.row.Evaluations++
+			a.keys[v.Key] = true
+			lk := v.SLO + "\x00" + v.Metric + "\x00" + v.Key.String()
+			breach := v.Status == schemas.StatusBreach
+			if breach {
+				a.row.BreachVerdicts++
+				sloOf[v.ID] = v.SLO
+				if !lastBreach[lk] {
+					a.row.Episodes++
+				}
+			}
+			lastBreach[lk] = breach
+		}
+		for _, c := range o.Commands {
+			open := c.State == schemas.StateOpen
+			if open && !targetOpen[c.Target] {
+				for _, r := range c.Reasons {
+					if slo, ok := sloOf[r.VerdictID]; ok {
+						res.accs[slo].row.Trips++
+						break
+					}
+				}
+			}
+			targetOpen[c.Target] = open
+		}
+	})
+	res.spans = st.Spans
+	return res, err
 }
 
 // poissonRate returns k events over t key-days per 1,000 key-days with
@@ -247,7 +334,7 @@ func poissonRate(k int, t float64) (rate, lo, hi float64) {
 func (t FalseTripsTable) Print(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "slo\tprocessor\tkeys\tkey-days\tevaluations\tbreach verdicts\tbreach episodes / 1000 key-days [95%]\tbreaker trips / 1000 key-days [95%]\t")
-	for _, r := range t.Rows {
+	for _, r := range append(slices.Clip(t.Rows), t.Total) {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%d\t%d\t%d: %.1f [%.1f, %.1f]\t%d: %.1f [%.1f, %.1f]\t\n",
 			r.SLO, r.Processor, r.Keys, r.KeyDays, r.Evaluations, r.BreachVerdicts,
 			r.Episodes, r.EpisodeRate, r.EpisodeLo, r.EpiHi, r.Trips, r.TripRate, r.TripLo, r.TripHi)
@@ -260,11 +347,12 @@ func (t FalseTripsTable) Print(w io.Writer) error {
 	return err
 }
 
-// Misses lists the rows whose breaker false-trip rate is not shown to be at
-// most target per 1,000 key-days (the interval's upper end above it).
+// Misses lists the rows, the total included, whose breaker false-trip
+// rate is not shown to be at most target per 1,000 key-days (the
+// interval's upper end above it).
 func (t FalseTripsTable) Misses(target float64) []string {
 	var out []string
-	for _, r := range t.Rows {
+	for _, r := range append(slices.Clip(t.Rows), t.Total) {
 		if r.TripHi > target {
 			out = append(out, fmt.Sprintf("%s: %d trips in %.1f key-days, upper 95%% bound %.2f > %g per 1000 key-days", r.SLO, r.Trips, r.KeyDays, r.TripHi, target))
 		}

@@ -298,7 +298,9 @@ func hoursAndValues(xs []window.Sample, from int64, t, y []float64) ([]float64, 
 // in canonical (T, H, V) order.
 func thinByHash(xs []window.Sample, k int, dst []window.Sample) []window.Sample {
 	dst = append(dst, xs...)
-	slices.SortFunc(dst, func(a, b window.Sample) int {
+	// The k smallest by (H, T, V), a total order on distinct samples, by
+	// selection (O(n)) rather than a sort: the set is the same.
+	selectSmallest(dst, k, func(a, b window.Sample) int {
 		if c := cmp.Compare(a.H, b.H); c != 0 {
 			return c
 		}
@@ -322,3 +324,46 @@ var _ processors.Processor = (*Processor)(nil)
 // SetProbes implements processors.Prober: a probed key is judged on the
 // traffic since its probe's start (see processors.Probes).
 func (p *Processor) SetProbes(pr processors.Probes) { p.probes = pr }
+
+// selectSmallest reorders xs so that its first k elements are the k
+// smallest under cmp (in no particular order): Hoare selection with a
+// median-of-three pivot, O(len(xs)) expected.
+func selectSmallest(xs []window.Sample, k int, cmp func(a, b window.Sample) int) {
+	lo, hi := 0, len(xs)-1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if cmp(xs[mid], xs[lo]) < 0 {
+			xs[mid], xs[lo] = xs[lo], xs[mid]
+		}
+		if cmp(xs[hi], xs[lo]) < 0 {
+			xs[hi], xs[lo] = xs[lo], xs[hi]
+		}
+		if cmp(xs[hi], xs[mid]) < 0 {
+			xs[hi], xs[mid] = xs[mid], xs[hi]
+		}
+		pivot := xs[mid]
+		i, j := lo, hi
+		for i <= j {
+			for cmp(xs[i], pivot) < 0 {
+				i++
+			}
+			for cmp(xs[j], pivot) > 0 {
+				j--
+			}
+			if i <= j {
+				xs[i], xs[j] = xs[j], xs[i]
+				i++
+				j--
+			}
+		}
+		// [lo, j] <= pivot <= [i, hi]
+		switch {
+		case k-1 <= j:
+			hi = j
+		case k-1 >= i:
+			lo = i
+		default:
+			return
+		}
+	}
+}

@@ -40,6 +40,9 @@ type keyState struct {
 	// test was significant with an effect of at least MinEffect (canary
 	// keys in canary mode; every key in reference mode).
 	consecutive int
+	// cur and ref cache the sorted values of the current window and (in
+	// reference mode) the reference window: derived, never snapshotted.
+	cur, ref window.SortedRange
 }
 
 // New validates cfg and returns an empty processor. The error is cfg's
@@ -133,15 +136,25 @@ func (p *Processor) evaluateReference(now int64, keys []schemas.Key, emit proces
 	refFrom := curFrom - int64(p.cfg.ReferenceWindow)
 	for _, k := range keys {
 		ks := p.keys[k]
-		var nCur, nRef int64
-		p.bufA, nCur, _ = ks.store.CollectUniform(curFrom, now, p.bufA)
-		p.bufB, nRef, _ = ks.store.CollectUniform(refFrom, curFrom, p.bufB)
-		if nCur+nRef == 0 {
+		xs, okCur := ks.cur.Values(&ks.store, curFrom, now)
+		ys, okRef := ks.ref.Values(&ks.store, refFrom, curFrom)
+		if !okCur || !okRef {
+			var nCur, nRef int64
+			p.bufA, nCur, _ = ks.store.CollectUniform(curFrom, now, p.bufA)
+			p.bufB, nRef, _ = ks.store.CollectUniform(refFrom, curFrom, p.bufB)
+			if nCur+nRef == 0 {
+				ks.consecutive = 0
+				continue
+			}
+			p.xs = sortedValues(p.xs, p.bufA)
+			p.ys = sortedValues(p.ys, p.bufB)
+			xs, ys = p.xs, p.ys
+		} else if len(xs)+len(ys) == 0 {
 			ks.consecutive = 0
 			continue
 		}
 		v := p.meta.NewVerdict(ProcessorName, p.metric, k, curFrom, now)
-		p.judge(&v, ks, p.bufA, p.bufB, false)
+		p.judge(&v, ks, xs, ys, false)
 		emit.Verdict(v)
 	}
 }
@@ -155,20 +168,34 @@ func (p *Processor) evaluateCanary(now int64, keys []schemas.Key, emit processor
 			continue
 		}
 		ks := p.keys[k]
-		var nCur int64
-		p.bufA, nCur, _ = ks.store.CollectUniform(from, now, p.bufA)
-		if nCur == 0 {
+		base := k
+		base.Variant = p.cfg.BaselineVariant
+		bs := p.keys[base]
+		xs, ok := ks.cur.Values(&ks.store, from, now)
+		var ys []float64
+		if ok && bs != nil {
+			ys, ok = bs.cur.Values(&bs.store, from, now)
+		}
+		if !ok {
+			var nCur int64
+			p.bufA, nCur, _ = ks.store.CollectUniform(from, now, p.bufA)
+			if nCur == 0 {
+				ks.consecutive = 0
+				continue
+			}
+			p.bufB = p.bufB[:0]
+			if bs != nil {
+				p.bufB, _, _ = bs.store.CollectUniform(from, now, p.bufB)
+			}
+			p.xs = sortedValues(p.xs, p.bufA)
+			p.ys = sortedValues(p.ys, p.bufB)
+			xs, ys = p.xs, p.ys
+		} else if len(xs) == 0 {
 			ks.consecutive = 0
 			continue
 		}
-		p.bufB = p.bufB[:0]
-		base := k
-		base.Variant = p.cfg.BaselineVariant
-		if bs := p.keys[base]; bs != nil {
-			p.bufB, _, _ = bs.store.CollectUniform(from, now, p.bufB)
-		}
 		v := p.meta.NewVerdict(ProcessorName, p.metric, k, from, now)
-		p.judge(&v, ks, p.bufA, p.bufB, true)
+		p.judge(&v, ks, xs, ys, true)
 		emit.Verdict(v)
 	}
 }

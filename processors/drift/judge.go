@@ -61,9 +61,10 @@ func decide(count, k int) schemas.Status {
 	return schemas.StatusOK
 }
 
-// judge tests cur against ref, advances ks's counter and fills v. canary
-// adds Mann–Whitney and the Hodges–Lehmann shift.
-func (p *Processor) judge(v *schemas.Verdict, ks *keyState, cur, ref []window.Sample, canary bool) {
+// judge tests the sorted values cur against the sorted ref, advances ks's
+// counter and fills v. canary adds Mann–Whitney and the Hodges–Lehmann
+// shift.
+func (p *Processor) judge(v *schemas.Verdict, ks *keyState, cur, ref []float64, canary bool) {
 	v.Threshold = p.cfg.MinEffect
 	v.N = int64(len(cur) + len(ref))
 	if len(cur) < p.cfg.MinSamples || len(ref) < p.cfg.MinSamples {
@@ -78,9 +79,7 @@ func (p *Processor) judge(v *schemas.Verdict, ks *keyState, cur, ref []window.Sa
 		}
 		return
 	}
-	p.xs = sortedValues(p.xs, cur)
-	p.ys = sortedValues(p.ys, ref)
-	ks2, err := stats.KS2SampSorted(p.xs, p.ys, p.ksMethod())
+	ks2, err := stats.KS2SampSorted(cur, ref, p.ksMethod(cur, ref))
 	if err != nil {
 		// Unreachable: both sides are non-empty and finite.
 		ks.consecutive = 0
@@ -100,7 +99,7 @@ func (p *Processor) judge(v *schemas.Verdict, ks *keyState, cur, ref []window.Sa
 		{Name: DetailConsecutive, Value: float64(ks.consecutive)},
 	}
 	if canary {
-		u, mp, hl := mannWhitney(p.xs, p.ys)
+		u, mp, hl := mannWhitney(cur, ref)
 		v.Details = append(v.Details,
 			schemas.Detail{Name: DetailMWU, Value: u},
 			schemas.Detail{Name: DetailMWP, Value: mp},
@@ -108,15 +107,15 @@ func (p *Processor) judge(v *schemas.Verdict, ks *keyState, cur, ref []window.Sa
 	}
 }
 
-// ksMethod picks how the KS p-value of p.xs against p.ys is computed:
+// ksMethod picks how the KS p-value of xs against ys is computed:
 // stats.KSAuto (exact while both sides have at most 10000 values) when
 // D >= MinEffect, where the p-value can decide the verdict; SciPy's
 // asymptotic form when D < MinEffect, where the evaluation cannot be
 // significant whatever p is. The exact distribution costs O(n·m) for
 // samples of unequal size (~26 ms for 10000 against 9000 values) and most
 // evaluations of healthy traffic are far below MinEffect.
-func (p *Processor) ksMethod() stats.KSMethod {
-	if stats.KSStatisticSorted(p.xs, p.ys) < p.cfg.MinEffect {
+func (p *Processor) ksMethod(xs, ys []float64) stats.KSMethod {
+	if stats.KSStatisticSorted(xs, ys) < p.cfg.MinEffect {
 		return stats.KSAsymp
 	}
 	return stats.KSAuto

@@ -103,9 +103,31 @@ func slotStart(sl *Slot) int64 { return sl.Start }
 // filtered sample by sample, and its N is then counted only when its whole
 // range lies inside.
 func (s *Store) Collect(from, to int64, dst []Sample) ([]Sample, int64) {
-	base := len(dst)
-	dst, n := s.collect(from, to, dst)
-	slices.SortFunc(dst[base:], CompareSamples)
+	var n int64
+	for i := range s.Slots {
+		sl := &s.Slots[i]
+		if sl.Start+s.SlotWidth <= from || sl.Start >= to {
+			continue
+		}
+		base := len(dst)
+		if sl.Start >= from && sl.Start+s.SlotWidth <= to {
+			n += sl.N
+			dst = append(dst, sl.Samples...)
+		} else {
+			for _, x := range sl.Samples {
+				if x.T >= from && x.T < to {
+					dst = append(dst, x)
+					n++
+				}
+			}
+		}
+		// Slots are disjoint in time and in order, so sorting each slot's
+		// part sorts the whole; a slot filled in time order (the usual
+		// case) is only checked.
+		if part := dst[base:]; !slices.IsSortedFunc(part, CompareSamples) {
+			slices.SortFunc(part, CompareSamples)
+		}
+	}
 	return dst, n
 }
 

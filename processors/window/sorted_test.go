@@ -1,0 +1,71 @@
+package window
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestSortedRangeMatchesSort slides a 60-slot reference window and a
+// 5-slot current window over a store fed and evicted as the drift
+// processor feeds it, with late additions to cached slots now and then,
+// and checks every result against sorting CollectUniform's values.
+func TestSortedRangeMatchesSort(t *testing.T) {
+	const w = int64(60)
+	rng := rand.New(rand.NewPCG(1, 2))
+	st := &Store{SlotWidth: w, Cap: 2000}
+	var ref, cur SortedRange
+	var buf []Sample
+	updates := 0
+	for now := int64(0); now < 400*w; now += w {
+		for range rng.IntN(40) {
+			// Ties on purpose: values on a grid of 0.01.
+			st.Add(Sample{T: now - w + rng.Int64N(w), V: float64(rng.IntN(100)) / 100, H: rng.Uint64()})
+		}
+		if rng.IntN(10) == 0 && now > 20*w {
+			// A record added to an older, already cached slot.
+			st.Add(Sample{T: now - 10*w, V: 0.5, H: rng.Uint64()})
+		}
+		for _, c := range []struct {
+			sr       *SortedRange
+			from, to int64
+		}{{&ref, now - 65*w, now - 5*w}, {&cur, now - 5*w, now}} {
+			got, ok := c.sr.Values(st, c.from, c.to)
+			if !ok {
+				t.Fatalf("now %d: not served with no capped slot", now)
+			}
+			buf, _, _ = st.CollectUniform(c.from, c.to, buf)
+			want := make([]float64, 0, len(buf))
+			for _, x := range buf {
+				want = append(want, x.V)
+			}
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Fatalf("now %d [%d, %d): %d values, want %d (sorted CollectUniform)", now, c.from, c.to, len(got), len(want))
+			}
+		}
+		if ref.valid {
+			updates++
+		}
+		st.EvictBefore(now + w - 65*w)
+	}
+	if updates == 0 {
+		t.Fatal("cache never used")
+	}
+}
+
+// TestSortedRangeCappedSlot: a slot over its cap makes the uniform sample
+// depend on hashes, so Values declines and the caller uses CollectUniform.
+func TestSortedRangeCappedSlot(t *testing.T) {
+	st := &Store{SlotWidth: 10, Cap: 2}
+	for i := range 3 {
+		st.Add(Sample{T: int64(i), V: float64(i), H: uint64(i)})
+	}
+	var c SortedRange
+	if _, ok := c.Values(st, 0, 10); ok {
+		t.Fatal("served a capped slot")
+	}
+	if vs, ok := c.Values(st, 10, 20); !ok || len(vs) != 0 {
+		t.Fatalf("empty range: %v %v", vs, ok)
+	}
+}
