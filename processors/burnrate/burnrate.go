@@ -55,6 +55,7 @@ type Processor struct {
 	emitWithin int64 // a key gets verdicts while it had calls this recently
 	keys       map[schemas.Key]*keyState
 	order      processors.KeyOrder // scratch
+	cusum      *stats.BernoulliCUSUM // Method cusum only
 }
 
 // bucket counts calls of one interval.
@@ -66,6 +67,10 @@ type bucket struct {
 type keyState struct {
 	fine, coarse []bucket
 	last         int64 // newest event time seen
+	// Method cusum: the statistic (nats) and the end of the last
+	// evaluation interval folded into it (0: none yet).
+	cusum   float64
+	cusumAt int64
 }
 
 // New returns a burn-rate processor.
@@ -74,6 +79,13 @@ func New(meta processors.Meta, cfg Config) (*Processor, error) {
 		return nil, err
 	}
 	p := &Processor{meta: meta, cfg: cfg, every: int64(cfg.Every), keys: map[schemas.Key]*keyState{}}
+	if cfg.Method == MethodCUSUM {
+		c, err := stats.NewBernoulliCUSUM(1-cfg.Target, cfg.CUSUMFactor*(1-cfg.Target))
+		if err != nil {
+			return nil, err // unreachable: Validate checked both rates
+		}
+		p.cusum = &c
+	}
 	for _, r := range slices.Concat(cfg.Page, cfg.Ticket) {
 		p.longest = max(p.longest, int64(r.Long))
 		p.emitWithin = max(p.emitWithin, int64(r.Short))
@@ -213,11 +225,18 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 			}
 			return b / (g + b) / budget, g + b, b
 		}
+		if p.cusum != nil {
+			p.foldCUSUM(ks, now)
+		}
 		for _, set := range []struct {
 			metric string
 			rules  []Rule
 		}{{MetricPage, p.cfg.Page}, {MetricTicket, p.cfg.Ticket}} {
 			if len(set.rules) == 0 {
+				continue
+			}
+			if set.metric == MetricPage && p.cusum != nil {
+				emit.Verdict(p.cusumVerdict(k, ks, now))
 				continue
 			}
 			res := make([]ruleResult, len(set.rules))
@@ -231,6 +250,61 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 			emit.Verdict(p.verdict(k, now, set.metric, res))
 		}
 	}
+}
+
+// foldCUSUM adds the intervals since the key's last evaluation (at most
+// the fine ring's reach) to its CUSUM, one Step per interval, and caps the
+// statistic at twice the threshold so that it falls below the threshold
+// within about CUSUMThreshold/|WGood| good calls of an incident's end.
+func (p *Processor) foldCUSUM(ks *keyState, now int64) {
+	from := ks.cusumAt
+	if from == 0 || from < now-fineSpan {
+		from = now - p.every
+	}
+	for t := from; t < now; t += p.every {
+		g, b := p.sumFine(ks, t, t+p.every)
+		ks.cusum = min(p.cusum.Step(ks.cusum, b, g), 2*p.cfg.CUSUMThreshold)
+	}
+	ks.cusumAt = now
+}
+
+// cusumVerdict is the page verdict of method cusum: breach while the
+// statistic is at least CUSUMThreshold; insufficient_data while the longest
+// page rule's long window holds fewer than MinEvents calls.
+func (p *Processor) cusumVerdict(k schemas.Key, ks *keyState, now int64) schemas.Verdict {
+	long := p.cfg.Page[0].Long
+	for _, r := range p.cfg.Page {
+		long = max(long, r.Long)
+	}
+	v := p.meta.NewVerdict(ProcessorName, MetricPage, k, now-int64(long), now)
+	v.Method = "bernoulli_cusum"
+	g, b := p.window(ks, now, int64(long))
+	g1, b1 := p.sumFine(ks, now-p.every, now)
+	v.N = int64(g + b)
+	v.Status = schemas.StatusInsufficientData
+	if g+b >= float64(max(p.cfg.MinEvents, 1)) {
+		v.Status = schemas.StatusOK
+		if ks.cusum >= p.cfg.CUSUMThreshold {
+			v.Status = schemas.StatusBreach
+		}
+	}
+	v.Value = ks.cusum
+	v.Threshold = p.cfg.CUSUMThreshold
+	burn := func(g, b float64) float64 {
+		if g+b == 0 {
+			return 0
+		}
+		return b / (g + b) / (1 - p.cfg.Target)
+	}
+	v.Details = []schemas.Detail{
+		{Name: "cusum_nats", Value: ks.cusum},
+		{Name: "cusum_threshold", Value: p.cfg.CUSUMThreshold},
+		{Name: "cusum_factor", Value: p.cfg.CUSUMFactor},
+		{Name: "burn_" + dur(p.cfg.Every), Value: burn(g1, b1)},
+		{Name: "burn_" + dur(long), Value: burn(g, b)},
+		{Name: "calls_" + dur(long), Value: g + b},
+	}
+	return v
 }
 
 // significant reports whether there were at least MinBadEvents bad calls

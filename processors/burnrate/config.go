@@ -1,6 +1,7 @@
 package burnrate
 
 import (
+	"math"
 	"strconv"
 	"time"
 
@@ -37,7 +38,32 @@ type Config struct {
 	// bound is close to the rate and the rule is the workbook's. 0
 	// disables the guard. Default 0.95.
 	Confidence float64 `yaml:"confidence"`
+	// Method judges the page verdicts: MethodMultiwindow (default) by the
+	// Page rules; MethodCUSUM by a Bernoulli CUSUM of the error rate
+	// (stats.BernoulliCUSUM, in-control rate 1 - Target, out-of-control
+	// rate CUSUMFactor × (1 - Target)), which accumulates evidence over
+	// evaluations instead of waiting for a long window to fill: a burst of
+	// 2% errors at a 99.9% target pages in minutes, where the 1h rule
+	// needs 43 of them. Tickets always use the Ticket rules.
+	Method string `yaml:"method"`
+	// CUSUMFactor is the burn rate the CUSUM is tuned to detect (its
+	// alternative, P1 = CUSUMFactor × (1 - Target)); it drifts up once
+	// the burn rate exceeds about a third of it (5.0 at 14.4 and 99.9%).
+	// Default 14.4, the page factor of the 1h rule.
+	CUSUMFactor float64 `yaml:"cusum_factor"`
+	// CUSUMThreshold is h, in nats: the page breaches while the statistic
+	// is at least h. At most E·e^-h false breach episodes in E evaluations
+	// while the error rate is at most 1 - Target, whatever the traffic:
+	// at the default 15 and Every 1m, 1440·e^-15 = 0.44 per 1,000
+	// key-days. Default 15.
+	CUSUMThreshold float64 `yaml:"cusum_threshold"`
 }
+
+// Page methods.
+const (
+	MethodMultiwindow = "multiwindow"
+	MethodCUSUM       = "cusum"
+)
 
 // Rule is one (long window, short window, burn-rate factor) condition.
 type Rule struct {
@@ -59,9 +85,12 @@ func DefaultConfig() Config {
 			{Long: 24 * time.Hour, Short: 2 * time.Hour, Factor: 3},
 			{Long: 72 * time.Hour, Short: 6 * time.Hour, Factor: 1},
 		},
-		MinEvents:    100,
-		MinBadEvents: 5,
-		Confidence:   0.95,
+		MinEvents:      100,
+		MinBadEvents:   5,
+		Confidence:     0.95,
+		Method:         MethodMultiwindow,
+		CUSUMFactor:    14.4,
+		CUSUMThreshold: 15,
 	}
 }
 
@@ -86,5 +115,11 @@ func (c *Config) Validate() error {
 	k.Fail(c.MinEvents < 0, "min_events", "must not be negative")
 	k.Fail(c.MinBadEvents < 0, "min_bad_events", "must not be negative")
 	k.Fail(c.Confidence < 0 || c.Confidence >= 1, "confidence", "must be in [0, 1) (0 disables the low-traffic guard)")
+	k.Fail(c.Method != MethodMultiwindow && c.Method != MethodCUSUM, "method", "must be multiwindow or cusum, got "+strconv.Quote(c.Method))
+	if c.Method == MethodCUSUM {
+		k.Fail(len(c.Page) == 0, "page", "method cusum judges the page verdicts: page needs a rule (its long window sets min_events' window)")
+		k.Fail(!(c.CUSUMFactor > 1) || c.CUSUMFactor*(1-c.Target) >= 1, "cusum_factor", "must be above 1 with cusum_factor × (1 - target) below 1")
+		k.Fail(!(c.CUSUMThreshold > 0) || math.IsInf(c.CUSUMThreshold, 0), "cusum_threshold", "must be a positive number of nats")
+	}
 	return k.Err()
 }

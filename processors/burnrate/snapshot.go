@@ -22,13 +22,19 @@ const (
 
 // MarshalBinary snapshots every key's rings, keys in Key.String order, in
 // the snapcodec layout: the newest event time, the fine ring, the coarse
-// ring. Equal states give equal bytes.
+// ring, then (method cusum only) the CUSUM statistic and the end of the
+// last interval folded into it. Equal states give equal bytes.
 func (p *Processor) MarshalBinary() ([]byte, error) {
 	return snapshotFormat.Marshal(func(e *snapcodec.Encoder) {
 		snapcodec.PutKeyed(e, processors.SortedKeys(p.keys, &p.order), p.keys, func(ks *keyState, e *snapcodec.Encoder) {
 			e.I64(ks.last)
 			putRing(e, ks.fine)
 			putRing(e, ks.coarse)
+			if p.cusum != nil {
+				// Method cusum only: the default layout is unchanged.
+				e.F64(ks.cusum)
+				e.I64(ks.cusumAt)
+			}
 		})
 	}), nil
 }
@@ -62,6 +68,12 @@ func (p *Processor) UnmarshalBinary(b []byte) error {
 	err := snapshotFormat.Unmarshal(b, func(d *snapcodec.Decoder) {
 		keys = snapcodec.GetKeyed(d, keyStateSize, func(d *snapcodec.Decoder, _ schemas.Key) *keyState {
 			st := &keyState{last: d.I64(), fine: getRing(d), coarse: getRing(d)}
+			if p.cusum != nil {
+				st.cusum, st.cusumAt = d.F64(), d.I64()
+				if d.Err() == nil && !(st.cusum >= 0 && st.cusum <= 2*p.cfg.CUSUMThreshold) {
+					d.Failf("CUSUM statistic %v outside [0, 2 × cusum_threshold]", st.cusum)
+				}
+			}
 			if d.Err() == nil && (len(st.fine) != p.nFine || len(st.coarse) != p.nCoarse) {
 				d.Failf("rings of %d and %d buckets, this configuration has %d and %d (a snapshot from another configuration)",
 					len(st.fine), len(st.coarse), p.nFine, p.nCoarse)

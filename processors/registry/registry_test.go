@@ -185,7 +185,7 @@ var judging = map[string][]string{
 	"decay":       {"Limit", "Alpha", "MinSamples", "MinCoverage", "TheilSenMaxPoints"},
 	"corrections": {"MaxRate", "Alpha", "MinEffect", "MinResponses"},
 	"scaling":     {"EntropyHigh", "EntropyLow", "StdDevBudgetMs", "ScaleInAfter", "MinSamples"},
-	"burnrate":    {"Target", "MinEvents", "MinBadEvents", "Confidence"},
+	"burnrate":    {"Target", "MinEvents", "MinBadEvents", "Confidence", "CUSUMFactor", "CUSUMThreshold"},
 }
 
 func TestStateShapeSeparatesWindowsFromJudging(t *testing.T) {

@@ -36,6 +36,11 @@ func windowShape(cfg Config) any {
 		for _, r := range slices.Concat(c.Page, c.Ticket) {
 			windows = append(windows, r.Long, r.Short)
 		}
+		if c.Method != burnrate.MethodMultiwindow {
+			// The CUSUM statistic is state too; the default shape (and so
+			// every existing StateID) is unchanged.
+			return []any{c.LatencyThresholdMs, c.Every, windows, c.Method}
+		}
 		return []any{c.LatencyThresholdMs, c.Every, windows}
 	}
 	return nil
