@@ -173,10 +173,10 @@ func TheilSen(t, y []float64, level float64) (TheilSenResult, error) {
 
 	res := TheilSenResult{N: n}
 	res.Slope = medianSelect(slopes)
-	// medianSelect left slopes partitioned around the middle; the bounds
-	// are further order statistics.
-	res.Low = kthSelect(slopes, rl)
-	res.High = kthSelect(slopes, ru)
+	// medianSelect left slopes partitioned around k = (nt-1)/2; the bounds
+	// are further order statistics, each selected in its half only.
+	res.Low = kthSelectPartitioned(slopes, (nt-1)/2, rl)
+	res.High = kthSelectPartitioned(slopes, (nt-1)/2, ru)
 	ts := slices.Clone(t)
 	ys := slices.Clone(y)
 	res.Intercept = medianSelect(ys) - res.Slope*medianSelect(ts)
@@ -211,6 +211,19 @@ func medianSelect(a []float64) float64 {
 	}
 	hi := slices.Min(a[k+1:])
 	return lo + 0.5*(hi-lo)
+}
+
+// kthSelectPartitioned is kthSelect(a, k) for an a already partitioned
+// around m (a[:m] <= a[m] <= a[m+1:], as selectK(a, m) leaves it): it
+// selects within the side holding k, and keeps the partition around m.
+func kthSelectPartitioned(a []float64, m, k int) float64 {
+	switch {
+	case k < m:
+		return kthSelect(a[:m], k)
+	case k > m:
+		return kthSelect(a[m+1:], k-m-1)
+	}
+	return a[m]
 }
 
 // kthSelect returns the k-th smallest (0-based) of a (reordered in place).

@@ -105,6 +105,10 @@ func (g *Generator) Next(step time.Duration) Batch {
 	g.carry += g.sc.Rate * step.Seconds()
 	n := int(g.carry)
 	g.carry -= float64(n)
+	// Sized up front: growing the batch call by call was a third of a
+	// study's time.
+	b.Spans = make([]schemas.Span, 0, n)
+	b.Other = make([]schemas.Span, 0, int(float64(n)*g.sc.NonLLMShare*1.2)+4)
 	for i := 0; i < n; i++ {
 		end := from + g.rng.Int64N(int64(step))
 		g.call(&b, end)
