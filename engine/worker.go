@@ -319,7 +319,7 @@ func (w *Worker) span(s *schemas.Span) {
 	}
 	w.stats.Spans++
 	for i := range w.slos {
-		if w.slos[i].spec.Match.Matches(s.Key) {
+		if w.slos[i].spec.Match.MatchesSpan(s) {
 			w.slos[i].proc.ObserveSpan(key, s)
 		}
 	}

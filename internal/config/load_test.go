@@ -71,6 +71,7 @@ func TestParseErrorsNameFileLineAndField(t *testing.T) {
 			[]string{"x.yaml:3: evaluations.rules[0]: needs labels or score_at_most"}},
 		{"log topic is a span topic", "topics:\n  logs: [otlp_spans]\nevaluations:\n  rules: [{name: f, labels: [x]}]\nslos:\n  - name: a\n    tail: {budget: 1}\n",
 			[]string{`x.yaml:2: topics.logs: log topic "otlp_spans" is also a span or correction topic`}},
+		{"empty operation", "slos:\n  - name: a\n    match:\n      operation: [chat, \"\"]\n    tail: {budget: 1}\n", []string{"x.yaml:4: slos[0].match.operation[1]: must not be empty"}},
 		{"not yaml", "slos: [\n", []string{"x.yaml"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -103,6 +103,9 @@ func (f *File) validate() []fieldErr {
 			fail(true, p+".name", "same name as slos["+strconv.Itoa(j)+"]")
 		}
 		seen[s.Name] = i
+		for j, op := range s.Match.Operation {
+			fail(strings.TrimSpace(op) == "", p+".match.operation["+strconv.Itoa(j)+"]", "must not be empty (a gen_ai.operation.name such as chat or embeddings)")
+		}
 		var set []string
 		for _, sec := range s.Sections {
 			set = append(set, sec.Kind.Name)

@@ -1,6 +1,7 @@
 package burnrate
 
 import (
+	"encoding/json"
 	"math"
 	"strconv"
 	"time"
@@ -122,4 +123,25 @@ func (c *Config) Validate() error {
 		k.Fail(!(c.CUSUMThreshold > 0) || math.IsInf(c.CUSUMThreshold, 0), "cusum_threshold", "must be a positive number of nats")
 	}
 	return k.Err()
+}
+
+// MarshalJSON is the configuration hash's view of c (the config version in
+// every verdict id): with Method multiwindow the page-method fields are
+// left out, so that every file written before they existed keeps its
+// config version, and editing cusum_* under multiwindow (which decides no
+// verdict) keeps it too.
+func (c Config) MarshalJSON() ([]byte, error) {
+	type plain Config
+	if c.Method != MethodMultiwindow {
+		return json.Marshal(plain(c))
+	}
+	return json.Marshal(struct {
+		Target             float64
+		LatencyThresholdMs float64
+		Every              time.Duration
+		Page, Ticket       []Rule
+		MinEvents          int
+		MinBadEvents       int
+		Confidence         float64
+	}{c.Target, c.LatencyThresholdMs, c.Every, c.Page, c.Ticket, c.MinEvents, c.MinBadEvents, c.Confidence})
 }

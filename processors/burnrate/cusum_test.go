@@ -1,6 +1,7 @@
 package burnrate
 
 import (
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"reflect"
@@ -179,5 +180,23 @@ func TestCUSUMValidate(t *testing.T) {
 	c := cusumConfig()
 	if err := c.Validate(); err != nil {
 		t.Errorf("cusum defaults: %v", err)
+	}
+}
+
+// TestConfigJSONWithoutCUSUMFields: under multiwindow the configuration
+// hash sees the fields it saw before method existed (no config version of
+// an existing file changes); under cusum it sees them.
+func TestConfigJSONWithoutCUSUMFields(t *testing.T) {
+	b, err := json.Marshal(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"Target":0.999,"LatencyThresholdMs":0,"Every":60000000000,"Page":[{"Long":3600000000000,"Short":300000000000,"Factor":14.4},{"Long":21600000000000,"Short":1800000000000,"Factor":6}],"Ticket":[{"Long":86400000000000,"Short":7200000000000,"Factor":3},{"Long":259200000000000,"Short":21600000000000,"Factor":1}],"MinEvents":100,"MinBadEvents":5,"Confidence":0.95}`
+	if string(b) != want {
+		t.Errorf("default JSON\n%s\nwant\n%s", b, want)
+	}
+	b, _ = json.Marshal(cusumConfig())
+	if !strings.Contains(string(b), `"Method":"cusum","CUSUMFactor":14.4,"CUSUMThreshold":15`) {
+		t.Errorf("cusum JSON lacks the method's fields: %s", b)
 	}
 }
