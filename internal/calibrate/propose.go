@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -62,7 +63,8 @@ const (
 
 // Propose derives an SLO file from in (sorted by Sort):
 //
-//   - tail, one SLO per (service, model): budget = upper end of the 95%
+//   - tail, one SLO per (service, model, operation) — match.operation
+//     is gen_ai.operation.name, left out for calls without one: budget = upper end of the 95%
 //     interval of the P99.9 of the successful calls' duration_ms over the
 //     whole input, times 1+Margin, rounded up (a window's interval lies
 //     above it only when the tail really moved); min_samples the default.
@@ -96,8 +98,10 @@ func Propose(in *Input, cfg Config) (Proposal, error) {
 	fmt.Fprintf(&y, "# Margin %.0f%% over each P99.9's 95%% upper bound; false-trip target %g per 1,000 key-days.\n", 100*cfg.Margin, cfg.FalseTrips)
 	y.WriteString("keys:\n  dimensions: [tenant, service, model, variant]\nslos:\n")
 
-	// Per-key counts, and the groups the tail SLOs are made of.
-	type group struct{ service, model string }
+	// Per-key counts, and the groups the tail SLOs are made of: service,
+	// model and operation (gen_ai.operation.name; chat and embeddings of
+	// one model have latencies orders of magnitude apart).
+	type group struct{ service, model, operation string }
 	clean := map[group][]float64{}
 	perKey := map[schemas.Key]int{}
 	perKeyAlign := map[schemas.Key]int{}
@@ -120,7 +124,7 @@ func Propose(in *Input, cfg Config) (Proposal, error) {
 			errs++
 			continue
 		}
-		g := group{s.Key.Service, s.Key.Model}
+		g := group{s.Key.Service, s.Key.Model, s.Operation}
 		clean[g] = append(clean[g], s.DurationMs)
 	}
 	groups := make([]group, 0, len(clean))
@@ -128,13 +132,13 @@ func Propose(in *Input, cfg Config) (Proposal, error) {
 		groups = append(groups, g)
 	}
 	slices.SortFunc(groups, func(a, b group) int {
-		return strings.Compare(a.service+"\x00"+a.model, b.service+"\x00"+b.model)
+		return strings.Compare(a.service+"\x00"+a.model+"\x00"+a.operation, b.service+"\x00"+b.model+"\x00"+b.operation)
 	})
 	for _, g := range groups {
 		v := clean[g]
 		est, err := stats.TailQuantile(v, stats.DefaultTailConfig())
 		if err != nil {
-			return Proposal{}, fmt.Errorf("calibrate: P99.9 of %s/%s: %w", g.service, g.model, err)
+			return Proposal{}, fmt.Errorf("calibrate: P99.9 of %s/%s %s: %w", g.service, g.model, g.operation, err)
 		}
 		upper := est.Upper
 		basis := "95% upper bound"
@@ -144,10 +148,15 @@ func Propose(in *Input, cfg Config) (Proposal, error) {
 		}
 		budget := roundUp2(upper * (1 + cfg.Margin))
 		name := sloName("latency", g.service, g.model)
-		fmt.Fprintf(&y, "  # %s/%s: %d successful calls, P99.9 %.0f ms [%.0f, %.0f] (%s); budget = %s x %.2f\n",
-			g.service, g.model, len(v), est.Estimate, est.Lower, est.Upper, est.Method, basis, 1+cfg.Margin)
-		fmt.Fprintf(&y, "  - name: %s\n    match: {service: [%s], model: [%s]}\n    tail: {metric: duration_ms, include_errors: false, p: 0.999, budget: %s}\n",
-			name, yamlStr(g.service), yamlStr(g.model), fmtNum(budget))
+		match := fmt.Sprintf("service: [%s], model: [%s]", yamlStr(g.service), yamlStr(g.model))
+		if g.operation != "" {
+			name = sloName("latency", g.service, g.model, g.operation)
+			match += fmt.Sprintf(", operation: [%s]", yamlStr(g.operation))
+		}
+		fmt.Fprintf(&y, "  # %s/%s %s: %d successful calls, P99.9 %.0f ms [%.0f, %.0f] (%s); budget = %s x %.2f\n",
+			g.service, g.model, cmp.Or(g.operation, "(no operation)"), len(v), est.Estimate, est.Lower, est.Upper, est.Method, basis, 1+cfg.Margin)
+		fmt.Fprintf(&y, "  - name: %s\n    match: {%s}\n    tail: {metric: duration_ms, include_errors: false, p: 0.999, budget: %s}\n",
+			name, match, fmtNum(budget))
 		note("%s: budget %s ms (P99.9 %.0f ms, %s %.0f ms, n=%d)", name, fmtNum(budget), est.Estimate, basis, upper, len(v))
 	}
 

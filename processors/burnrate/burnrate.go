@@ -54,7 +54,7 @@ type Processor struct {
 	longest    int64
 	emitWithin int64 // a key gets verdicts while it had calls this recently
 	keys       map[schemas.Key]*keyState
-	order      processors.KeyOrder // scratch
+	order      processors.KeyOrder   // scratch
 	cusum      *stats.BernoulliCUSUM // Method cusum only
 }
 
