@@ -17,7 +17,7 @@ import (
 // cmdBench runs the long studies that are too slow for `go test`.
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(stderr, "Usage: fusebox bench STUDY [flags]\n\nStudies:\n  tail-accuracy   P99.9 accuracy of the empirical quantile and the GPD estimate (RMSE, bias, interval coverage)\n  false-trips     false breaches and breaker trips per 1,000 key-days of every processor's defaults on stationary traffic")
+		fmt.Fprintln(stderr, "Usage: fusebox bench STUDY [flags]\n\nStudies:\n  tail-accuracy   P99.9 accuracy of the empirical quantile and the GPD estimate (RMSE, bias, interval coverage)\n  false-trips     false breaches and breaker trips per 1,000 key-days of every processor's defaults on stationary traffic\n  sequential      the burn-rate page methods (multiwindow rules, Bernoulli CUSUM): false trips at the budget and detection delay of error bursts")
 		if len(args) == 0 {
 			return exitUsage
 		}
@@ -28,8 +28,10 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return benchTailAccuracy(ctx, args[1:], stdout, stderr)
 	case "false-trips":
 		return benchFalseTrips(ctx, args[1:], stdout, stderr)
+	case "sequential":
+		return benchSequential(ctx, args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "fusebox bench: unknown study %q (try: tail-accuracy, false-trips)\n", args[0])
+	fmt.Fprintf(stderr, "fusebox bench: unknown study %q (try: tail-accuracy, false-trips, sequential)\n", args[0])
 	return exitUsage
 }
 
@@ -154,6 +156,35 @@ func benchFalseTrips(_ context.Context, args []string, stdout, stderr io.Writer)
 		}
 	} else {
 		fmt.Fprintf(stdout, "\nevery SLO at most %g false trips per 1,000 key-days (95%% upper bounds)\n", *target)
+	}
+	return exitOK
+}
+
+func benchSequential(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("bench sequential", "[flags]",
+		"Compares the burn-rate processor's page methods at their defaults (method multiwindow: the SRE workbook's\n"+
+			"1h/5m and 6h/30m rules; method cusum: a Bernoulli CUSUM of the error rate), through the engine's worker and\n"+
+			"breaker: false breach episodes and trips per 1,000 key-days on demo traffic failing at exactly the 99.9%\n"+
+			"budget, and the evaluations from the start of scripted error bursts (50% down to 1% errors on\n"+
+			"initech/chat, after --history of healthy traffic) to the first page breach and the first trip.", stderr)
+	rate := fs.Float64("rate", 50, "calls/s over the demo's 36 keys")
+	duration := fs.Duration("duration", 24*time.Hour, "event time per stationary run")
+	runs := fs.Int("runs", 1, "independently seeded stationary runs per method")
+	history := fs.Duration("history", 6*time.Hour, "healthy traffic before each burst")
+	seed := fs.Uint64("seed", 1, "seed of the first run")
+	parallel := fs.Int("parallel", 0, "runs at once (default GOMAXPROCS; the table does not depend on it)")
+	if code, done := parseFlags(fs, args, stderr); done {
+		return code
+	}
+	if !(*rate > 0) || *duration < time.Hour || *runs < 1 || *history < time.Hour || *parallel < 0 {
+		fmt.Fprintln(stderr, "fusebox bench sequential: --rate must be positive, --duration and --history at least 1h, --runs at least 1, --parallel not negative")
+		return exitUsage
+	}
+	_, err := study.Sequential(stdout, study.SequentialConfig{Rate: *rate, QuietDuration: *duration, Runs: *runs,
+		History: *history, Seed: *seed, Parallel: *parallel})
+	if err != nil {
+		fmt.Fprintf(stderr, "fusebox bench sequential: %v\n", err)
+		return exitFailure
 	}
 	return exitOK
 }

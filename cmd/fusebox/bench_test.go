@@ -7,7 +7,7 @@ import (
 
 func TestBenchUsage(t *testing.T) {
 	code, _, stderr := runCmd(t, "bench", "--help")
-	if code != exitOK || !strings.Contains(stderr, "false-trips") || !strings.Contains(stderr, "tail-accuracy") {
+	if code != exitOK || !strings.Contains(stderr, "false-trips") || !strings.Contains(stderr, "tail-accuracy") || !strings.Contains(stderr, "sequential") {
 		t.Errorf("bench --help: exit %d\n%s", code, stderr)
 	}
 	for _, args := range [][]string{
@@ -16,6 +16,9 @@ func TestBenchUsage(t *testing.T) {
 		{"bench", "false-trips", "--config", "/nonexistent.yaml"},
 		{"bench", "tail-accuracy", "--families", "weibull"},
 		{"bench", "tail-accuracy", "--exceedance-scale", "0"},
+		{"bench", "false-trips", "--parallel", "-1"},
+		{"bench", "sequential", "--history", "10m"},
+		{"bench", "sequential", "--runs", "0"},
 		{"bench", "nope"},
 	} {
 		if code, _, stderr := runCmd(t, args...); code != exitUsage {
