@@ -34,7 +34,8 @@ func lowConfidence(_ *rand.Rand, s *schemas.Span) { s.Confidence = clamp01(s.Con
 
 // TestCalibrateShapes is the item 4: for each traffic shape the
 // generator does not make, calibrate on 2 h of clean traffic, then run the
-// proposed file on another 2 h of clean traffic (no trip at all) and on
+// proposed file on another 2 h of clean traffic (no trip at all, no
+// scale-out verdict of the proposed scaling thresholds) and on
 // 2 h with scripted incidents (every incident commanded by the breaker
 // rule of the processor that should see it), and log the detection delay
 // in evaluations.
@@ -77,6 +78,20 @@ func TestCalibrateShapes(t *testing.T) {
 			clean.Print(&out)
 			if n := clean.Trips(); n != 0 {
 				t.Errorf("%d trips on clean traffic:\n%s", n, out.String())
+			}
+			// The proposed scaling thresholds (verdicts only, no rule):
+			// no clean window of another seed is a scale-out.
+			judged := false
+			for _, s := range clean.SLOs {
+				if s.Processor == "scaling" {
+					judged = s.ByStatus[schemas.StatusOK] > 0
+					if n := s.ByStatus[schemas.StatusBreach]; n != 0 {
+						t.Errorf("%s: %d scale-out verdicts on clean traffic", s.SLO, n)
+					}
+				}
+			}
+			if !judged {
+				t.Errorf("no scaling SLO judged the clean traffic:\n%s", out.String())
 			}
 			inc, err := RunFile("proposed/incidents", []byte(p.YAML), tc.sh.generate(t, 3, 2*time.Hour, tc.incs))
 			if err != nil {

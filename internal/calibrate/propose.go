@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fusebox-dev/fusebox/internal/enginebench"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/fusebox-dev/fusebox/stats"
 )
@@ -82,6 +83,15 @@ const (
 //     of typical traffic are insufficient_data rather than noisy (canary
 //     drift: at least 20 and a third of the median canary key's count,
 //     the canary side being small by design).
+//   - scaling (verdicts only, no breaker rule: scale-out is an action to
+//     wire deliberately): the recording replayed through the scaling
+//     processor at its defaults gives every window's latency standard
+//     deviation and normalised mix entropy per scope key (tenant,
+//     service); stddev_budget_ms = the largest clean window's standard
+//     deviation × (1 + Margin), rounded up, so no clean window is "high";
+//     entropy_high and entropy_low stay at their defaults (0.8, 0.5) and
+//     the observed range is noted; min_samples the larger of 50 and a
+//     tenth of the median scope key's calls per window.
 //   - breaker: a rule per SLO kind, cool_down the longest window a rule
 //     waits on (no shorter than 5m).
 func Propose(in *Input, cfg Config) (Proposal, error) {
@@ -242,6 +252,9 @@ func Propose(in *Input, cfg Config) (Proposal, error) {
 		hasRule["corrections"] = true
 		coolDown = max(coolDown, correctionsWindow)
 	}
+	if err := proposeScaling(in, cfg, &y, note); err != nil {
+		return Proposal{}, err
+	}
 	fmt.Fprintf(&y, "breaker:\n  # cool_down: the longest window a rule waits on (%s)\n  cool_down: %s\n  rules:\n", coolDown, fmtDuration(coolDown))
 	y.WriteString("    - {processor: tail, action: trip}\n    - {processor: burnrate, metric: burn_rate_page, action: trip}\n")
 	if hasRule["drift"] {
@@ -320,4 +333,62 @@ func fmtDuration(d time.Duration) string {
 		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
 	}
 	return d.String()
+}
+
+// scalingProbeFile runs the scaling processor at its defaults with a
+// budget no window reaches: its verdicts then carry every window's
+// stddev_ms and normalized_entropy and decide nothing.
+const scalingProbeFile = `version: calibrate-scaling-probe
+keys:
+  dimensions: [tenant, service, model, variant]
+slos:
+  - name: probe
+    scaling: {stddev_budget_ms: 1e15}
+breaker: {rules: []}
+`
+
+// proposeScaling replays in through the scaling processor (the engine's
+// worker, as run builds it) and writes the capacity SLO.
+func proposeScaling(in *Input, cfg Config, y *strings.Builder, note func(string, ...any)) error {
+	wc, _, err := enginebench.ParseWorkerConfig("scaling-probe.yaml", []byte(scalingProbeFile))
+	if err != nil {
+		return fmt.Errorf("calibrate: scaling probe: %w", err)
+	}
+	var sds, ents, ns []float64
+	_, err = enginebench.StreamBatches(wc, batches(in), func(o schemas.Output) {
+		for i := range o.Verdicts {
+			v := &o.Verdicts[i]
+			if v.SLO != "probe" || v.Status == schemas.StatusInsufficientData {
+				continue
+			}
+			var sd, e float64
+			var have int
+			for _, d := range v.Details {
+				switch d.Name {
+				case "stddev_ms":
+					sd, have = d.Value, have+1
+				case "normalized_entropy":
+					e, have = d.Value, have+1
+				}
+			}
+			if have == 2 {
+				sds, ents, ns = append(sds, sd), append(ents, e), append(ns, float64(v.N))
+			}
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("calibrate: scaling probe: %w", err)
+	}
+	if len(sds) == 0 {
+		return nil // no window judged: no proposal
+	}
+	slices.Sort(ns)
+	minS := max(50, int(math.Ceil(ns[len(ns)/2]/10)))
+	budget := roundUp2(slices.Max(sds) * (1 + cfg.Margin))
+	fmt.Fprintf(y, "  # scaling: %d windows (tenant, service; 5m every 1m): latency stddev up to %.0f ms, normalised entropy %.2f-%.2f;\n",
+		len(sds), slices.Max(sds), slices.Min(ents), slices.Max(ents))
+	fmt.Fprintf(y, "  # stddev_budget_ms = the largest x %.2f; verdicts only (add {processor: scaling, action: scale_out} to act on them)\n", 1+cfg.Margin)
+	fmt.Fprintf(y, "  - name: capacity\n    scaling: {stddev_budget_ms: %s, entropy_high: 0.8, entropy_low: 0.5, min_samples: %d}\n", fmtNum(budget), minS)
+	note("capacity: stddev_budget_ms %s (largest clean window %.0f ms), min_samples %d (verdicts only)", fmtNum(budget), slices.Max(sds), minS)
+	return nil
 }

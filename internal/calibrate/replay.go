@@ -48,30 +48,7 @@ func RunFile(name string, file []byte, in *Input) (Replay, error) {
 	sloOf := map[string]int{}
 	open := map[schemas.Key]bool{}
 	tripped := map[[2]any]bool{}
-	const step = int64(1e9)
-	si, ci := 0, 0
-	next := func() ([]schemas.Span, []schemas.Correction, bool) {
-		if si >= len(in.Spans) && ci >= len(in.Corrections) {
-			return nil, nil, false
-		}
-		t := int64(1<<63 - 1)
-		if si < len(in.Spans) {
-			t = in.Spans[si].EndUnixNano
-		}
-		if ci < len(in.Corrections) {
-			t = min(t, in.Corrections[ci].TimeUnixNano)
-		}
-		end := (t/step + 1) * step
-		s0, c0 := si, ci
-		for si < len(in.Spans) && in.Spans[si].EndUnixNano < end {
-			si++
-		}
-		for ci < len(in.Corrections) && in.Corrections[ci].TimeUnixNano < end {
-			ci++
-		}
-		return in.Spans[s0:si], in.Corrections[c0:ci], true
-	}
-	_, err = enginebench.StreamBatches(wc, next, func(o schemas.Output) {
+	_, err = enginebench.StreamBatches(wc, batches(in), func(o schemas.Output) {
 		for i := range o.Verdicts {
 			v := &o.Verdicts[i]
 			j, ok := idx[v.SLO]
@@ -131,4 +108,33 @@ func (r Replay) Trips() int {
 		n += s.Trips
 	}
 	return n
+}
+
+// batches returns the next function of enginebench.StreamBatches over in
+// (sorted): one batch per second of event time, spans and corrections in
+// order.
+func batches(in *Input) func() ([]schemas.Span, []schemas.Correction, bool) {
+	const step = int64(1e9)
+	si, ci := 0, 0
+	return func() ([]schemas.Span, []schemas.Correction, bool) {
+		if si >= len(in.Spans) && ci >= len(in.Corrections) {
+			return nil, nil, false
+		}
+		t := int64(1<<63 - 1)
+		if si < len(in.Spans) {
+			t = in.Spans[si].EndUnixNano
+		}
+		if ci < len(in.Corrections) {
+			t = min(t, in.Corrections[ci].TimeUnixNano)
+		}
+		end := (t/step + 1) * step
+		s0, c0 := si, ci
+		for si < len(in.Spans) && in.Spans[si].EndUnixNano < end {
+			si++
+		}
+		for ci < len(in.Corrections) && in.Corrections[ci].TimeUnixNano < end {
+			ci++
+		}
+		return in.Spans[s0:si], in.Corrections[c0:ci], true
+	}
 }
