@@ -21,6 +21,8 @@
 //     mean/variance, the Wilson interval and the two-proportion z-test.
 //   - studentt.go: Student's t quantile (the OLS slope's interval);
 //     smirnov.go: the one-sided Smirnov tail the KS p-values use.
+//   - cusum.go: the one-sided Bernoulli CUSUM (the burn-rate processor's
+//     sequential page method) and its false-alarm bound E·e^-h.
 //
 // Windows are not kept here: the processors hold their samples in the
 // event-time slot store of processors/window, and call these functions on
