@@ -19,18 +19,21 @@ type Config struct {
 	// MaxRate is the budget: the largest acceptable correction rate.
 	// Default 0.05.
 	MaxRate float64 `yaml:"max_rate"`
-	// Alpha is the significance level of the canary test. Default 1e-5:
+	// Alpha is the significance level of the canary test. Default 1e-7:
 	// the test runs every Every on an overlapping window, so over a day
 	// it looks 1,440 times per canary key, and with the handful of
-	// corrections a canary collects the normal approximation is
-	// optimistic. Measured by `fusebox bench false-trips` (the engine and
-	// breaker, 72 key-days of stationary demo traffic, 18 canary keys at
-	// ~0.2-0.5 calls/s, 2% corrected): 0.001 gave 33 false breach episodes
-	// and 8 false breaker trips (111 per 1,000 key-days), with z at most
-	// 4.11 on that clean traffic; 1e-5 needs z >= 4.42 (none of the 33).
-	// A canary at 40% corrected against a 2% baseline still gives z > 15
-	// with 300 responses, and a canary at 3.5x its baseline is caught
-	// within 2 evaluations (TestDetectionOnEverySeed).
+	// corrections a canary collects (~7 in a 10-minute window of the demo's
+	// canaries) the normal approximation is optimistic: its tail is
+	// heavier than the z-test assumes. Measured by `fusebox bench
+	// false-trips` (the engine and breaker on stationary demo traffic, 18
+	// canary keys at ~0.2-0.5 calls/s, 2% corrected on both sides): 0.001
+	// gave 8 false breaker trips in 72 key-days; 1e-5 (z >= 4.42) gave 12
+	// false breach episodes and 4 false trips in 756 key-days (5.3 per
+	// 1,000 [1.4, 13.5]), their z between 4.43 and 5.55 — a breach at the
+	// 1e-5 level every ~45,000 canary evaluations instead of ~100,000 —
+	// so 1e-7 (z >= 5.33), which none of those episodes reached three
+	// times. A canary at 40% corrected against a 2% baseline still gives
+	// z > 15 with 300 responses.
 	Alpha float64 `yaml:"alpha"`
 	// MinEffect is the smallest difference canary rate - baseline rate
 	// (absolute, in correction-rate units) that can breach: a canary can
@@ -67,7 +70,7 @@ func DefaultConfig() Config {
 		Window:          10 * time.Minute,
 		Every:           time.Minute,
 		MaxRate:         0.05,
-		Alpha:           1e-5,
+		Alpha:           1e-7,
 		MinEffect:       0.025,
 		CanaryVariant:   "canary",
 		BaselineVariant: "baseline",
