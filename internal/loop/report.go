@@ -1,0 +1,57 @@
+package loop
+
+import (
+	"fmt"
+	"io"
+	"time"
+)
+
+// WriteTable writes the report as a Markdown table: per incident, the
+// users' SLO over the incident with and without the loop, over the part
+// after the loop's first command, and the failing provider's own (its
+// direct traffic) over the incident.
+func (r *Result) WriteTable(w io.Writer, budget time.Duration) {
+	fmt.Fprintf(w, "| incident | command (after start) | users over the incident: P99.9 / errors / compliance, without → with the loop | users after the command, without → with | failing provider, direct / probes: P99.9 / errors |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|\n")
+	for _, row := range r.Rows {
+		cmd := "none"
+		if row.Commanded > 0 {
+			cmd = fmt.Sprintf("%s at +%.1fs", row.Action, (row.Commanded - row.Incident.Start).Seconds())
+			if row.Closed > 0 {
+				cmd += fmt.Sprintf(", close at end%+.1fs", (row.Closed - row.Incident.End).Seconds())
+			}
+		}
+		fmt.Fprintf(w, "| %s (%s, %s/%s, %v) | %s | %s → %s | %s → %s | %s; %s |\n",
+			row.Incident.Name, row.Incident.Kind, row.Incident.Target.Tenant, row.Incident.Target.Model,
+			row.Incident.End-row.Incident.Start, cmd,
+			slo(row.Without), slo(row.With), slo(row.WithoutAfter), slo(row.WithAfter), short(row.Direct), short(row.Probes))
+	}
+	fmt.Fprintf(w, "\nSLO: a call complies when it answers 200 within %v; P99.9 is over the successful calls. Calls per cell: %s.\n", budget, counts(r))
+}
+
+func slo(s SLO) string {
+	if s.Calls == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%s / %.1f%% / %.2f%%", ms(s.P999), 100*s.ErrorRate, 100*s.Compliance)
+}
+
+func short(s SLO) string {
+	if s.Calls == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%s / %.1f%% (%d calls)", ms(s.P999), 100*s.ErrorRate, s.Calls)
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) }
+
+func counts(r *Result) string {
+	out := ""
+	for i, row := range r.Rows {
+		if i > 0 {
+			out += "; "
+		}
+		out += fmt.Sprintf("%s %d (after the command %d)", row.Incident.Name, row.With.Calls, row.WithAfter.Calls)
+	}
+	return out
+}

@@ -1,0 +1,341 @@
+package loop
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fusebox-dev/fusebox/fuse"
+	"github.com/fusebox-dev/fusebox/fuse/fusehttp"
+	"github.com/fusebox-dev/fusebox/internal/config"
+	"github.com/fusebox-dev/fusebox/internal/traffic"
+	"github.com/fusebox-dev/fusebox/pipeline"
+	"github.com/fusebox-dev/fusebox/schemas"
+)
+
+// Fallback is the healthy model the loop degrades and fails over to.
+const Fallback = "small"
+
+// Options are a run's scenario.
+type Options struct {
+	// Brokers of a Kafka cluster; nil starts an in-process kfake one.
+	Brokers []string
+	// Duration of the run (wall time).
+	Duration time.Duration
+	// Incidents, Start/End as offsets of wall time; each Target names a
+	// tenant and a model (the model is served by its own provider). The
+	// users send Rate requests per second for each incident's (tenant,
+	// model) through the gateway.
+	Incidents []traffic.Incident
+	Rate      float64
+	// DirectRate is the requests per second each incident's users also
+	// send straight to the model's provider (not through the gateway): the
+	// failing provider's own SLO.
+	DirectRate float64
+	// Budget is the users' latency SLO (and the tail SLO's budget).
+	Budget time.Duration
+	// Median is the providers' median latency.
+	Median time.Duration
+	Seed   uint64
+	// NoShadow makes the loop's gateway send half-open probes to the
+	// failing model as users' requests (their answers are the users'),
+	// instead of serving them from the fallback and sending a copy.
+	NoShadow bool
+	Logger   *slog.Logger
+}
+
+// DefaultOptions is the scenario of the test and of `fusebox bench loop`:
+// 45 s, a latency tail on acme's "big" from 8 s to 26 s and an error burst
+// on globex's "large" from 10 s to 28 s, 80 requests per second each.
+func DefaultOptions() Options {
+	return Options{
+		Duration: 45 * time.Second,
+		Incidents: []traffic.Incident{
+			{Name: "latency tail", Kind: traffic.TailBlowup, Start: 8 * time.Second, End: 26 * time.Second,
+				Target: traffic.Target{Tenant: "acme", Model: "big"}, Magnitude: 0.05},
+			{Name: "provider errors", Kind: traffic.ErrorBurst, Start: 10 * time.Second, End: 28 * time.Second,
+				Target: traffic.Target{Tenant: "globex", Model: "large"}, Magnitude: 0.3},
+		},
+		Rate: 80, DirectRate: 20, Budget: time.Second, Median: 50 * time.Millisecond, Seed: 1,
+	}
+}
+
+// ConfigYAML is the run's SLO file (brokers and the tail budget filled
+// in): windows of seconds evaluated every second, a breaker tripping on 2
+// breaches of 3 evaluations, open 4 s (doubling on a re-trip, up to 16 s), probing 20% of the traffic, closing
+// after 2 healthy evaluations; a tail breach degrades to Fallback, an
+// error-budget page trips (the gateway fails over to Fallback).
+const ConfigYAML = `version: loop-v1
+kafka: {brokers: [%s], group: loop, client_id: loop}
+topics: {keyed_partitions: 2}
+time: {allowed_lateness: 1s, idle_source_timeout: 1s, checkpoint_every: 500ms}
+http: {listen: ""}
+rollups: {enabled: false}
+sinks: {kafka: {enabled: true, partitions: 1}}
+slos:
+  - name: latency-p999
+    tail: {metric: duration_ms, p: 0.999, budget: %d, window: 4s, every: 1s, min_samples: 100, min_exceedances: 10}
+  - name: availability
+    burnrate:
+      target: 0.99
+      every: 1s
+      page: [{long: 6s, short: 2s, factor: 10}]
+      ticket: []
+      min_events: 40
+      min_bad_events: 5
+breaker:
+  target: [tenant, service, model]
+  k: 2
+  n: 3
+  cool_down: 4s
+  max_cool_down: 16s
+  flap_window: 10s
+  close_after: 2
+  half_open_fraction: 0.2
+  command_ttl: 10s
+  rules:
+    - {processor: tail, action: degrade, fallback: small}
+    - {processor: burnrate, metric: burn_rate_page, action: trip}
+`
+
+// Row is one incident's outcome.
+type Row struct {
+	Incident traffic.Incident
+	// Users' SLO over the incident, with the loop and without it.
+	With, Without SLO
+	// After: from the first command the loop's gateway applied for the
+	// incident's target to the incident's end (the same span of time in
+	// the run without the loop).
+	WithAfter, WithoutAfter SLO
+	// Direct is the failing provider's SLO over the incident, as the
+	// traffic sent straight to it saw it (loop run); Probes is the users'
+	// calls the loop's gateway admitted to it as half-open probes.
+	Direct, Probes SLO
+	// Commanded is when the first command for the target was applied
+	// (offset), 0 when none; Action its action.
+	Commanded time.Duration
+	Action    schemas.Action
+	// Closed is when a close was applied after it, 0 when none.
+	Closed time.Duration
+}
+
+// Result is a run's report.
+type Result struct {
+	Rows     []Row
+	Commands []schemas.FuseCommand // applied by the loop's gateway, in order
+	Counters map[fusehttp.Label]uint64
+	Spans    int64 // exported by the loop's gateway
+}
+
+// never is the decider of the gateway without the loop.
+type never struct{}
+
+func (never) Decide(schemas.Key) fuse.Decision { return fuse.Decision{} }
+
+// Run runs the scenario with and without the loop, at the same time, and
+// reports per incident.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if len(o.Incidents) == 0 || o.Duration <= 0 || o.Rate <= 0 {
+		return nil, errors.New("loop: give incidents, a duration and a rate")
+	}
+	brokers := o.Brokers
+	if len(brokers) == 0 {
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(2))
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		brokers = c.ListenAddrs()
+	}
+	cfg, err := config.Parse("loop.yaml", []byte(fmt.Sprintf(ConfigYAML, strings.Join(brokers, ", "), o.Budget.Milliseconds())))
+	if err != nil {
+		return nil, fmt.Errorf("loop: the SLO file: %w", err)
+	}
+	var secret [32]byte
+	rand.Read(secret[:])
+	ring, err := fuse.ParseKeyring("loop:" + hex.EncodeToString(secret[:]))
+	if err != nil {
+		return nil, err
+	}
+	signer, err := fuse.NewSigner(ring)
+	if err != nil {
+		return nil, err
+	}
+	p, err := pipeline.New(ctx, pipeline.Options{Config: cfg, Logger: o.Logger.With("component", "pipeline"), Signer: signer, SourcePartitions: 2})
+	if err != nil {
+		return nil, fmt.Errorf("loop: start the pipeline: %w", err)
+	}
+	pctx, stopPipe := context.WithCancel(ctx)
+	pdone := make(chan error, 1)
+	go func() { pdone <- p.Run(pctx) }()
+	defer func() { stopPipe(); <-pdone }()
+
+	fc, err := fuse.NewClient(fuse.WithBrokers(brokers...), fuse.WithTopic(cfg.Topics.Fuse), fuse.WithKeyring(ring),
+		fuse.WithLogger(o.Logger.With("component", "fuse-client")))
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	var cmu sync.Mutex
+	var applied []schemas.FuseCommand
+	var appliedAt []time.Duration
+	fc.OnChange(func(_, c schemas.FuseCommand) {
+		cmu.Lock()
+		applied, appliedAt = append(applied, c), append(appliedAt, time.Since(start))
+		cmu.Unlock()
+	})
+	fctx, stopFuse := context.WithCancel(ctx)
+	fdone := make(chan error, 1)
+	go func() { fdone <- fc.Run(fctx) }()
+	defer func() { stopFuse(); <-fdone }()
+	if err := fc.WaitReady(ctx); err != nil {
+		return nil, err
+	}
+
+	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerLinger(5*time.Millisecond), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		return nil, err
+	}
+	defer prod.Close()
+
+	// Two worlds with the same providers (same seeds and scripts): the
+	// loop's gateway follows fusebox, the other one never gets a command.
+	type world struct {
+		gw    *Gateway
+		prov  map[string]*Provider
+		users map[string]*calls
+	}
+	models := []string{Fallback}
+	for _, inc := range o.Incidents {
+		models = append(models, inc.Target.Model)
+	}
+	mk := func(d fusehttp.Decider, cl *kgo.Client) (*world, error) {
+		w := &world{prov: map[string]*Provider{}, users: map[string]*calls{}}
+		routes := map[string]string{}
+		for i, m := range models {
+			pv := NewProvider(m, o.Median, o.Seed+uint64(i), start, o.Incidents)
+			w.prov[m], routes[m] = pv, pv.URL()
+		}
+		var counters fusehttp.Counters
+		mw, err := fusehttp.New(d, fusehttp.WithMetrics(&counters), fusehttp.WithFailover(func(schemas.Key, fuse.Decision) string { return Fallback }))
+		if err != nil {
+			return nil, err
+		}
+		w.gw, err = NewGateway(mw, &counters, routes, cl, cfg.Topics.Spans[0], o.Seed, start)
+		return w, err
+	}
+	with, err := mk(fc, prod)
+	if err != nil {
+		return nil, err
+	}
+	without, err := mk(never{}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if !o.NoShadow {
+		with.gw.Shadow = Fallback
+	}
+	direct := map[string]*calls{}
+	for _, w := range []*world{with, without} {
+		defer w.gw.Close()
+		for _, pv := range w.prov {
+			defer pv.Close()
+		}
+		for _, inc := range o.Incidents {
+			w.users[inc.Name] = &calls{}
+		}
+	}
+	for _, inc := range o.Incidents {
+		direct[inc.Name] = &calls{}
+	}
+
+	// The users: open-loop arrivals at Rate per incident key, the same
+	// instants sent to both gateways; each request on its own goroutine.
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 10 * time.Second}
+	rctx, stopRun := context.WithTimeout(ctx, o.Duration)
+	defer stopRun()
+	var wg sync.WaitGroup
+	tick := 10 * time.Millisecond
+	carry := map[string]float64{}
+	dcarry := map[string]float64{}
+	t := time.NewTicker(tick)
+loop:
+	for {
+		select {
+		case <-rctx.Done():
+			break loop
+		case <-t.C:
+		}
+		at := time.Since(start)
+		for _, inc := range o.Incidents {
+			carry[inc.Name] += o.Rate * tick.Seconds()
+			dcarry[inc.Name] += o.DirectRate * tick.Seconds()
+			for ; carry[inc.Name] >= 1; carry[inc.Name]-- {
+				for _, w := range []*world{with, without} {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						send(rctx, hc, w.gw.URL(), inc.Target.Tenant, inc.Target.Model, at, w.users[inc.Name])
+					}()
+				}
+			}
+			for ; dcarry[inc.Name] >= 1; dcarry[inc.Name]-- {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					send(rctx, hc, with.prov[inc.Target.Model].URL(), inc.Target.Tenant, inc.Target.Model, at, direct[inc.Name])
+				}()
+			}
+		}
+	}
+	t.Stop()
+	wg.Wait()
+
+	res := &Result{Counters: with.gw.Counters.Snapshot()}
+	res.Spans, _ = with.gw.Exported()
+	cmu.Lock()
+	res.Commands = append(res.Commands, applied...)
+	cmdAt := append([]time.Duration(nil), appliedAt...)
+	cmu.Unlock()
+	for _, inc := range o.Incidents {
+		row := Row{Incident: inc}
+		for i, c := range res.Commands {
+			if c.Target.Tenant != inc.Target.Tenant || c.Target.Model != inc.Target.Model {
+				continue
+			}
+			if row.Commanded == 0 && c.State != schemas.StateClosed {
+				row.Commanded, row.Action = cmdAt[i], c.Action
+			}
+			if row.Commanded > 0 && row.Closed == 0 && c.State == schemas.StateClosed {
+				row.Closed = cmdAt[i]
+			}
+		}
+		wc, nc := with.users[inc.Name].all(), without.users[inc.Name].all()
+		row.With, row.Without = judge(wc, inc.Start, inc.End, o.Budget), judge(nc, inc.Start, inc.End, o.Budget)
+		if row.Commanded > 0 && row.Commanded < inc.End {
+			row.WithAfter = judge(wc, row.Commanded, inc.End, o.Budget)
+			row.WithoutAfter = judge(nc, row.Commanded, inc.End, o.Budget)
+		}
+		row.Direct = judge(direct[inc.Name].all(), inc.Start, inc.End, o.Budget)
+		probes := with.gw.ProbeCalls()
+		if o.NoShadow {
+			probes = wc
+		}
+		row.Probes = judge(onlyProbes(probes, inc.Target.Tenant), inc.Start, inc.End, o.Budget)
+		res.Rows = append(res.Rows, row)
+	}
+	return res, nil
+}
