@@ -38,8 +38,8 @@ type Gateway struct {
 	Shadow  string
 	Shadows atomic.Int64 // probe copies sent
 	// start is the run's start (Call.At offsets); probes logs the copies.
-	start  time.Time
-	probes calls
+	start   time.Time
+	probes  calls
 	srv     *httptest.Server
 	targets map[string]*url.URL
 	hc      *http.Client
