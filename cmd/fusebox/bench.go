@@ -16,7 +16,7 @@ import (
 // cmdBench runs the long studies that are too slow for `go test`.
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(stderr, "Usage: fusebox bench STUDY [flags]\n\nStudies:\n  tail-accuracy   P99.9 accuracy of the empirical quantile and the GPD estimate (RMSE, bias, interval coverage)\n  false-trips     false breaches and breaker trips per 1,000 key-days of every processor's defaults on stationary traffic")
+		fmt.Fprintln(stderr, "Usage: fusebox bench STUDY [flags]\n\nStudies:\n  tail-accuracy   P99.9 accuracy of the empirical quantile and the GPD estimate (RMSE, bias, interval coverage)\n  false-trips     false breaches and breaker trips per 1,000 key-days of every processor's defaults on stationary traffic\n  loop            the closed loop over HTTP: each scripted incident's users' SLO with and without a fusehttp gateway following fusebox (about 45 s)")
 		if len(args) == 0 {
 			return exitUsage
 		}
@@ -27,8 +27,10 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return benchTailAccuracy(ctx, args[1:], stdout, stderr)
 	case "false-trips":
 		return benchFalseTrips(ctx, args[1:], stdout, stderr)
+	case "loop":
+		return benchLoop(ctx, args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "fusebox bench: unknown study %q (try: tail-accuracy, false-trips)\n", args[0])
+	fmt.Fprintf(stderr, "fusebox bench: unknown study %q (try: tail-accuracy, false-trips, loop)\n", args[0])
 	return exitUsage
 }
 

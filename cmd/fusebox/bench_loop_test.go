@@ -1,0 +1,22 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// The run itself is internal/loop's TestLoopCloses (45 s); here the flags.
+func TestBenchLoopUsage(t *testing.T) {
+	if code, _, stderr := runCmd(t, "bench", "--help"); code != exitOK || !strings.Contains(stderr, "loop ") {
+		t.Errorf("bench --help does not list loop: exit %d\n%s", code, stderr)
+	}
+	for _, args := range [][]string{
+		{"bench", "loop", "--duration", "10s"},
+		{"bench", "loop", "--rate", "0"},
+		{"bench", "loop", "--nope"},
+	} {
+		if code, _, stderr := runCmd(t, args...); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d\n%s", args, code, exitUsage, stderr)
+		}
+	}
+}
