@@ -52,14 +52,17 @@ type Options struct {
 	// instead of serving them from the fallback and sending a copy.
 	NoShadow bool
 	Logger   *slog.Logger
+	// OnCommand, when set, is called with each command the loop's
+	// gateway applies and when (offset from the start); it must not block.
+	OnCommand func(at time.Duration, c schemas.FuseCommand)
 }
 
 // DefaultOptions is the scenario of the test and of `fusebox bench loop`:
-// 45 s, a latency tail on acme's "big" from 8 s to 26 s and an error burst
+// 50 s, a latency tail on acme's "big" from 8 s to 26 s and an error burst
 // on globex's "large" from 10 s to 28 s, 80 requests per second each.
 func DefaultOptions() Options {
 	return Options{
-		Duration: 45 * time.Second,
+		Duration: 50 * time.Second,
 		Incidents: []traffic.Incident{
 			{Name: "latency tail", Kind: traffic.TailBlowup, Start: 8 * time.Second, End: 26 * time.Second,
 				Target: traffic.Target{Tenant: "acme", Model: "big"}, Magnitude: 0.05},
@@ -72,7 +75,7 @@ func DefaultOptions() Options {
 
 // ConfigYAML is the run's SLO file (brokers and the tail budget filled
 // in): windows of seconds evaluated every second, a breaker tripping on 2
-// breaches of 3 evaluations, open 4 s (doubling on a re-trip, up to 16 s), probing 20% of the traffic, closing
+// breaches of 3 evaluations, open 4 s (doubling on a re-trip, up to 8 s), probing 20% of the traffic, closing
 // after 2 healthy evaluations; a tail breach degrades to Fallback, an
 // error-budget page trips (the gateway fails over to Fallback).
 const ConfigYAML = `version: loop-v1
@@ -84,7 +87,7 @@ rollups: {enabled: false}
 sinks: {kafka: {enabled: true, partitions: 1}}
 slos:
   - name: latency-p999
-    tail: {metric: duration_ms, p: 0.999, budget: %d, window: 4s, every: 1s, min_samples: 100, min_exceedances: 10}
+    tail: {metric: duration_ms, p: 0.999, budget: %d, window: 8s, every: 1s, min_samples: 100, min_exceedances: 10}
   - name: availability
     burnrate:
       target: 0.99
@@ -98,7 +101,7 @@ breaker:
   k: 2
   n: 3
   cool_down: 4s
-  max_cool_down: 16s
+  max_cool_down: 8s
   flap_window: 10s
   close_after: 2
   half_open_fraction: 0.2
@@ -193,9 +196,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	var applied []schemas.FuseCommand
 	var appliedAt []time.Duration
 	fc.OnChange(func(_, c schemas.FuseCommand) {
+		at := time.Since(start)
 		cmu.Lock()
-		applied, appliedAt = append(applied, c), append(appliedAt, time.Since(start))
+		applied, appliedAt = append(applied, c), append(appliedAt, at)
 		cmu.Unlock()
+		if o.OnCommand != nil {
+			o.OnCommand(at, c)
+		}
 	})
 	fctx, stopFuse := context.WithCancel(ctx)
 	fdone := make(chan error, 1)
@@ -268,9 +275,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	rctx, stopRun := context.WithTimeout(ctx, o.Duration)
 	defer stopRun()
 	var wg sync.WaitGroup
+	// Arrivals are counted from the elapsed time, not from ticks, so a
+	// loaded machine that skips ticks sends late, never fewer.
 	tick := 10 * time.Millisecond
-	carry := map[string]float64{}
-	dcarry := map[string]float64{}
+	sent := map[string]int{}
+	dsent := map[string]int{}
 	t := time.NewTicker(tick)
 loop:
 	for {
@@ -281,9 +290,7 @@ loop:
 		}
 		at := time.Since(start)
 		for _, inc := range o.Incidents {
-			carry[inc.Name] += o.Rate * tick.Seconds()
-			dcarry[inc.Name] += o.DirectRate * tick.Seconds()
-			for ; carry[inc.Name] >= 1; carry[inc.Name]-- {
+			for ; float64(sent[inc.Name]) < o.Rate*at.Seconds(); sent[inc.Name]++ {
 				for _, w := range []*world{with, without} {
 					wg.Add(1)
 					go func() {
@@ -292,7 +299,7 @@ loop:
 					}()
 				}
 			}
-			for ; dcarry[inc.Name] >= 1; dcarry[inc.Name]-- {
+			for ; float64(dsent[inc.Name]) < o.DirectRate*at.Seconds(); dsent[inc.Name]++ {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
