@@ -148,7 +148,9 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			base = m.cfg.baseline
 		}
 		a.Key.Variant = base
-		setHeader(r, m.cfg.headers.Variant, base)
+		if m.cfg.headers.Variant != "" {
+			r.Header.Set(m.cfg.headers.Variant, base) // even when the variant came from the defaults
+		}
 		if m.cfg.rollbackTo != nil {
 			if to := m.cfg.rollbackTo(key.Model, base); to != "" && to != key.Model {
 				if nb, err := rewriteModel(body, to); err == nil {

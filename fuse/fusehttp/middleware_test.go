@@ -233,6 +233,15 @@ func TestRollbackRoutesToTheBaseline(t *testing.T) {
 	if s := e.up.last(t); s.Header.Get("X-Fusebox-Variant") != "baseline-2" {
 		t.Fatalf("variant %q, want the command's baseline-2", s.Header.Get("X-Fusebox-Variant"))
 	}
+	// A canary known from the defaults alone (no variant header) gets the
+	// header set for the upstream.
+	hd, _ := e.handler(t, fusehttp.WithDefaultKey(schemas.Key{Tenant: "acme", Service: "chat", Variant: "canary"}))
+	r := chat("big", schemas.Key{}, nil)
+	r.Header.Del("X-Fusebox-Variant")
+	do(hd, r)
+	if s := e.up.last(t); s.Header.Get("X-Fusebox-Variant") != "baseline-2" {
+		t.Fatalf("defaults: variant header %q, want baseline-2", s.Header.Get("X-Fusebox-Variant"))
+	}
 	if c.Get(fusehttp.LabelRollback) != 2 || c.Get(fusehttp.LabelPass) != 1 {
 		t.Fatalf("counters %v", c.Snapshot())
 	}
