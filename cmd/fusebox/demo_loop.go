@@ -46,4 +46,6 @@ func demoLoop(ctx context.Context, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func loopKey(k schemas.Key) string { return k.Tenant + "/" + k.Service + "/" + k.Model + "/" + k.Variant }
+func loopKey(k schemas.Key) string {
+	return k.Tenant + "/" + k.Service + "/" + k.Model + "/" + k.Variant
+}
