@@ -35,7 +35,7 @@ func benchLoop(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "fusebox bench loop:", err)
 		return exitFailure
 	}
-	res.WriteTable(stdout, o.Budget)
+	res.WriteTable(stdout, o.Budget, o.ConfidenceFloor)
 	fmt.Fprintf(stdout, "Gateway decisions with the loop: %v; %d spans exported; %d commands applied.\n", res.Counters, res.Spans, len(res.Commands))
 	return exitOK
 }

@@ -42,7 +42,7 @@ func demoLoop(ctx context.Context, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	fmt.Fprintln(stdout)
-	res.WriteTable(stdout, o.Budget)
+	res.WriteTable(stdout, o.Budget, o.ConfidenceFloor)
 	return exitOK
 }
 

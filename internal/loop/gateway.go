@@ -20,6 +20,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fusebox-dev/fusebox/fuse"
 	"github.com/fusebox-dev/fusebox/fuse/fusehttp"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
@@ -127,24 +128,52 @@ type routeKey struct{}
 func (g *Gateway) record(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a, ok := fusehttp.FromContext(r.Context())
-		if ok && a.Label == fusehttp.LabelProbe && g.Shadow != "" && g.Shadow != a.Key.Model {
-			if body, err := io.ReadAll(r.Body); err == nil {
-				g.shadow(a.Key, r.Header.Clone(), body)
-				if nb, err := setModel(body, g.Shadow); err == nil {
-					r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(nb)), int64(len(nb))
-					r.Header.Set("Content-Length", strconv.Itoa(len(nb)))
-					a.Key.Model = g.Shadow
-					r = r.WithContext(context.WithValue(r.Context(), routeKey{}, g.Shadow))
-				}
-			}
+		if ok && a.Label == fusehttp.LabelProbe && g.Shadow != "" {
+			r, a = g.shadowProbe(r, a)
 		}
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
 		if ok && a.Key.Model != "" {
-			g.span(a.Key, start, time.Now(), sw.status)
+			g.span(a.Key, start, time.Now(), sw.status, sw.Header().Get(ConfidenceHeader))
 		}
 	})
+}
+
+// shadowProbe sends a copy of the probe r as asked and returns r turned
+// into what the command does to the requests it does not probe: to the
+// fallback model (degrade, trip) or to the baseline variant (rollback).
+func (g *Gateway) shadowProbe(r *http.Request, a fusehttp.Applied) (*http.Request, fusehttp.Applied) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return r, a
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	g.shadow(a.Requested, r.Header.Clone(), body)
+	d := a.Decision
+	switch d.Outcome {
+	case fuse.Rollback:
+		base := d.Fallback
+		if base == "" {
+			base = fusehttp.DefaultBaseline
+		}
+		r.Header.Set(VariantHeader, base)
+		a.Key.Variant = base
+	default: // degrade, reject (failed over)
+		to := g.Shadow
+		if d.Outcome == fuse.Degrade && d.Fallback != "" {
+			to = d.Fallback
+		}
+		nb, err := setModel(body, to)
+		if err != nil {
+			return r, a
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(nb)), int64(len(nb))
+		r.Header.Set("Content-Length", strconv.Itoa(len(nb)))
+		a.Key.Model = to
+		r = r.WithContext(context.WithValue(r.Context(), routeKey{}, to))
+	}
+	return r, a
 }
 
 // shadow sends the probe's copy to key's model and exports its span.
@@ -161,15 +190,20 @@ func (g *Gateway) shadow(key schemas.Key, h http.Header, body []byte) {
 		}
 		req.Header = h
 		start := time.Now()
-		status := 0
+		status, conf := 0, ""
 		if resp, err := g.hc.Do(req); err == nil {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
-			status = resp.StatusCode
+			status, conf = resp.StatusCode, resp.Header.Get(ConfidenceHeader)
 		}
 		end := time.Now()
-		g.span(key, start, end, status)
-		g.probes.add(Call{At: start.Sub(g.start), Latency: end.Sub(start), Status: status, Decision: string(fusehttp.LabelProbe), Tenant: key.Tenant})
+		g.span(key, start, end, status, conf)
+		c := Call{At: start.Sub(g.start), Latency: end.Sub(start), Status: status, Decision: string(fusehttp.LabelProbe),
+			Tenant: key.Tenant, Variant: key.Variant, Conf: -1}
+		if v, err := strconv.ParseFloat(conf, 64); err == nil {
+			c.Conf = v
+		}
+		g.probes.add(c)
 	}()
 }
 
@@ -184,13 +218,17 @@ func setModel(body []byte, model string) ([]byte, error) {
 
 // span exports one call's span: key as sent, status the provider's
 // (0: no answer), both errors.
-func (g *Gateway) span(key schemas.Key, start, end time.Time, status int) {
+func (g *Gateway) span(key schemas.Key, start, end time.Time, status int, conf string) {
 	s := schemas.Span{Key: key, Operation: "chat", Provider: "loop-sim", ResponseModel: key.Model,
 		StartUnixNano: start.UnixNano(), EndUnixNano: end.UnixNano(), InputTokens: 12, OutputTokens: 20,
 		Has: schemas.HasInputTokens | schemas.HasOutputTokens, FinishReason: "stop"}
 	if status >= 400 || status == 0 {
 		s.Error, s.FinishReason = true, "error"
 		s.ErrorType = fmt.Sprintf("http_%d", status)
+	}
+	if v, err := strconv.ParseFloat(conf, 64); err == nil {
+		s.Confidence = v
+		s.Has |= schemas.HasConfidence
 	}
 	s.Derive()
 	g.exp.add(s)

@@ -35,7 +35,7 @@ func TestLoopCloses(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	res.WriteTable(&b, o.Budget)
+	res.WriteTable(&b, o.Budget, o.ConfidenceFloor)
 	t.Logf("\n%s\ngateway counters %v, spans exported %d", b.String(), res.Counters, res.Spans)
 	for _, c := range res.Commands {
 		t.Logf("command %s v%d %s %s", c.Target, c.Version, c.Action, c.State)
@@ -54,7 +54,8 @@ func TestLoopCloses(t *testing.T) {
 	}
 	for _, row := range res.Rows {
 		inc := row.Incident
-		want := map[traffic.Kind]schemas.Action{traffic.TailBlowup: schemas.ActionDegrade, traffic.ErrorBurst: schemas.ActionTrip}[inc.Kind]
+		want := map[traffic.Kind]schemas.Action{traffic.TailBlowup: schemas.ActionDegrade, traffic.ErrorBurst: schemas.ActionTrip,
+			traffic.CanaryDrift: schemas.ActionRollback}[inc.Kind]
 		if row.Commanded == 0 || row.Commanded > inc.End-5*time.Second || row.Action != want {
 			t.Fatalf("%s: first command %s at %v (incident %v–%v), want %s well before the end", inc.Name, row.Action, row.Commanded, inc.Start, inc.End, want)
 		}
@@ -88,9 +89,20 @@ func TestLoopCloses(t *testing.T) {
 			if row.Probes.Calls < 10 || row.Probes.ErrorRate < 0.1 {
 				t.Errorf("%s: %d probes with error rate %.3f: want the probes to see the failing provider", inc.Name, row.Probes.Calls, row.Probes.ErrorRate)
 			}
+		case traffic.CanaryDrift:
+			// Without the loop the canary's users (30%) get answers under
+			// the confidence floor; rolled back to the baseline, none do.
+			if row.WithoutAfter.LowConfidence < 0.05 || row.WithAfter.LowConfidence > 0.01 {
+				t.Errorf("%s: users' low-confidence share after the command %.3f with the loop, %.3f without: want without >= 0.05, with <= 0.01",
+					inc.Name, row.WithAfter.LowConfidence, row.WithoutAfter.LowConfidence)
+			}
+			if row.Direct.LowConfidence < 0.2 || row.Probes.Calls < 10 || row.Probes.LowConfidence < 0.2 {
+				t.Errorf("%s: the canary's low-confidence share %.3f direct, %.3f over %d probes: want both >= 0.2 (the canary stays bad)",
+					inc.Name, row.Direct.LowConfidence, row.Probes.LowConfidence, row.Probes.Calls)
+			}
 		}
 	}
-	if res.Counters["degrade"] == 0 || res.Counters["failover"] == 0 || res.Counters["probe"] == 0 {
-		t.Errorf("gateway counters %v: want degrades, failovers and probes", res.Counters)
+	if res.Counters["degrade"] == 0 || res.Counters["failover"] == 0 || res.Counters["rollback"] == 0 || res.Counters["probe"] == 0 {
+		t.Errorf("gateway counters %v: want degrades, failovers, rollbacks and probes", res.Counters)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"time"
 
@@ -30,9 +31,15 @@ type Provider struct {
 	rng *rand.Rand
 }
 
-// TenantHeader is the header the gateway forwards the tenant in (the
-// fusehttp default).
-const TenantHeader = "X-Fusebox-Tenant"
+// TenantHeader and VariantHeader are the headers the gateway forwards
+// the tenant and the variant in (the fusehttp defaults); ConfidenceHeader
+// is the answer's confidence score, which the gateway puts on the span
+// (llm.response.confidence).
+const (
+	TenantHeader     = "X-Fusebox-Tenant"
+	VariantHeader    = "X-Fusebox-Variant"
+	ConfidenceHeader = "X-Loop-Confidence"
+)
 
 // NewProvider starts p's server; the incidents' offsets count from start.
 func NewProvider(model string, median time.Duration, seed uint64, start time.Time, incidents []traffic.Incident) *Provider {
@@ -48,8 +55,9 @@ func (p *Provider) URL() string { return p.srv.URL }
 // Close stops the server.
 func (p *Provider) Close() { p.srv.Close() }
 
-// behaviour draws one call's latency and whether it fails.
-func (p *Provider) behaviour(tenant string, now time.Time) (time.Duration, bool) {
+// behaviour draws one call's latency, whether it fails, and its
+// confidence score.
+func (p *Provider) behaviour(tenant, variant string, now time.Time) (time.Duration, bool, float64) {
 	off := now.Sub(p.start)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -57,9 +65,11 @@ func (p *Provider) behaviour(tenant string, now time.Time) (time.Duration, bool)
 	med := float64(p.Median)
 	d := med * math.Exp(p.Sigma*r.NormFloat64())
 	fail := false
+	conf := 0.82 + 0.06*r.NormFloat64()
 	for i := range p.Incidents {
 		inc := &p.Incidents[i]
-		if !inc.Active(off) || inc.Target.Model != p.Model || inc.Target.Tenant != "" && inc.Target.Tenant != tenant {
+		if !inc.Active(off) || inc.Target.Model != p.Model || inc.Target.Tenant != "" && inc.Target.Tenant != tenant ||
+			inc.Target.Variant != "" && inc.Target.Variant != variant {
 			continue
 		}
 		switch inc.Kind {
@@ -72,9 +82,11 @@ func (p *Provider) behaviour(tenant string, now time.Time) (time.Duration, bool)
 			}
 		case traffic.ErrorBurst:
 			fail = fail || r.Float64() < inc.Magnitude
+		case traffic.CanaryDrift:
+			conf -= inc.Magnitude
 		}
 	}
-	return time.Duration(d), fail
+	return time.Duration(d), fail, math.Max(0, math.Min(1, conf))
 }
 
 func (p *Provider) serve(w http.ResponseWriter, r *http.Request) {
@@ -85,13 +97,14 @@ func (p *Provider) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf(`{"error":{"message":"this provider serves %s","type":"invalid_request_error","code":"model_not_found"}}`, p.Model), http.StatusNotFound)
 		return
 	}
-	d, fail := p.behaviour(r.Header.Get(TenantHeader), time.Now())
+	d, fail, conf := p.behaviour(r.Header.Get(TenantHeader), r.Header.Get(VariantHeader), time.Now())
 	select {
 	case <-time.After(d):
 	case <-r.Context().Done():
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set(ConfidenceHeader, strconv.FormatFloat(conf, 'f', 4, 64))
 	if fail {
 		w.WriteHeader(http.StatusInternalServerError)
 		fmt.Fprint(w, `{"error":{"message":"simulated provider failure","type":"server_error","code":"internal_error"}}`)

@@ -10,8 +10,8 @@ import (
 // users' SLO over the incident with and without the loop, over the part
 // after the loop's first command, and the failing provider's own (its
 // direct traffic) over the incident.
-func (r *Result) WriteTable(w io.Writer, budget time.Duration) {
-	fmt.Fprintf(w, "| incident | command (after start) | users over the incident: P99.9 / errors / compliance, without → with the loop | users after the command, without → with | failing provider, direct / probes: P99.9 / errors |\n")
+func (r *Result) WriteTable(w io.Writer, budget time.Duration, floor float64) {
+	fmt.Fprintf(w, "| incident | command (after start) | users over the incident: P99.9 / errors / compliance, without → with the loop | users after the command, without → with | failing provider, direct; probes: P99.9 / errors / compliance |\n")
 	fmt.Fprintf(w, "|---|---|---|---|---|\n")
 	for _, row := range r.Rows {
 		cmd := "none"
@@ -26,7 +26,7 @@ func (r *Result) WriteTable(w io.Writer, budget time.Duration) {
 			row.Incident.End-row.Incident.Start, cmd,
 			slo(row.Without), slo(row.With), slo(row.WithoutAfter), slo(row.WithAfter), short(row.Direct), short(row.Probes))
 	}
-	fmt.Fprintf(w, "\nSLO: a call complies when it answers 200 within %v; P99.9 is over the successful calls. Calls per cell: %s.\n", budget, counts(r))
+	fmt.Fprintf(w, "\nSLO: a call complies when it answers 200 within %v (for a canary drift, also with a confidence score of at least %.2f); P99.9 is over the successful calls. Calls per cell: %s.\n", budget, floor, counts(r))
 }
 
 func slo(s SLO) string {
@@ -40,7 +40,7 @@ func short(s SLO) string {
 	if s.Calls == 0 {
 		return "–"
 	}
-	return fmt.Sprintf("%s / %.1f%% (%d calls)", ms(s.P999), 100*s.ErrorRate, s.Calls)
+	return fmt.Sprintf("%s / %.1f%% / %.2f%% (%d calls)", ms(s.P999), 100*s.ErrorRate, 100*s.Compliance, s.Calls)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) }

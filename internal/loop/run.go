@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +46,12 @@ type Options struct {
 	DirectRate float64
 	// Budget is the users' latency SLO (and the tail SLO's budget).
 	Budget time.Duration
+	// CanaryShare is the share of an incident's users' requests on its
+	// Target.Variant when it names one (the rest on the baseline).
+	CanaryShare float64
+	// ConfidenceFloor: for a CanaryDrift incident, a call complies only
+	// with a confidence score at least this.
+	ConfidenceFloor float64
 	// Median is the providers' median latency.
 	Median time.Duration
 	Seed   uint64
@@ -58,8 +66,10 @@ type Options struct {
 }
 
 // DefaultOptions is the scenario of the test and of `fusebox bench loop`:
-// 50 s, a latency tail on acme's "big" from 8 s to 26 s and an error burst
-// on globex's "large" from 10 s to 28 s, 80 requests per second each.
+// 50 s, a latency tail on acme's "big" from 8 s to 26 s, an error burst
+// on globex's "large" from 10 s to 28 s and a confidence drift of
+// initech's "mid" canary (30% of its requests) from 12 s to 30 s, 60
+// requests per second each.
 func DefaultOptions() Options {
 	return Options{
 		Duration: 50 * time.Second,
@@ -68,16 +78,24 @@ func DefaultOptions() Options {
 				Target: traffic.Target{Tenant: "acme", Model: "big"}, Magnitude: 0.05},
 			{Name: "provider errors", Kind: traffic.ErrorBurst, Start: 10 * time.Second, End: 28 * time.Second,
 				Target: traffic.Target{Tenant: "globex", Model: "large"}, Magnitude: 0.3},
+			{Name: "canary confidence", Kind: traffic.CanaryDrift, Start: 12 * time.Second, End: 30 * time.Second,
+				Target: traffic.Target{Tenant: "initech", Model: "mid", Variant: "canary"}, Magnitude: 0.2},
 		},
-		Rate: 80, DirectRate: 20, Budget: time.Second, Median: 50 * time.Millisecond, Seed: 1,
+		CanaryShare: 0.3, ConfidenceFloor: 0.6,
+		Rate: 60, DirectRate: 20, Budget: time.Second, Median: 50 * time.Millisecond, Seed: 1,
 	}
 }
 
 // ConfigYAML is the run's SLO file (brokers and the tail budget filled
 // in): windows of seconds evaluated every second, a breaker tripping on 2
-// breaches of 3 evaluations, open 4 s (doubling on a re-trip, up to 8 s), probing 20% of the traffic, closing
-// after 2 healthy evaluations; a tail breach degrades to Fallback, an
-// error-budget page trips (the gateway fails over to Fallback).
+// breaches of 3 evaluations, open 4 s (doubling on a re-trip, up to 8 s),
+// probing 20% of the traffic, closing after 2 healthy evaluations; a tail
+// breach degrades to Fallback, an error-budget page trips (the gateway
+// fails over to Fallback), a canary drift rolls the canary back. A
+// half-open target is judged on the probes of the last window, so
+// half_open_fraction × rate × window must reach min_samples (tail: 0.2 ×
+// 60/s × 10 s = 120 ≥ 100; drift: 0.2 × 18/s × 6 s ≥ 15), or it waits in
+// half-open for ever.
 const ConfigYAML = `version: loop-v1
 kafka: {brokers: [%s], group: loop, client_id: loop}
 topics: {keyed_partitions: 2}
@@ -87,7 +105,9 @@ rollups: {enabled: false}
 sinks: {kafka: {enabled: true, partitions: 1}}
 slos:
   - name: latency-p999
-    tail: {metric: duration_ms, p: 0.999, budget: %d, window: 8s, every: 1s, min_samples: 100, min_exceedances: 10}
+    tail: {metric: duration_ms, p: 0.999, budget: %d, window: 10s, every: 1s, min_samples: 100, min_exceedances: 10}
+  - name: canary-confidence
+    drift: {metric: confidence, mode: canary, window: 6s, every: 1s, consecutive: 2, min_samples: 15}
   - name: availability
     burnrate:
       target: 0.99
@@ -109,6 +129,7 @@ breaker:
   rules:
     - {processor: tail, action: degrade, fallback: small}
     - {processor: burnrate, metric: burn_rate_page, action: trip}
+    - {processor: drift, action: rollback, fallback: baseline, target: [tenant, service, model, variant]}
 `
 
 // Row is one incident's outcome.
@@ -227,7 +248,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	models := []string{Fallback}
 	for _, inc := range o.Incidents {
-		models = append(models, inc.Target.Model)
+		if !slices.Contains(models, inc.Target.Model) {
+			models = append(models, inc.Target.Model)
+		}
 	}
 	mk := func(d fusehttp.Decider, cl *kgo.Client) (*world, error) {
 		w := &world{prov: map[string]*Provider{}, users: map[string]*calls{}}
@@ -291,19 +314,29 @@ loop:
 		at := time.Since(start)
 		for _, inc := range o.Incidents {
 			for ; float64(sent[inc.Name]) < o.Rate*at.Seconds(); sent[inc.Name]++ {
+				// A variant incident's users: CanaryShare of them on its
+				// variant, spread by n·φ mod 1.
+				variant := "baseline"
+				if _, f := math.Modf(float64(sent[inc.Name]) * 0.6180339887498949); inc.Target.Variant != "" && f < o.CanaryShare {
+					variant = inc.Target.Variant
+				}
 				for _, w := range []*world{with, without} {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						send(rctx, hc, w.gw.URL(), inc.Target.Tenant, inc.Target.Model, at, w.users[inc.Name])
+						send(rctx, hc, w.gw.URL(), inc.Target.Tenant, inc.Target.Model, variant, at, w.users[inc.Name])
 					}()
 				}
 			}
 			for ; float64(dsent[inc.Name]) < o.DirectRate*at.Seconds(); dsent[inc.Name]++ {
+				variant := inc.Target.Variant
+				if variant == "" {
+					variant = "baseline"
+				}
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					send(rctx, hc, with.prov[inc.Target.Model].URL(), inc.Target.Tenant, inc.Target.Model, at, direct[inc.Name])
+					send(rctx, hc, with.prov[inc.Target.Model].URL(), inc.Target.Tenant, inc.Target.Model, variant, at, direct[inc.Name])
 				}()
 			}
 		}
@@ -331,17 +364,21 @@ loop:
 			}
 		}
 		wc, nc := with.users[inc.Name].all(), without.users[inc.Name].all()
-		row.With, row.Without = judge(wc, inc.Start, inc.End, o.Budget), judge(nc, inc.Start, inc.End, o.Budget)
-		if row.Commanded > 0 && row.Commanded < inc.End {
-			row.WithAfter = judge(wc, row.Commanded, inc.End, o.Budget)
-			row.WithoutAfter = judge(nc, row.Commanded, inc.End, o.Budget)
+		floor := 0.0
+		if inc.Kind == traffic.CanaryDrift {
+			floor = o.ConfidenceFloor
 		}
-		row.Direct = judge(direct[inc.Name].all(), inc.Start, inc.End, o.Budget)
+		row.With, row.Without = judge(wc, inc.Start, inc.End, o.Budget, floor), judge(nc, inc.Start, inc.End, o.Budget, floor)
+		if row.Commanded > 0 && row.Commanded < inc.End {
+			row.WithAfter = judge(wc, row.Commanded, inc.End, o.Budget, floor)
+			row.WithoutAfter = judge(nc, row.Commanded, inc.End, o.Budget, floor)
+		}
+		row.Direct = judge(direct[inc.Name].all(), inc.Start, inc.End, o.Budget, floor)
 		probes := with.gw.ProbeCalls()
 		if o.NoShadow {
 			probes = wc
 		}
-		row.Probes = judge(onlyProbes(probes, inc.Target.Tenant), inc.Start, inc.End, o.Budget)
+		row.Probes = judge(onlyProbes(probes, inc.Target.Tenant), inc.Start, inc.End, o.Budget, floor)
 		res.Rows = append(res.Rows, row)
 	}
 	return res, nil

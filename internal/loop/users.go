@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -18,6 +19,8 @@ type Call struct {
 	Status   int    // HTTP status; 0 when the request failed without one
 	Decision string // X-Fusebox-Decision of the answer
 	Tenant   string
+	Variant  string  // as asked
+	Conf     float64 // the answer's confidence score, -1 without one
 }
 
 // OK reports whether the call succeeded (200).
@@ -43,7 +46,7 @@ func (l *calls) all() []Call {
 
 // send posts a chat completion for model to base with the key headers and
 // logs it.
-func send(ctx context.Context, hc *http.Client, base, tenant, model string, at time.Duration, log *calls) {
+func send(ctx context.Context, hc *http.Client, base, tenant, model, variant string, at time.Duration, log *calls) {
 	body := []byte(`{"model":"` + model + `","messages":[{"role":"user","content":"hello"}],"max_tokens":20}`)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/chat/completions", bytes.NewReader(body))
 	if err != nil {
@@ -52,14 +55,17 @@ func send(ctx context.Context, hc *http.Client, base, tenant, model string, at t
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(TenantHeader, tenant)
 	req.Header.Set("X-Fusebox-Service", "chat")
-	req.Header.Set("X-Fusebox-Variant", "baseline")
+	req.Header.Set(VariantHeader, variant)
 	start := time.Now()
 	resp, err := hc.Do(req)
-	c := Call{At: at, Tenant: tenant}
+	c := Call{At: at, Tenant: tenant, Variant: variant, Conf: -1}
 	if err == nil {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		c.Status, c.Decision = resp.StatusCode, resp.Header.Get("X-Fusebox-Decision")
+		if v, err := strconv.ParseFloat(resp.Header.Get(ConfidenceHeader), 64); err == nil {
+			c.Conf = v
+		}
 	} else if ctx.Err() != nil {
 		return // the run ended: not a call the users saw fail
 	}
@@ -77,15 +83,20 @@ type SLO struct {
 	// gateway's own 503/429 included).
 	ErrorRate float64
 	// Compliance is the share of calls that answered 200 within the
-	// budget.
+	// budget (and, when judged with a confidence floor, with a confidence
+	// score at or above it).
 	Compliance float64
+	// LowConfidence is the share of answered calls under the confidence
+	// floor (0 without a floor).
+	LowConfidence float64
 }
 
-// judge computes the SLO of the calls sent in [from, to).
-func judge(cs []Call, from, to, budget time.Duration) SLO {
+// judge computes the SLO of the calls sent in [from, to); floor > 0 also
+// requires a confidence score of at least floor.
+func judge(cs []Call, from, to, budget time.Duration, floor float64) SLO {
 	var lat []time.Duration
 	s := SLO{}
-	bad, good := 0, 0
+	bad, good, low := 0, 0, 0
 	for i := range cs {
 		c := &cs[i]
 		if c.At < from || c.At >= to {
@@ -97,6 +108,10 @@ func judge(cs []Call, from, to, budget time.Duration) SLO {
 			continue
 		}
 		lat = append(lat, c.Latency)
+		if floor > 0 && c.Conf < floor {
+			low++
+			continue
+		}
 		if c.Latency <= budget {
 			good++
 		}
@@ -106,6 +121,9 @@ func judge(cs []Call, from, to, budget time.Duration) SLO {
 	}
 	s.ErrorRate = float64(bad) / float64(s.Calls)
 	s.Compliance = float64(good) / float64(s.Calls)
+	if n := s.Calls - bad; n > 0 {
+		s.LowConfidence = float64(low) / float64(n)
+	}
 	if len(lat) > 0 {
 		slices.Sort(lat)
 		i := int(math.Ceil(0.999*float64(len(lat)))) - 1
