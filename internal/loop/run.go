@@ -294,7 +294,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	// The users: open-loop arrivals at Rate per incident key, the same
 	// instants sent to both gateways; each request on its own goroutine.
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 10 * time.Second}
+	// A long timeout: a loaded machine's delays must not turn into errors.
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 30 * time.Second}
 	rctx, stopRun := context.WithTimeout(ctx, o.Duration)
 	defer stopRun()
 	var wg sync.WaitGroup
