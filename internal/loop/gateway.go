@@ -41,6 +41,8 @@ type Gateway struct {
 	// start is the run's start (Call.At offsets); probes logs the copies.
 	start   time.Time
 	probes  calls
+	smu     sync.Mutex
+	spanMs  map[string][]float64
 	srv     *httptest.Server
 	targets map[string]*url.URL
 	hc      *http.Client
@@ -232,6 +234,29 @@ func (g *Gateway) span(key schemas.Key, start, end time.Time, status int, conf s
 	}
 	s.Derive()
 	g.exp.add(s)
+	g.smu.Lock()
+	if g.spanMs == nil {
+		g.spanMs = map[string][]float64{}
+	}
+	k := key.Tenant + "/" + key.Model + "/" + key.Variant
+	g.spanMs[k] = append(g.spanMs[k], s.DurationMs)
+	g.smu.Unlock()
+}
+
+// SpanStats returns, per tenant/model/variant the gateway exported spans
+// for, their count and the largest duration in ms.
+func (g *Gateway) SpanStats() map[string][2]float64 {
+	g.smu.Lock()
+	defer g.smu.Unlock()
+	out := map[string][2]float64{}
+	for k, v := range g.spanMs {
+		m := 0.0
+		for _, x := range v {
+			m = max(m, x)
+		}
+		out[k] = [2]float64{float64(len(v)), m}
+	}
+	return out
 }
 
 // exporter batches spans and produces one OTLP message per 100 ms.

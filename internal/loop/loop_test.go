@@ -36,7 +36,7 @@ func TestLoopCloses(t *testing.T) {
 	}
 	var b strings.Builder
 	res.WriteTable(&b, o.Budget, o.ConfidenceFloor)
-	t.Logf("\n%s\ngateway counters %v, spans exported %d", b.String(), res.Counters, res.Spans)
+	t.Logf("\n%s\ngateway counters %v, spans exported %d; by key (n, max ms) %v", b.String(), res.Counters, res.Spans, res.SpanStats)
 	for _, c := range res.Commands {
 		t.Logf("command %s v%d %s %s", c.Target, c.Version, c.Action, c.State)
 	}

@@ -75,10 +75,11 @@ func (p *Provider) behaviour(tenant, variant string, now time.Time) (time.Durati
 		switch inc.Kind {
 		case traffic.TailBlowup:
 			// As internal/traffic: a share of calls gets a Pareto (alpha
-			// 1.5) tail, here 25 medians plus 20-median multiples, capped
-			// at 65 medians so a run stays short.
+			// 1.5) tail, here 50 medians plus 20-median multiples, capped
+			// at 90 medians (2.5 s to 4.5 s at 50 ms) so a run stays
+			// short and every tail call is over the 2 s budget.
 			if r.Float64() < inc.Magnitude {
-				d += 25*med + math.Min(20*med*(math.Pow(1-r.Float64(), -1/1.5)-1), 40*med)
+				d += 50*med + math.Min(20*med*(math.Pow(1-r.Float64(), -1/1.5)-1), 40*med)
 			}
 		case traffic.ErrorBurst:
 			fail = fail || r.Float64() < inc.Magnitude

@@ -44,7 +44,9 @@ type Options struct {
 	// send straight to the model's provider (not through the gateway): the
 	// failing provider's own SLO.
 	DirectRate float64
-	// Budget is the users' latency SLO (and the tail SLO's budget).
+	// Budget is the users' latency SLO (and the tail SLO's budget): far
+	// above the healthy latency (P99.9 about 130 ms), so that a loaded
+	// machine's stalls of a second do not breach it.
 	Budget time.Duration
 	// CanaryShare is the share of an incident's users' requests on its
 	// Target.Variant when it names one (the rest on the baseline).
@@ -66,23 +68,23 @@ type Options struct {
 }
 
 // DefaultOptions is the scenario of the test and of `fusebox bench loop`:
-// 50 s, a latency tail on acme's "big" from 8 s to 26 s, an error burst
-// on globex's "large" from 10 s to 28 s and a confidence drift of
-// initech's "mid" canary (30% of its requests) from 12 s to 30 s, 60
-// requests per second each.
+// 60 s, a latency tail on acme's "big" from 8 s to 34 s, an error burst
+// on globex's "large" from 10 s to 36 s and a confidence drift of
+// initech's "mid" canary (30% of its requests) from 12 s to 38 s, 60
+// requests per second each (and 10 straight to the provider).
 func DefaultOptions() Options {
 	return Options{
-		Duration: 50 * time.Second,
+		Duration: 60 * time.Second,
 		Incidents: []traffic.Incident{
-			{Name: "latency tail", Kind: traffic.TailBlowup, Start: 8 * time.Second, End: 26 * time.Second,
+			{Name: "latency tail", Kind: traffic.TailBlowup, Start: 8 * time.Second, End: 34 * time.Second,
 				Target: traffic.Target{Tenant: "acme", Model: "big"}, Magnitude: 0.05},
-			{Name: "provider errors", Kind: traffic.ErrorBurst, Start: 10 * time.Second, End: 28 * time.Second,
+			{Name: "provider errors", Kind: traffic.ErrorBurst, Start: 10 * time.Second, End: 36 * time.Second,
 				Target: traffic.Target{Tenant: "globex", Model: "large"}, Magnitude: 0.3},
-			{Name: "canary confidence", Kind: traffic.CanaryDrift, Start: 12 * time.Second, End: 30 * time.Second,
+			{Name: "canary confidence", Kind: traffic.CanaryDrift, Start: 12 * time.Second, End: 38 * time.Second,
 				Target: traffic.Target{Tenant: "initech", Model: "mid", Variant: "canary"}, Magnitude: 0.2},
 		},
 		CanaryShare: 0.3, ConfidenceFloor: 0.6,
-		Rate: 60, DirectRate: 20, Budget: time.Second, Median: 50 * time.Millisecond, Seed: 1,
+		Rate: 60, DirectRate: 10, Budget: 2 * time.Second, Median: 50 * time.Millisecond, Seed: 1,
 	}
 }
 
@@ -159,6 +161,9 @@ type Result struct {
 	Commands []schemas.FuseCommand // applied by the loop's gateway, in order
 	Counters map[fusehttp.Label]uint64
 	Spans    int64 // exported by the loop's gateway
+	// SpanStats: per tenant/model/variant, the spans the loop's gateway
+	// exported and their largest duration (ms).
+	SpanStats map[string][2]float64
 }
 
 // never is the decider of the gateway without the loop.
@@ -347,6 +352,7 @@ loop:
 
 	res := &Result{Counters: with.gw.Counters.Snapshot()}
 	res.Spans, _ = with.gw.Exported()
+	res.SpanStats = with.gw.SpanStats()
 	cmu.Lock()
 	res.Commands = append(res.Commands, applied...)
 	cmdAt := append([]time.Duration(nil), appliedAt...)
@@ -379,7 +385,7 @@ loop:
 		if o.NoShadow {
 			probes = wc
 		}
-		row.Probes = judge(onlyProbes(probes, inc.Target.Tenant), inc.Start, inc.End, o.Budget, floor)
+		row.Probes = judge(onlyProbes(probes, inc.Target.Tenant, inc.Target.Variant), inc.Start, inc.End, o.Budget, floor)
 		res.Rows = append(res.Rows, row)
 	}
 	return res, nil

@@ -132,11 +132,11 @@ func judge(cs []Call, from, to, budget time.Duration, floor float64) SLO {
 	return s
 }
 
-// onlyProbes keeps tenant's probe calls.
-func onlyProbes(cs []Call, tenant string) []Call {
+// onlyProbes keeps tenant's probe calls (of variant, unless "").
+func onlyProbes(cs []Call, tenant, variant string) []Call {
 	var out []Call
 	for _, c := range cs {
-		if c.Decision == "probe" && c.Tenant == tenant {
+		if c.Decision == "probe" && c.Tenant == tenant && (variant == "" || c.Variant == variant) {
 			out = append(out, c)
 		}
 	}
