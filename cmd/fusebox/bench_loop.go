@@ -19,15 +19,15 @@ func benchLoop(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			"loop. Prints, per incident, the users' P99.9, error rate and compliance with and without the loop, and\n"+
 			"the failing provider's own (its direct traffic, the half-open probes). Wall time: --duration.", stderr)
 	o := loop.DefaultOptions()
-	fs.DurationVar(&o.Duration, "duration", o.Duration, "wall time of the run (the incidents are at 8-28 s)")
+	fs.DurationVar(&o.Duration, "duration", o.Duration, "wall time of the run (the incidents are at 8-38 s)")
 	fs.Float64Var(&o.Rate, "rate", o.Rate, "users' requests per second per incident key")
 	fs.Uint64Var(&o.Seed, "seed", o.Seed, "seed of the providers' latencies and failures")
 	fs.BoolVar(&o.NoShadow, "no-shadow", false, "send half-open probes as users' requests instead of shadow copies")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}
-	if o.Duration < 30*time.Second || o.Rate <= 0 {
-		fmt.Fprintln(stderr, "fusebox bench loop: --duration must be at least 30s (the incidents end at 28 s) and --rate positive")
+	if o.Duration < 40*time.Second || o.Rate <= 0 {
+		fmt.Fprintln(stderr, "fusebox bench loop: --duration must be at least 40s (the incidents end at 38 s) and --rate positive")
 		return exitUsage
 	}
 	res, err := loop.Run(ctx, o)

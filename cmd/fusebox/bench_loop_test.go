@@ -11,7 +11,7 @@ func TestBenchLoopUsage(t *testing.T) {
 		t.Errorf("bench --help does not list loop: exit %d\n%s", code, stderr)
 	}
 	for _, args := range [][]string{
-		{"bench", "loop", "--duration", "10s"},
+		{"bench", "loop", "--duration", "30s"},
 		{"bench", "loop", "--rate", "0"},
 		{"bench", "loop", "--nope"},
 	} {

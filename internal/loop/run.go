@@ -114,9 +114,9 @@ slos:
     burnrate:
       target: 0.99
       every: 1s
-      page: [{long: 6s, short: 2s, factor: 10}]
+      page: [{long: 10s, short: 2s, factor: 5}]
       ticket: []
-      min_events: 40
+      min_events: 50
       min_bad_events: 5
 breaker:
   target: [tenant, service, model]
