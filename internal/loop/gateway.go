@@ -32,7 +32,7 @@ import (
 type Gateway struct {
 	MW       *fusehttp.Middleware
 	Counters *fusehttp.Counters
-	// Shadow, when set, serves a half-open probe (fusehttp.LabelProbe)
+	// Shadow (NewGateway's shadow), when set, serves a half-open probe (fusehttp.LabelProbe)
 	// from this model and sends a copy of it, in the background, to the
 	// model asked for: the probe's span still tells fusebox how the
 	// failing model does, and the user does not wait for it.
@@ -53,7 +53,8 @@ type Gateway struct {
 // NewGateway starts a gateway on a loopback port. routes maps a model to
 // its provider's base URL; spans are produced with cl to topic (nil cl: no
 // export).
-func NewGateway(mw *fusehttp.Middleware, counters *fusehttp.Counters, routes map[string]string, cl *kgo.Client, topic string, seed uint64, start time.Time) (*Gateway, error) {
+// shadow is Gateway.Shadow ("" for none); start the run's start.
+func NewGateway(mw *fusehttp.Middleware, counters *fusehttp.Counters, routes map[string]string, cl *kgo.Client, topic string, seed uint64, start time.Time, shadow string) (*Gateway, error) {
 	targets := map[string]*url.URL{}
 	for m, u := range routes {
 		pu, err := url.Parse(u)
@@ -62,7 +63,7 @@ func NewGateway(mw *fusehttp.Middleware, counters *fusehttp.Counters, routes map
 		}
 		targets[m] = pu
 	}
-	g := &Gateway{MW: mw, Counters: counters, exp: newExporter(cl, topic, seed), targets: targets, start: start,
+	g := &Gateway{MW: mw, Counters: counters, exp: newExporter(cl, topic, seed), targets: targets, start: start, Shadow: shadow,
 		hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 10 * time.Second}}
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {

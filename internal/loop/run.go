@@ -257,7 +257,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			models = append(models, inc.Target.Model)
 		}
 	}
-	mk := func(d fusehttp.Decider, cl *kgo.Client) (*world, error) {
+	mk := func(d fusehttp.Decider, cl *kgo.Client, shadow string) (*world, error) {
 		w := &world{prov: map[string]*Provider{}, users: map[string]*calls{}}
 		routes := map[string]string{}
 		for i, m := range models {
@@ -269,19 +269,20 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		w.gw, err = NewGateway(mw, &counters, routes, cl, cfg.Topics.Spans[0], o.Seed, start)
+		w.gw, err = NewGateway(mw, &counters, routes, cl, cfg.Topics.Spans[0], o.Seed, start, shadow)
 		return w, err
 	}
-	with, err := mk(fc, prod)
+	shadow := Fallback
+	if o.NoShadow {
+		shadow = ""
+	}
+	with, err := mk(fc, prod, shadow)
 	if err != nil {
 		return nil, err
 	}
-	without, err := mk(never{}, nil)
+	without, err := mk(never{}, nil, "")
 	if err != nil {
 		return nil, err
-	}
-	if !o.NoShadow {
-		with.gw.Shadow = Fallback
 	}
 	direct := map[string]*calls{}
 	for _, w := range []*world{with, without} {
