@@ -64,7 +64,7 @@ func NewGateway(mw *fusehttp.Middleware, counters *fusehttp.Counters, routes map
 		targets[m] = pu
 	}
 	g := &Gateway{MW: mw, Counters: counters, exp: newExporter(cl, topic, seed), targets: targets, start: start, Shadow: shadow,
-		hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 10 * time.Second}}
+		hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64}, Timeout: 30 * time.Second}}
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			model := ""
@@ -80,7 +80,10 @@ func NewGateway(mw *fusehttp.Middleware, counters *fusehttp.Counters, routes map
 			pr.Out.Header[TenantHeader] = pr.In.Header[TenantHeader]
 		},
 		FlushInterval: -1,
-		ErrorLog:      log.New(io.Discard, "", 0), // the run's end cancels calls in flight
+		// Bounded connections per provider: a stalled machine queues
+		// requests instead of running out of file descriptors.
+		Transport: &http.Transport{MaxIdleConnsPerHost: 128, MaxConnsPerHost: 128},
+		ErrorLog:  log.New(io.Discard, "", 0), // the run's end cancels calls in flight
 	}
 	g.srv = httptest.NewServer(mw.Handler(g.record(proxy)))
 	return g, nil

@@ -301,7 +301,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// The users: open-loop arrivals at Rate per incident key, the same
 	// instants sent to both gateways; each request on its own goroutine.
 	// A long timeout: a loaded machine's delays must not turn into errors.
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 30 * time.Second}
+	// Connections per host are bounded (file descriptors): a stalled
+	// machine queues the users' requests, and their latency counts it.
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128, MaxConnsPerHost: 128}, Timeout: 30 * time.Second}
 	rctx, stopRun := context.WithTimeout(ctx, o.Duration)
 	defer stopRun()
 	var wg sync.WaitGroup
