@@ -32,7 +32,8 @@ const (
 	// LabelTooLarge: the body is over WithMaxBodyBytes; answered 413.
 	LabelTooLarge Label = "too_large"
 	// LabelUnkeyed: no key could be built (no model, a key callback
-	// error, a body that is not JSON); sent as asked (fail open).
+	// error, a body that is not JSON), or a degrade could not rewrite a
+	// body that is not a JSON object; sent as asked (fail open).
 	LabelUnkeyed Label = "unkeyed"
 	// LabelBadRequest: the body could not be read; answered 400.
 	LabelBadRequest Label = "bad_request"
