@@ -10,6 +10,9 @@ func TestBenchLoopUsage(t *testing.T) {
 	if code, _, stderr := runCmd(t, "bench", "--help"); code != exitOK || !strings.Contains(stderr, "loop ") {
 		t.Errorf("bench --help does not list loop: exit %d\n%s", code, stderr)
 	}
+	if code, _, stderr := runCmd(t, "demo", "--help"); code != exitOK || !strings.Contains(stderr, "-loop") {
+		t.Errorf("demo --help does not list --loop: exit %d\n%s", code, stderr)
+	}
 	for _, args := range [][]string{
 		{"bench", "loop", "--duration", "30s"},
 		{"bench", "loop", "--rate", "0"},
