@@ -239,3 +239,55 @@ def test_empty_and_missing_topic(kfake_broker: Broker, topic: str, publishers: A
         assert c.decide(t).outcome is Outcome.REJECT
     finally:
         c.stop()
+
+
+def count_records(bootstrap: str, topic: str) -> int:
+    """Records the topic holds now, read from the start by a plain consumer."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "count", "enable.auto.commit": False,
+                  "enable.partition.eof": True, "auto.offset.reset": "earliest"})
+    try:
+        parts = sorted(c.list_topics(topic, timeout=10).topics[topic].partitions)
+        c.assign([TopicPartition(topic, p, -2) for p in parts])
+        n, eof = 0, set()
+        deadline = time.monotonic() + 30
+        while len(eof) < len(parts) and time.monotonic() < deadline:
+            for m in c.consume(100, 0.2):
+                if m.error() is None:
+                    n += 1
+                elif m.error().code() == -191:  # _PARTITION_EOF
+                    eof.add(m.partition())
+        return n
+    finally:
+        c.close()
+
+
+def test_rebuild_after_real_compaction(apache_broker: Broker, topic: str, publishers: Any, tmp_path: Path) -> None:
+    """On Apache Kafka, whose log cleaner really compacts (the harness's fast
+    compaction): once older versions are gone, a new client rebuilds exactly
+    the newest command of every target from what is left."""
+    s = secret()
+    pub = publishers(apache_broker, topic, keyfile(tmp_path, "k.keys", f"k1:{s}\n"))
+    t0 = time.time_ns()
+    targets = [Key("acme", "chat", f"m{i}", "v") for i in range(3)]
+    latest = {}
+    for v in range(1, 8):
+        for t in targets:
+            latest[t] = pub.command(fields(cmd(t, v, ("trip", "degrade", "throttle")[v % 3], level=1 + (v % 3 == 0), issued=t0 + v, fraction=0.5)))
+    published = 7 * len(targets)
+    started = time.monotonic()
+    wait_for(lambda: count_records(apache_broker.bootstrap, topic) < published - len(targets), 90,
+             "the log cleaner to compact older versions away")
+    print(f"compacted after {time.monotonic() - started:.1f}s")
+    c = client_for(apache_broker, topic, f"k1:{s}\n")
+    c.start()
+    try:
+        assert c.wait_ready(60)
+        for t in targets:
+            got = c.state(t)
+            assert got is not None and got.encode() == latest[t]
+        st = c.stats()
+        assert st.records < published - len(targets) and st.applied == st.records
+    finally:
+        c.stop()
