@@ -291,3 +291,42 @@ def test_rebuild_after_real_compaction(apache_broker: Broker, topic: str, publis
         assert st.records < published - len(targets) and st.applied == st.records
     finally:
         c.stop()
+
+
+def test_unreachable_broker_is_loud_and_not_ready(caplog: pytest.LogCaptureFixture) -> None:
+    """No broker: the client retries, counts the failed opens, logs them,
+    and never claims to be ready (decide then allows: fail open)."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    c = Client(keyring=parse_keyring(f"k1:{secret()}"),
+               source=ConfluentSource({"bootstrap.servers": f"127.0.0.1:{port}", "socket.connection.setup.timeout.ms": 1000},
+                                      "fusebox.fuse", timeout=1.0))
+    with caplog.at_level("WARNING", logger="fusebox_fuse"):
+        c.start()
+        try:
+            wait_for(lambda: c.stats().source_errors >= 1, 30, "a failed open")
+            assert not c.ready and not c.wait_ready(0.5)
+            assert c.decide(Key("a", "b", "c", "d")).outcome is Outcome.ALLOW
+        finally:
+            c.stop()
+    assert any("opening the source failed" in r.getMessage() for r in caplog.records)
+
+
+def test_keyring_from_env_and_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fusebox_fuse import NoKeysError, keyring_from_env, load_keyring_file
+
+    a, b = secret(), secret()
+    monkeypatch.setenv("FUSEBOX_FUSE_KEYS", f"old:{a} not-after=2030-01-01T00:00:00Z,new:{b}")
+    kr = keyring_from_env()
+    assert kr.ids == ("old", "new") and kr.active == "new" and a not in repr(kr)
+    monkeypatch.setenv("FUSEBOX_FUSE_KEYS", " ")
+    with pytest.raises(NoKeysError):
+        keyring_from_env()
+    p = keyfile(tmp_path, "f.keys", f"# rotation\nold:{a} active\nnew:{b}\n")
+    assert load_keyring_file(str(p)).active == "old"
+    p.write_text("k1:zz\n")
+    with pytest.raises(Exception, match=r'entry 1 \(key id "k1"\): secret is not hex'):
+        load_keyring_file(str(p))
