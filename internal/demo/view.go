@@ -126,9 +126,10 @@ func fixedLines(rows, incs int) int { return 3 + 1 + rows + 2 + 2 + incs + 2 }
 
 // render draws the whole view into b, each line ended by "clear to end of
 // line", so that redrawing over the previous frame leaves no debris. It
-// fits h.width: table columns that do not fit are left out (the heading
-// says how many), other lines are cut; and h.height: fewer fuse commands
-// are listed.
+// fits h.width: table columns that do not fit are left out (a line says
+// how many), other lines are cut; and h.height (at most height-1 lines):
+// fewer fuse commands are listed, the latest, and on a terminal shorter
+// than the table the bottom is cut (a line says so).
 func (s *state) render(b *strings.Builder, h header) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -136,11 +137,10 @@ func (s *state) render(b *strings.Builder, h header) {
 	if width <= 0 {
 		width = defaultWidth
 	}
+	var lines []string
 	line := func(format string, args ...any) {
-		b.WriteString(cutVisible(fmt.Sprintf(format, args...), width))
-		b.WriteString(ansiEOL + "\n")
+		lines = append(lines, cutVisible(fmt.Sprintf(format, args...), width))
 	}
-	b.WriteString(ansiHome)
 	status := "running"
 	if h.finished {
 		status = ansiGreen + "scenario finished" + ansiReset + " — Ctrl-C to exit"
@@ -223,7 +223,7 @@ func (s *state) render(b *strings.Builder, h header) {
 	}
 	events := maxEvents
 	if h.height > 0 {
-		events = max(1, min(maxEvents, h.height-fixedLines(len(sorted), len(s.incs))))
+		events = max(1, min(maxEvents, h.height-1-fixedLines(len(sorted), len(s.incs))))
 	}
 	line("")
 	line("%sfuse commands, as a gateway applies them (signature verified):%s", ansiBold, ansiReset)
@@ -258,6 +258,18 @@ func (s *state) render(b *strings.Builder, h header) {
 	}
 	if n := len(s.elsewhere); n > 0 {
 		line("  %s%d trip(s) outside the incidents%s", ansiRed, n, ansiReset)
+	}
+	// At most height-1 lines: a newline on the last row would scroll the
+	// frame. What does not fit (a terminal shorter than the table) is
+	// cut from the bottom, and said.
+	if h.height > 1 && len(lines) > h.height-1 {
+		n := len(lines) - (h.height - 2)
+		lines = append(lines[:h.height-2], cutVisible(fmt.Sprintf("%s(%d more line(s) left out: enlarge the terminal to %d lines)%s",
+			ansiDim, n, len(lines)+1, ansiReset), width))
+	}
+	b.WriteString(ansiHome)
+	for _, l := range lines {
+		b.WriteString(l + ansiEOL + "\n")
 	}
 	b.WriteString(ansiEOS)
 }

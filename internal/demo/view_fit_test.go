@@ -69,11 +69,12 @@ func TestViewCarriesUnitsAndThresholds(t *testing.T) {
 // TestViewFitsTheTerminal: at any width no line is wider than the
 // terminal (a wider line wraps and scrolls the redrawn frame), columns
 // that do not fit are left out and counted, and at a short height fewer
-// fuse commands are listed (the latest) so the frame fits.
+// fuse commands are listed (the latest) so the frame fits, and a terminal
+// shorter than the rest loses the bottom lines, saying so.
 func TestViewFitsTheTerminal(t *testing.T) {
 	st := viewState(t)
 	for _, w := range []int{60, 80, 100, 120, 160, 240} {
-		for _, h := range []int{0, 24, 40} {
+		for _, h := range []int{0, 10, 24, 40} {
 			var b strings.Builder
 			st.render(&b, header{width: w, height: h, eventNow: st.start.Add(10 * time.Minute)})
 			lines := strings.Split(strings.TrimSuffix(b.String(), ansiEOS), "\n")
@@ -85,12 +86,16 @@ func TestViewFitsTheTerminal(t *testing.T) {
 					t.Errorf("width %d: a line of %d cells: %q", w, n, csi.ReplaceAllString(l, ""))
 				}
 			}
-			if h > 0 && len(lines) > h {
+			// height-1 at most: a newline on the last row scrolls.
+			if h > 0 && len(lines) > h-1 {
 				t.Errorf("width %d height %d: %d lines", w, h, len(lines))
 			}
 			plain := csi.ReplaceAllString(b.String(), "")
 			if w < 160 && !strings.Contains(plain, "left out: widen the terminal to") {
 				t.Errorf("width %d: no note of the columns left out", w)
+			}
+			if h == 10 && w >= 80 && !strings.Contains(plain, "left out: enlarge the terminal to") {
+				t.Errorf("height 10: the cut is not said:\n%s", plain)
 			}
 			if h == 24 && (!strings.Contains(plain, "+9m0s ") || strings.Contains(plain, "+0s ")) {
 				t.Errorf("height 24: the latest command is not listed:\n%s", plain)
