@@ -17,7 +17,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	name, rest := args[0], args[1:]
 	switch name {
 	case "help", "-h", "-help", "--help":
-		if name == "help" && len(rest) > 0 {
+		if name == "help" && len(rest) > 0 && rest[0] != "help" {
 			// `fusebox help broker` is `fusebox broker -h`; `fusebox help
 			// config check` is `fusebox config check -h`.
 			if c, ok := lookup(rest[0]); ok {

@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// The command-line conventions of every command (README "Running it"):
+// The command-line conventions of every command (README "Command line"):
 //   - -h, -help and --help print the command's usage to stdout and exit 0;
 //   - a bad command line prints ONE line to stderr, naming the problem and
 //     "see fusebox CMD -h", and exits 2 (exitUsage): no usage dump that

@@ -56,6 +56,7 @@ func TestDispatch(t *testing.T) {
 		{args: nil, code: exitUsage, stderr: []string{"Usage:", "broker", "version", "run"}, stdoutNone: true},
 		{args: []string{"help"}, code: exitOK, stdout: []string{"Usage:", "fusebox <command> [flags]", "broker", "version", "run"}},
 		{args: []string{"--help"}, code: exitOK, stdout: []string{"Usage:"}},
+		{args: []string{"help", "help"}, code: exitOK, stdout: []string{"Usage:"}},
 		{args: []string{"frobnicate"}, code: exitUsage, stderr: []string{`unknown command "frobnicate"; see fusebox help`}, stdoutNone: true},
 		{args: []string{"brokr"}, code: exitUsage, stderr: []string{`unknown command "brokr" (did you mean broker?)`}, stdoutNone: true},
 		{args: []string{"--brokers", "x"}, code: exitUsage, stderr: []string{"unknown flag --brokers (flags come after the command"}, stdoutNone: true},
