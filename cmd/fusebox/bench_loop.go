@@ -14,10 +14,10 @@ import (
 func benchLoop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("bench loop", "[flags]",
 		"Sends users' requests through a fusehttp gateway to simulated OpenAI-compatible providers with scripted\n"+
-			"incidents (a latency tail, an error burst), while fusebox on an in-process broker judges the gateway's\n"+
+			"incidents (a latency tail, an error burst, a canary's confidence drift), while fusebox on an in-process broker judges the gateway's\n"+
 			"spans and the gateway follows its fuse commands; the same traffic goes through a gateway without the\n"+
 			"loop. Prints, per incident, the users' P99.9, error rate and compliance with and without the loop, and\n"+
-			"the failing provider's own (its direct traffic, the half-open probes). Wall time: --duration.", stderr)
+			"the failing provider's own (its direct traffic, the half-open probes). Wall time: --duration.", stdout)
 	o := loop.DefaultOptions()
 	fs.DurationVar(&o.Duration, "duration", o.Duration, "wall time of the run (the incidents are at 8-38 s)")
 	fs.Float64Var(&o.Rate, "rate", o.Rate, "users' requests per second per incident key")

@@ -53,7 +53,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.ClickHouseDatabase, "clickhouse-database", "fusebox", "ClickHouse `database` (created if missing)")
 	fs.StringVar(&o.ClickHouseUser, "clickhouse-user", "default", "ClickHouse `user`")
 	password := fs.String("clickhouse-password", "", "ClickHouse `password` (default: $FUSEBOX_CLICKHOUSE_PASSWORD)")
-	loopMode := fs.Bool("loop", false, "instead: the closed loop over HTTP (a fusehttp gateway, simulated providers; 50 s, see `fusebox bench loop`)")
+	loopMode := fs.Bool("loop", false, "instead: the closed loop over HTTP (a fusehttp gateway, simulated providers; 60 s; see fusebox bench loop)")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}
