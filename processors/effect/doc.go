@@ -65,13 +65,18 @@
 //     or the gateway moved all traffic to keys outside it);
 //   - superseded (insufficient_data): a newer command (not a refresh)
 //     for the target came before the judgement ended; its version is in
-//     detail superseded_by;
+//     detail superseded_by. A half-open supersedes only an earlier
+//     half-open: the judgement of the command that opened the target goes
+//     on while the half-open probes (the users' traffic is still where
+//     that command sent it), and the two are judged side by side; a
+//     re-trip, an escalation or a close supersedes both;
 //   - slo_removed (insufficient_data): the signal's SLO is no longer in
 //     the configuration (after an edit and a restart).
 //
 // A refresh (a command that re-issues the target's previous command
-// unchanged but for version and times: same action, state, level,
-// fallback, fraction and incident) is not judged on its own: the decision
+// unchanged but for version, times and reason texts: same action, state,
+// level, fallback, fraction, incident and reason verdict ids) is not
+// judged on its own: the decision
 // it repeats is already being judged.
 //
 // # The verdict

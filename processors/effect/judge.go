@@ -1,6 +1,8 @@
 package effect
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"slices"
 	"strings"
@@ -37,9 +39,21 @@ type Judge struct {
 	cfg     Config
 	version string
 	every   map[string]int64
-	targets map[schemas.Key]*judgement
+	// targets holds per target the judgement of its latest command
+	// (slot{probe: false}) and, while a half-open probes, the half-open's
+	// (slot{probe: true}): a half-open does not end the judgement of the
+	// command that opened the target, the users' traffic still goes where
+	// that command sent it.
+	targets map[slot]*judgement
 	stats   Stats
 }
+
+type slot struct {
+	key   schemas.Key
+	probe bool
+}
+
+func (g *judgement) slot() slot { return slot{g.Target, g.Action == schemas.ActionHalfOpen} }
 
 // Stats counts what the judge saw and did (part of the snapshot).
 type Stats struct {
@@ -62,7 +76,7 @@ func New(cfg Config, configVersion string, every map[string]time.Duration) (*Jud
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	j := &Judge{cfg: cfg, version: configVersion, every: make(map[string]int64, len(every)), targets: map[schemas.Key]*judgement{}}
+	j := &Judge{cfg: cfg, version: configVersion, every: make(map[string]int64, len(every)), targets: map[slot]*judgement{}}
 	for slo, d := range every {
 		if d <= 0 {
 			return nil, errors.Join(ErrNoInterval, errors.New("SLO "+slo+": "+d.String()))
@@ -94,6 +108,9 @@ type judgement struct {
 	Fallback string               `json:"fallback"`
 	Fraction float64              `json:"fraction"`
 	Incident string               `json:"incident"`
+	// Reasons digests the command's reason verdict ids: a refresh cites
+	// the same verdicts, a re-trip of the same incident new ones.
+	Reasons string `json:"reasons"`
 	// The signal: the (processor, SLO, metric) of the verdict that caused
 	// the command, the key it was for (Cause) and its budget.
 	Processor string      `json:"processor"`
@@ -121,10 +138,21 @@ type judgement struct {
 }
 
 // refreshedBy reports whether c re-issues g's command unchanged but for
-// version and times.
+// version, times and reason texts.
 func (g *judgement) refreshedBy(c *schemas.FuseCommand) bool {
 	return c.Action == g.Action && c.State == g.State && c.Level == g.Level && c.Fallback == g.Fallback &&
-		c.ThrottleFraction == g.Fraction && incident(c) == g.Incident && c.Version > g.Version
+		c.ThrottleFraction == g.Fraction && incident(c) == g.Incident && reasonsDigest(c) == g.Reasons && c.Version > g.Version
+}
+
+// reasonsDigest is the hex SHA-256 (first 8 bytes) of c's reason verdict
+// ids, in order.
+func reasonsDigest(c *schemas.FuseCommand) string {
+	h := sha256.New()
+	for _, r := range c.Reasons {
+		h.Write([]byte(r.VerdictID))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 func incident(c *schemas.FuseCommand) string {
@@ -168,10 +196,11 @@ func (j *Judge) Evaluate(now int64, verdicts []schemas.Verdict, cmds []schemas.F
 		}
 	}
 	for k, g := range j.targets {
-		if !g.Pending && (g.Action == schemas.ActionClose || now-g.IssuedAt >= int64(j.cfg.EvictAfter)) {
-			// A decided close needs nothing more (the next trip has its
-			// own cause); other decided judgements are kept for the
-			// half-open that inherits their signal, until EvictAfter.
+		if !g.Pending && (k.probe || g.Action == schemas.ActionClose || now-g.IssuedAt >= int64(j.cfg.EvictAfter)) {
+			// A decided close or half-open needs nothing more (the next
+			// trip has its own cause); other decided judgements are kept
+			// for the half-open that inherits their signal, until
+			// EvictAfter.
 			delete(j.targets, k)
 			j.stats.Evictions++
 		}
@@ -193,7 +222,7 @@ func (j *Judge) advance(now int64, verdicts []schemas.Verdict) []schemas.Verdict
 	if len(pend) == 0 {
 		return nil
 	}
-	slices.SortFunc(pend, func(a, b *judgement) int { return strings.Compare(a.Target.String(), b.Target.String()) })
+	slices.SortFunc(pend, compareJudgements)
 	var bySignal map[signal][]int
 	var out []schemas.Verdict
 	for _, g := range pend {
@@ -293,21 +322,27 @@ func rank(s schemas.Status) int {
 // and c's own when its cause is unknown.
 func (j *Judge) command(out []schemas.Verdict, now int64, c *schemas.FuseCommand, verdicts []schemas.Verdict, byID map[string]int) []schemas.Verdict {
 	j.stats.Commands++
-	prev := j.targets[c.Target]
+	probe := c.Action == schemas.ActionHalfOpen
+	prev := j.targets[slot{c.Target, probe}]
 	if prev != nil && prev.refreshedBy(c) {
 		j.stats.Refreshes++
 		return out
 	}
-	if prev != nil && prev.Pending {
-		out = append(out, j.decide(prev, now, OutcomeSuperseded, c.Version))
+	// A half-open ends only an earlier half-open's judgement; any other
+	// command ends both the target's.
+	for _, sl := range []slot{{c.Target, false}, {c.Target, true}} {
+		if g := j.targets[sl]; g != nil && g.Pending && (sl.probe || !probe) {
+			out = append(out, j.decide(g, now, OutcomeSuperseded, c.Version))
+		}
 	}
+	main := j.targets[slot{c.Target, false}]
 	if prev == nil && len(j.targets) >= j.cfg.MaxTargets {
 		j.stats.TargetOverflow++
 		return out
 	}
 	g := &judgement{
 		Target: c.Target, Version: c.Version, IssuedAt: c.IssuedAtUnixNano, Action: c.Action, State: c.State, Level: c.Level,
-		Fallback: c.Fallback, Fraction: c.ThrottleFraction, Incident: incident(c), Scope: Scope(c.Action, c.Target), Pending: true,
+		Fallback: c.Fallback, Fraction: c.ThrottleFraction, Incident: incident(c), Reasons: reasonsDigest(c), Scope: Scope(c.Action, c.Target), Pending: true,
 	}
 	cause := -1
 	for i := len(c.Reasons) - 1; i >= 0 && cause < 0; i-- {
@@ -320,18 +355,21 @@ func (j *Judge) command(out []schemas.Verdict, now int64, c *schemas.FuseCommand
 		v := &verdicts[cause]
 		g.Processor, g.SLO, g.Metric, g.Cause, g.Threshold, g.Before = v.Processor, v.SLO, v.Metric, v.Key, v.Threshold, v.Value
 		g.Own, g.OwnSeen = v.Value, v.Status != schemas.StatusInsufficientData
-	case prev != nil && prev.SLO != "":
+	case main != nil && main.SLO != "":
 		// A half-open: its reasons are the trip's verdicts, evaluations
 		// ago. The signal is the trip's; before is its latest value on
 		// the tripping key.
-		g.Processor, g.SLO, g.Metric, g.Cause, g.Threshold = prev.Processor, prev.SLO, prev.Metric, prev.Cause, prev.Threshold
-		g.Before = prev.Before
-		if prev.OwnSeen {
-			g.Before = prev.Own
+		g.Processor, g.SLO, g.Metric, g.Cause, g.Threshold = main.Processor, main.SLO, main.Metric, main.Cause, main.Threshold
+		g.Before = main.Before
+		if main.OwnSeen {
+			g.Before = main.Own
 		}
-		g.Own, g.OwnSeen = prev.Own, prev.OwnSeen
+		g.Own, g.OwnSeen = main.Own, main.OwnSeen
 	}
-	j.targets[c.Target] = g
+	j.targets[g.slot()] = g
+	if !probe {
+		delete(j.targets, slot{c.Target, true})
+	}
 	if g.SLO == "" {
 		out = append(out, j.decide(g, now, OutcomeUnknownCause, 0))
 	}
@@ -377,6 +415,13 @@ func (j *Judge) decide(g *judgement, now int64, outcome string, supersededBy uin
 		{Name: "superseded_by", Value: float64(supersededBy)},
 	}
 	return v
+}
+
+func compareJudgements(a, b *judgement) int {
+	if c := strings.Compare(a.Target.String(), b.Target.String()); c != 0 {
+		return c
+	}
+	return strings.Compare(string(a.Action), string(b.Action))
 }
 
 func floorDiv(a, b int64) int64 {

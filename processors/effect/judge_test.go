@@ -220,6 +220,43 @@ func TestJudge(t *testing.T) {
 			},
 		},
 		{
+			name: "a half-open does not end the trip's judgement: both are judged, each on its scope",
+			n:    10,
+			steps: []step{
+				tripped(schemas.ActionTrip, failing),
+				after(1, v(failing, breach, 8000, 300), v(fallback, ok, 800, 900)),
+				{at: t0 + 2*minute, verdicts: []schemas.Verdict{verdict(failing, t0+2*minute, breach, 7000, 40)},
+					cmds: []schemas.FuseCommand{command(failing, schemas.ActionHalfOpen, schemas.StateHalfOpen, 8, t0+2*minute, verdict(failing, t0, breach, 9000, 500))}},
+				after(3, v(failing, breach, 6000, 30), v(fallback, ok, 800, 900)),
+				after(4, v(failing, ok, 900, 30), v(fallback, ok, 800, 900)),
+			},
+			want: []want{
+				{"half_open:recovered", ok, 4, 7000, 900, 2, 2, 0},
+				{"trip:recovered", ok, 4, 9000, 800, 4, 4, 0},
+			},
+		},
+		{
+			name: "a re-trip ends the pending trip and half-open; a close ends the pending trip",
+			n:    10,
+			steps: func() []step {
+				retrip := verdict(failing, t0+3*minute, breach, 8000, 30)
+				okv := verdict(failing, t0+9*minute, ok, 900, 30)
+				return []step{
+					tripped(schemas.ActionTrip, failing),
+					{at: t0 + 2*minute, cmds: []schemas.FuseCommand{command(failing, schemas.ActionHalfOpen, schemas.StateHalfOpen, 8, t0+2*minute, verdict(failing, t0, breach, 9000, 500))}},
+					{at: t0 + 3*minute, verdicts: []schemas.Verdict{retrip}, cmds: []schemas.FuseCommand{command(failing, schemas.ActionTrip, schemas.StateOpen, 9, t0+3*minute, retrip)}},
+					{at: t0 + 9*minute, verdicts: []schemas.Verdict{okv, verdict(fallback, t0+9*minute, warn, 3100, 900)},
+						cmds: []schemas.FuseCommand{command(failing, schemas.ActionClose, schemas.StateClosed, 10, t0+9*minute, okv)}},
+					after(10, v(failing, ok, 950, 30)),
+				}
+			}(),
+			want: []want{
+				{"trip:superseded", insuf, 3, 9000, 8000, 3, 1, 9},
+				{"half_open:superseded", insuf, 3, 9000, 8000, 1, 1, 9},
+				{"trip:superseded", insuf, 9, 8000, 3100, 6, 1, 10},
+			},
+		},
+		{
 			name: "a close holds for N evaluations without a breach (warn allowed)",
 			n:    3,
 			steps: func() []step {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/fusebox-dev/fusebox/schemas"
 )
 
 // SnapshotFormat names the encoding MarshalBinary writes.
@@ -34,7 +32,7 @@ func (j *Judge) MarshalBinary() ([]byte, error) {
 	for _, g := range j.targets {
 		s.Judgements = append(s.Judgements, g)
 	}
-	slices.SortFunc(s.Judgements, func(a, b *judgement) int { return strings.Compare(a.Target.String(), b.Target.String()) })
+	slices.SortFunc(s.Judgements, compareJudgements)
 	return json.Marshal(&s)
 }
 
@@ -51,15 +49,15 @@ func (j *Judge) UnmarshalBinary(data []byte) error {
 	if s.Format != SnapshotFormat {
 		return fmt.Errorf("%w: format %q, want %q", ErrSnapshot, s.Format, SnapshotFormat)
 	}
-	targets := make(map[schemas.Key]*judgement, len(s.Judgements))
+	targets := make(map[slot]*judgement, len(s.Judgements))
 	for i, g := range s.Judgements {
 		if g == nil {
 			return fmt.Errorf("%w: judgements[%d]: null", ErrSnapshot, i)
 		}
-		if _, dup := targets[g.Target]; dup {
+		if _, dup := targets[g.slot()]; dup {
 			return fmt.Errorf("%w: judgements[%d].target: %s repeated", ErrSnapshot, i, g.Target.String())
 		}
-		targets[g.Target] = g
+		targets[g.slot()] = g
 	}
 	j.targets, j.stats = targets, s.Stats
 	return nil
