@@ -104,8 +104,12 @@ func TestE2EEffectVerdicts(t *testing.T) {
 		issuedAt, decidedAt   int64
 	}
 	onKafka := map[string]effectRow{}
+	healthy := map[schemas.Key]int{} // judged tail verdicts of the keys no incident touched
 	for _, v := range kafkaVerdicts(t, k, cfg.Topics.Verdicts) {
 		if v.Processor != "effect" {
+			if v.Key.Model == "small" && v.Status != schemas.StatusInsufficientData {
+				healthy[v.Key]++
+			}
 			continue
 		}
 		d := func(n string) float64 { x, _ := v.Detail(n); return x }
@@ -132,6 +136,13 @@ func TestE2EEffectVerdicts(t *testing.T) {
 			t.Errorf("%s: recovered with status %s after %.0f in %v evaluations", v.Key.String(), v.Status, row.after, row.evaluations)
 		case want == "trip:not_recovered" && (v.Status != schemas.StatusBreach || row.after <= 6000 || row.evaluations != 8):
 			t.Errorf("%s: not recovered with status %s after %.0f in %v evaluations", v.Key.String(), v.Status, row.after, row.evaluations)
+		}
+	}
+	// The healthy keys kept their verdicts, every minute, through both
+	// incidents and trips.
+	for _, key := range []schemas.Key{{Tenant: "acme", Service: "chat", Model: "small", Variant: "baseline"}, {Tenant: "globex", Service: "chat", Model: "small", Variant: "baseline"}} {
+		if healthy[key] < 20 {
+			t.Errorf("%s: %d judged verdicts in 26 minutes, want one a minute after the first window", key.String(), healthy[key])
 		}
 	}
 	if len(onKafka) != 2 {
