@@ -73,7 +73,13 @@ func EffectLine(v *schemas.Verdict, start time.Time) string {
 	d := func(name string) float64 { x, _ := v.Detail(name); return x }
 	k, n := strconv.Itoa(int(d("evaluations"))), strconv.Itoa(int(d("max_evaluations")))
 	b.WriteString(" " + v.Key.String() + " " + action + " v" + strconv.FormatUint(uint64(d("command_version")), 10))
-	b.WriteString(" " + v.Metric + " " + num(d("before")) + " → " + num(d("after")) + " (budget " + num(v.Threshold) + ") ")
+	b.WriteString(" " + v.Metric + " " + num(d("before")) + " → " + num(d("after")))
+	if st := d("after_status"); st >= 2 {
+		// The after value of a warn or a breach can sit under the budget
+		// (a burn rate's short window): say which it was.
+		b.WriteString(" [" + map[bool]string{true: "breach", false: "warn"}[st == 3] + "]")
+	}
+	b.WriteString(" (budget " + num(v.Threshold) + ") ")
 	switch outcome {
 	case effect.OutcomeRecovered:
 		b.WriteString("recovered at evaluation " + k + " of " + n)

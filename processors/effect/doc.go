@@ -34,7 +34,8 @@
 //     gateway that did not act) shows as not recovered.
 //   - rollback moves the canary's traffic to the baseline of the same
 //     model: the scope is every variant of the target's model.
-//   - throttle, scale_out and half_open keep the traffic on the target
+//   - throttle, scale_out and half_open (any command in state half_open)
+//     keep the traffic on the target
 //     (a fraction, more capacity, a probe): the scope is the target.
 //   - close sends the traffic back to the target: the scope is the target,
 //     and the question is whether the recovery holds.
@@ -85,8 +86,12 @@
 // target; window [the command's issued-at, the deciding evaluation];
 // Value the after value (0 when insufficient_data); Threshold the
 // signal's budget; N the observations behind the after value; Method
-// ACTION:OUTCOME. Details, always in this order: command_version,
-// command_level, before, after, recovered (1 recovered or held, else 0),
+// ACTION:OUTCOME, where ACTION is the command's action, or half_open for
+// any command in state half_open (the breaker keeps a degrade's or a
+// throttle's action while it probes: it is judged as the probe it is).
+// Details, always in this order: command_version, command_level, before,
+// after, after_status (of the after value: 0 none, 1 ok, 2 warn, 3
+// breach), recovered (1 recovered or held, else 0),
 // evaluations (taken to decide), max_evaluations (the configured
 // Evaluations), evaluations_with_traffic, scope_keys (keys behind the
 // after value), superseded_by. The id is schemas.VerdictID("effect", SLO,

@@ -25,7 +25,7 @@ const (
 
 // DetailNames lists the details of every effect verdict, in order.
 var DetailNames = []string{
-	"command_version", "command_level", "before", "after", "recovered",
+	"command_version", "command_level", "before", "after", "after_status", "recovered",
 	"evaluations", "max_evaluations", "evaluations_with_traffic", "scope_keys", "superseded_by",
 }
 
@@ -53,7 +53,17 @@ type slot struct {
 	probe bool
 }
 
-func (g *judgement) slot() slot { return slot{g.Target, g.Action == schemas.ActionHalfOpen} }
+func (g *judgement) slot() slot { return slot{g.Target, g.Role == schemas.ActionHalfOpen} }
+
+// role is what a command does with the traffic: its action, or half_open
+// for any command in state half_open (the breaker keeps a degrade's or a
+// throttle's action while it probes).
+func role(c *schemas.FuseCommand) schemas.Action {
+	if c.State == schemas.StateHalfOpen {
+		return schemas.ActionHalfOpen
+	}
+	return c.Action
+}
 
 // Stats counts what the judge saw and did (part of the snapshot).
 type Stats struct {
@@ -99,10 +109,13 @@ func (j *Judge) Stats() Stats {
 
 // judgement is the latest judged command of one target.
 type judgement struct {
-	Target   schemas.Key          `json:"target"`
-	Version  uint64               `json:"version"`
-	IssuedAt int64                `json:"issued_at"`
-	Action   schemas.Action       `json:"action"`
+	Target   schemas.Key    `json:"target"`
+	Version  uint64         `json:"version"`
+	IssuedAt int64          `json:"issued_at"`
+	Action   schemas.Action `json:"action"`
+	// Role is role(the command): what decides its scope, slot and the
+	// ACTION of its verdict's method.
+	Role     schemas.Action       `json:"role"`
 	State    schemas.BreakerState `json:"state"`
 	Level    int                  `json:"level"`
 	Fallback string               `json:"fallback"`
@@ -196,7 +209,7 @@ func (j *Judge) Evaluate(now int64, verdicts []schemas.Verdict, cmds []schemas.F
 		}
 	}
 	for k, g := range j.targets {
-		if !g.Pending && (k.probe || g.Action == schemas.ActionClose || now-g.IssuedAt >= int64(j.cfg.EvictAfter)) {
+		if !g.Pending && (k.probe || g.Role == schemas.ActionClose || now-g.IssuedAt >= int64(j.cfg.EvictAfter)) {
 			// A decided close or half-open needs nothing more (the next
 			// trip has its own cause); other decided judgements are kept
 			// for the half-open that inherits their signal, until
@@ -256,7 +269,7 @@ func (j *Judge) advance(now int64, verdicts []schemas.Verdict) []schemas.Verdict
 			outcome := OutcomeNoTraffic
 			if g.WithTraffic > 0 {
 				outcome = OutcomeNotRecovered
-				if g.Action == schemas.ActionClose {
+				if g.Role == schemas.ActionClose {
 					outcome = OutcomeHeld
 				}
 			}
@@ -289,7 +302,7 @@ func (j *Judge) take(g *judgement, now int64, verdicts []schemas.Verdict, idx []
 	}
 	g.WithTraffic++
 	g.After, g.AfterStatus, g.AfterN, g.AfterKeys = best.Value, best.Status, best.N, keys
-	if g.Action == schemas.ActionClose {
+	if g.Role == schemas.ActionClose {
 		return OutcomeRelapsed, best.Status == schemas.StatusBreach
 	}
 	return OutcomeRecovered, best.Status == schemas.StatusOK
@@ -307,6 +320,15 @@ func worse(a, b *schemas.Verdict) bool {
 	return a.Key.String() < b.Key.String()
 }
 
+// afterRank is the after_status detail: 0 no after value yet, 1 ok, 2
+// warn, 3 breach.
+func afterRank(g *judgement) int {
+	if g.WithTraffic == 0 {
+		return 0
+	}
+	return rank(g.AfterStatus)
+}
+
 func rank(s schemas.Status) int {
 	switch s {
 	case schemas.StatusBreach:
@@ -322,7 +344,7 @@ func rank(s schemas.Status) int {
 // and c's own when its cause is unknown.
 func (j *Judge) command(out []schemas.Verdict, now int64, c *schemas.FuseCommand, verdicts []schemas.Verdict, byID map[string]int) []schemas.Verdict {
 	j.stats.Commands++
-	probe := c.Action == schemas.ActionHalfOpen
+	probe := role(c) == schemas.ActionHalfOpen
 	prev := j.targets[slot{c.Target, probe}]
 	if prev != nil && prev.refreshedBy(c) {
 		j.stats.Refreshes++
@@ -341,8 +363,8 @@ func (j *Judge) command(out []schemas.Verdict, now int64, c *schemas.FuseCommand
 		return out
 	}
 	g := &judgement{
-		Target: c.Target, Version: c.Version, IssuedAt: c.IssuedAtUnixNano, Action: c.Action, State: c.State, Level: c.Level,
-		Fallback: c.Fallback, Fraction: c.ThrottleFraction, Incident: incident(c), Reasons: reasonsDigest(c), Scope: Scope(c.Action, c.Target), Pending: true,
+		Target: c.Target, Version: c.Version, IssuedAt: c.IssuedAtUnixNano, Action: c.Action, Role: role(c), State: c.State, Level: c.Level,
+		Fallback: c.Fallback, Fraction: c.ThrottleFraction, Incident: incident(c), Reasons: reasonsDigest(c), Scope: Scope(role(c), c.Target), Pending: true,
 	}
 	cause := -1
 	for i := len(c.Reasons) - 1; i >= 0 && cause < 0; i-- {
@@ -396,7 +418,7 @@ func (j *Judge) decide(g *judgement, now int64, outcome string, supersededBy uin
 		ID:        schemas.VerdictID(Name, g.SLO, g.Metric, g.Target, int64(g.Version), j.version),
 		Processor: Name, SLO: g.SLO, Metric: g.Metric, Key: g.Target,
 		WindowStartUnixNano: g.IssuedAt, WindowEndUnixNano: max(now, g.IssuedAt),
-		Threshold: g.Threshold, Status: status, Method: string(g.Action) + ":" + outcome,
+		Threshold: g.Threshold, Status: status, Method: string(g.Role) + ":" + outcome,
 		ConfigVersion: j.version,
 	}
 	if status != schemas.StatusInsufficientData {
@@ -407,6 +429,7 @@ func (j *Judge) decide(g *judgement, now int64, outcome string, supersededBy uin
 		{Name: "command_level", Value: float64(g.Level)},
 		{Name: "before", Value: g.Before},
 		{Name: "after", Value: g.After},
+		{Name: "after_status", Value: float64(afterRank(g))},
 		{Name: "recovered", Value: recovered},
 		{Name: "evaluations", Value: float64(g.Evaluations)},
 		{Name: "max_evaluations", Value: float64(j.cfg.Evaluations)},

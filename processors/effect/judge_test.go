@@ -236,6 +236,26 @@ func TestJudge(t *testing.T) {
 			},
 		},
 		{
+			name: "a degrade in state half_open is judged as a probe, on the target, beside the degrade",
+			n:    10,
+			steps: func() []step {
+				ho := command(failing, schemas.ActionDegrade, schemas.StateHalfOpen, 8, t0+2*minute, verdict(failing, t0, breach, 9000, 500))
+				ho.Fallback = "small"
+				s := tripped(schemas.ActionDegrade, failing)
+				s.cmds[0].Fallback = "small"
+				return []step{s,
+					after(1, v(failing, breach, 8000, 300), v(fallback, breach, 7000, 900)),
+					{at: t0 + 2*minute, cmds: []schemas.FuseCommand{ho}},
+					after(3, v(failing, ok, 900, 30), v(fallback, warn, 3100, 900)),
+					after(4, v(failing, ok, 900, 30), v(fallback, ok, 800, 900)),
+				}
+			}(),
+			want: []want{
+				{"half_open:recovered", ok, 3, 8000, 900, 1, 1, 0},
+				{"degrade:recovered", ok, 4, 9000, 800, 4, 3, 0},
+			},
+		},
+		{
 			name: "a re-trip ends the pending trip and half-open; a close ends the pending trip",
 			n:    10,
 			steps: func() []step {
@@ -314,6 +334,9 @@ func TestJudge(t *testing.T) {
 				wantRecovered := 0.0
 				if g.Status == ok {
 					wantRecovered = 1
+				}
+				if as := detail(g, "after_status"); (g.Status == ok && as != 1) || (g.Status == breach && as < 2) || (detail(g, "evaluations_with_traffic") == 0) != (as == 0) {
+					t.Errorf("verdict %d: after_status %v with status %s", i, as, g.Status)
 				}
 				if detail(g, "recovered") != wantRecovered {
 					t.Errorf("verdict %d: recovered %v with status %s", i, detail(g, "recovered"), g.Status)

@@ -245,6 +245,7 @@ SELECT
     toUInt8(detail_values[indexOf(detail_names, 'recovered')]) AS recovered,
     detail_values[indexOf(detail_names, 'before')] AS before_value,
     detail_values[indexOf(detail_names, 'after')] AS after_value,
+    toUInt8(detail_values[indexOf(detail_names, 'after_status')]) AS after_status,
     threshold,
     toUInt32(detail_values[indexOf(detail_names, 'evaluations')]) AS evaluations,
     toUInt32(detail_values[indexOf(detail_names, 'max_evaluations')]) AS max_evaluations,

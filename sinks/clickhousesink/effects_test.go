@@ -22,7 +22,7 @@ func makeEffect(target schemas.Key, version uint64, method string, status schema
 		WindowStartUnixNano: issued, WindowEndUnixNano: issued + int64(evals)*60e9,
 		Value: after, Threshold: 3000, Status: status, Method: method, N: 900,
 		Details: []schemas.Detail{{Name: "command_version", Value: float64(version)}, {Name: "command_level", Value: 2},
-			{Name: "before", Value: before}, {Name: "after", Value: after}, {Name: "recovered", Value: recovered},
+			{Name: "before", Value: before}, {Name: "after", Value: after}, {Name: "after_status", Value: 3 - 2*recovered}, {Name: "recovered", Value: recovered},
 			{Name: "evaluations", Value: float64(evals)}, {Name: "max_evaluations", Value: 10},
 			{Name: "evaluations_with_traffic", Value: float64(evals)}, {Name: "scope_keys", Value: 3}, {Name: "superseded_by", Value: 0}},
 		ConfigVersion: "v1",
@@ -53,7 +53,7 @@ func TestFuseEffectsView(t *testing.T) {
 
 	conn := ch.ConnDatabase(t, db)
 	rows, err := conn.Query(context.Background(), `SELECT id, target_tenant, target_model, command_version, action, outcome, status,
-		recovered, before_value, after_value, evaluations, max_evaluations, issued_at_unix_nano, decided_at_unix_nano
+		recovered, after_status, before_value, after_value, evaluations, max_evaluations, issued_at_unix_nano, decided_at_unix_nano
 		FROM fuse_effects ORDER BY command_version`)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestFuseEffectsView(t *testing.T) {
 		id, tenant, model       string
 		version                 uint64
 		action, outcome, status string
-		recovered               uint8
+		recovered, afterStatus  uint8
 		before, after           float64
 		evals, maxEvals         uint32
 		issued, decided         int64
@@ -71,7 +71,7 @@ func TestFuseEffectsView(t *testing.T) {
 	var got []row
 	for rows.Next() {
 		var r row
-		if err := rows.Scan(&r.id, &r.tenant, &r.model, &r.version, &r.action, &r.outcome, &r.status, &r.recovered,
+		if err := rows.Scan(&r.id, &r.tenant, &r.model, &r.version, &r.action, &r.outcome, &r.status, &r.recovered, &r.afterStatus,
 			&r.before, &r.after, &r.evals, &r.maxEvals, &r.issued, &r.decided); err != nil {
 			t.Fatal(err)
 		}
@@ -81,8 +81,8 @@ func TestFuseEffectsView(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []row{
-		{vs[0].ID, "acme", "big", version, "trip", "recovered", "ok", 1, 9000, 800, 4, 10, vs[0].WindowStartUnixNano, vs[0].WindowEndUnixNano},
-		{vs[1].ID, "acme", "big", version + 1, "half_open", "not_recovered", "breach", 0, 6000, 7000, 10, 10, vs[1].WindowStartUnixNano, vs[1].WindowEndUnixNano},
+		{vs[0].ID, "acme", "big", version, "trip", "recovered", "ok", 1, 1, 9000, 800, 4, 10, vs[0].WindowStartUnixNano, vs[0].WindowEndUnixNano},
+		{vs[1].ID, "acme", "big", version + 1, "half_open", "not_recovered", "breach", 0, 3, 6000, 7000, 10, 10, vs[1].WindowStartUnixNano, vs[1].WindowEndUnixNano},
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("fuse_effects:\n got  %+v\n want %+v", got, want)
