@@ -71,8 +71,6 @@ func TestParseErrorsNameFileLineAndField(t *testing.T) {
 			[]string{"x.yaml:3: evaluations.rules[0]: needs labels or score_at_most"}},
 		{"log topic is a span topic", "topics:\n  logs: [otlp_spans]\nevaluations:\n  rules: [{name: f, labels: [x]}]\nslos:\n  - name: a\n    tail: {budget: 1}\n",
 			[]string{`x.yaml:2: topics.logs: log topic "otlp_spans" is also a span or correction topic`}},
-		{"effect evaluations", "effect:\n  evaluations: 0\nslos:\n  - name: a\n    tail: {budget: 1}\n", []string{"x.yaml:2: effect.evaluations: must be in [1, 1000], got 0"}},
-		{"effect field", "effect:\n  evaluation: 3\nslos:\n  - name: a\n    tail: {budget: 1}\n", []string{"x.yaml:2: effect.evaluation: unknown field (did you mean evaluations?)"}},
 		{"not yaml", "slos: [\n", []string{"x.yaml"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,12 +109,6 @@ func TestVersionHashesOnlyWhatDecidesVerdicts(t *testing.T) {
 	}
 	if v := parse("time: {allowed_lateness: 1m}\n" + minimal); v == base {
 		t.Fatal("version did not change with the allowed lateness")
-	}
-	if v := parse("effect: {evaluations: 10}\n" + minimal); v != base {
-		t.Fatalf("version changed with the default effect section written out: %s -> %s", base, v)
-	}
-	if v := parse("effect: {evaluations: 4}\n" + minimal); v == base {
-		t.Fatal("version did not change with effect.evaluations")
 	}
 	if v := parse("version: pinned\n" + minimal); v != "pinned" {
 		t.Fatalf("explicit version %q, want pinned", v)
