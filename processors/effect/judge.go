@@ -440,11 +440,21 @@ func (j *Judge) decide(g *judgement, now int64, outcome string, supersededBy uin
 	return v
 }
 
+// compareJudgements orders judgements by target, the open command's
+// before the half-open's: a total order on the slots (one judgement per
+// slot), so that the verdicts decided at one boundary come out in one
+// order whatever the map's.
 func compareJudgements(a, b *judgement) int {
 	if c := strings.Compare(a.Target.String(), b.Target.String()); c != 0 {
 		return c
 	}
-	return strings.Compare(string(a.Action), string(b.Action))
+	switch pa, pb := a.slot().probe, b.slot().probe; {
+	case pa == pb:
+		return 0
+	case pb:
+		return -1
+	}
+	return 1
 }
 
 func floorDiv(a, b int64) int64 {

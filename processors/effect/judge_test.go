@@ -231,8 +231,8 @@ func TestJudge(t *testing.T) {
 				after(4, v(failing, ok, 900, 30), v(fallback, ok, 800, 900)),
 			},
 			want: []want{
-				{"half_open:recovered", ok, 4, 7000, 900, 2, 2, 0},
 				{"trip:recovered", ok, 4, 9000, 800, 4, 4, 0},
+				{"half_open:recovered", ok, 4, 7000, 900, 2, 2, 0},
 			},
 		},
 		{
@@ -355,6 +355,23 @@ func show(vs []schemas.Verdict) string {
 		fmt.Fprintf(&b, "\n  %s at +%dm before=%v after=%v evals=%v", v.Method, (v.WindowEndUnixNano-t0)/minute, detail(v, "before"), detail(v, "after"), detail(v, "evaluations"))
 	}
 	return b.String()
+}
+
+// TestSameBoundaryOrder: a scale_out and its half-open (the breaker keeps
+// the action scale_out while it probes) decided at one boundary come out
+// in one order, the open command's first, however the judge's map
+// iterates.
+func TestSameBoundaryOrder(t *testing.T) {
+	ok := schemas.StatusOK
+	s := tripped(schemas.ActionScaleOut, failing)
+	ho := command(failing, schemas.ActionScaleOut, schemas.StateHalfOpen, 8, t0+minute, verdict(failing, t0, schemas.StatusBreach, 9000, 500))
+	steps := []step{s, {at: t0 + minute, cmds: []schemas.FuseCommand{ho}}, after(2, v(failing, ok, 100, 50))}
+	for i := 0; i < 50; i++ {
+		got := run(newJudge(t, 5), steps)
+		if len(got) != 2 || got[0].Method != "scale_out:recovered" || got[1].Method != "half_open:recovered" {
+			t.Fatalf("run %d: %s, want scale_out:recovered then half_open:recovered", i, show(got))
+		}
+	}
 }
 
 // TestIDIsPerCommand: one id per (target, version); the same run twice
