@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch of the price map
-import litellm  # noqa: E402  # pinned in requirements-test.txt: a missing litellm fails, never skips
+import litellm  # noqa: E402  # requirements-litellm.txt; scripts/test leaves this file out, loudly, only when litellm cannot be installed
 
 from fusebox_fuse import Client, FuseCommand, Key, Reason, parse_keyring  # noqa: E402
 from fusebox_fuse.litellm_router import FuseDeploymentFilter  # noqa: E402
