@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +59,24 @@ func TestLoopCloses(t *testing.T) {
 			traffic.CanaryDrift: schemas.ActionRollback}[inc.Kind]
 		if row.Commanded == 0 || row.Commanded > inc.End-5*time.Second || row.Action != want {
 			t.Fatalf("%s: first command %s at %v (incident %v–%v), want %s well before the end", inc.Name, row.Action, row.Commanded, inc.Start, inc.End, want)
+		}
+		// fusebox judged the command the gateway acted on: its effect
+		// verdict says the users' traffic recovered (degrade, trip). A
+		// rollback's judgement needs drift verdicts of the canary, which
+		// only its half-open probes bring; while the incident lasts they
+		// find it still bad and the breaker re-trips it: a new command
+		// that supersedes the first one's judgement. Either way the verdict
+		// must be there.
+		if row.Effect == nil {
+			t.Errorf("%s: no effect verdict for the first command (v%d) on the verdict topic (%d effect verdicts in all)", inc.Name, row.FirstVersion, len(res.Effects))
+		} else {
+			want := []string{string(row.Action) + ":recovered"}
+			if inc.Kind == traffic.CanaryDrift {
+				want = append(want, string(row.Action)+":superseded")
+			}
+			if !slices.Contains(want, row.Effect.Method) {
+				t.Errorf("%s: effect verdict %s (%s), want one of %v: %s", inc.Name, row.Effect.Method, row.Effect.Status, want, loop.EffectText(row.Effect))
+			}
 		}
 		if row.WithAfter.Calls < 300 || row.WithoutAfter.Calls < 300 {
 			t.Fatalf("%s: %d / %d calls after the command", inc.Name, row.WithAfter.Calls, row.WithoutAfter.Calls)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/fusebox-dev/fusebox/schemas"
 )
 
 // WriteTable writes the report as a Markdown table: per incident, the
@@ -11,8 +13,8 @@ import (
 // after the loop's first command, and the failing provider's own (its
 // direct traffic) over the incident.
 func (r *Result) WriteTable(w io.Writer, budget time.Duration, floor float64) {
-	fmt.Fprintf(w, "| incident | command (after start) | users over the incident: P99.9 / errors / compliance, without → with the loop | users after the command, without → with | failing provider, direct; probes: P99.9 / errors / compliance |\n")
-	fmt.Fprintf(w, "|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| incident | command (after start) | users over the incident: P99.9 / errors / compliance, without → with the loop | users after the command, without → with | failing provider, direct; probes: P99.9 / errors / compliance | fusebox's effect verdict on the command |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|\n")
 	for _, row := range r.Rows {
 		cmd := "none"
 		if row.Commanded > 0 {
@@ -21,10 +23,11 @@ func (r *Result) WriteTable(w io.Writer, budget time.Duration, floor float64) {
 				cmd += fmt.Sprintf(", close at end%+.1fs", (row.Closed - row.Incident.End).Seconds())
 			}
 		}
-		fmt.Fprintf(w, "| %s (%s, %s/%s, %v) | %s | %s → %s | %s → %s | %s; %s |\n",
+		fmt.Fprintf(w, "| %s (%s, %s/%s, %v) | %s | %s → %s | %s → %s | %s; %s | %s |\n",
 			row.Incident.Name, row.Incident.Kind, row.Incident.Target.Tenant, row.Incident.Target.Model,
 			row.Incident.End-row.Incident.Start, cmd,
-			slo(row.Without), slo(row.With), slo(row.WithoutAfter), slo(row.WithAfter), short(row.Direct), short(row.Probes))
+			slo(row.Without), slo(row.With), slo(row.WithoutAfter), slo(row.WithAfter), short(row.Direct), short(row.Probes),
+			EffectText(row.Effect))
 	}
 	fmt.Fprintf(w, "\nSLO: a call complies when it answers 200 within %v (for a canary drift, also with a confidence score of at least %.2f); P99.9 is over the successful calls. Calls per cell: %s.\n", budget, floor, counts(r))
 }
@@ -54,4 +57,15 @@ func counts(r *Result) string {
 		out += fmt.Sprintf("%s %d (after the command %d)", row.Incident.Name, row.With.Calls, row.WithAfter.Calls)
 	}
 	return out
+}
+
+// EffectText is an effect verdict in a few words: its method (action and
+// outcome), the evaluations it took of its maximum, and the signal's
+// metric before and after; "none" for nil.
+func EffectText(v *schemas.Verdict) string {
+	if v == nil {
+		return "none"
+	}
+	d := func(name string) float64 { x, _ := v.Detail(name); return x }
+	return fmt.Sprintf("%s after %.0f/%.0f evaluations, %s %.4g → %.4g", v.Method, d("evaluations"), d("max_evaluations"), v.Metric, d("before"), d("after"))
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/fusebox-dev/fusebox/internal/traffic"
 	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/sinks"
 )
 
 // Fallback is the healthy model the loop degrades and fails over to.
@@ -105,6 +106,7 @@ time: {allowed_lateness: 1s, idle_source_timeout: 1s, checkpoint_every: 500ms}
 http: {listen: ""}
 rollups: {enabled: false}
 sinks: {kafka: {enabled: true, partitions: 1}}
+effect: {evaluations: 20}
 slos:
   - name: latency-p999
     tail: {metric: duration_ms, p: 0.999, budget: %d, window: 10s, every: 1s, min_samples: 100, min_exceedances: 10}
@@ -153,12 +155,21 @@ type Row struct {
 	Action    schemas.Action
 	// Closed is when a close was applied after it, 0 when none.
 	Closed time.Duration
+	// Effect is fusebox's effect verdict on that first command (read back
+	// from the verdict topic; processor "effect", Method "ACTION:OUTCOME"),
+	// nil when none came by the end of the run.
+	Effect *schemas.Verdict
+	// FirstVersion is the first command's version (what Effect judges).
+	FirstVersion uint64
 }
 
 // Result is a run's report.
 type Result struct {
 	Rows     []Row
 	Commands []schemas.FuseCommand // applied by the loop's gateway, in order
+	// Effects are fusebox's effect verdicts of the run, as the verdict
+	// topic holds them, in order.
+	Effects  []schemas.Verdict
 	Counters map[fusehttp.Label]uint64
 	Spans    int64 // exported by the loop's gateway
 	// SpanStats: per tenant/model/variant, the spans the loop's gateway
@@ -237,6 +248,35 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := fc.WaitReady(ctx); err != nil {
 		return nil, err
 	}
+
+	// fusebox's effect verdicts, read back from the verdict topic: what
+	// fusebox concluded about each command the gateway acted on.
+	vc, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(cfg.Topics.Verdicts),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		return nil, err
+	}
+	defer vc.Close()
+	var emu sync.Mutex
+	var effects []schemas.Verdict
+	vctx, stopVerdicts := context.WithCancel(ctx)
+	vdone := make(chan struct{})
+	go func() {
+		defer close(vdone)
+		for vctx.Err() == nil {
+			f := vc.PollFetches(vctx)
+			f.EachRecord(func(r *kgo.Record) {
+				v, err := sinks.UnmarshalVerdictJSON(r.Value)
+				if err != nil || v.Processor != "effect" {
+					return
+				}
+				emu.Lock()
+				effects = append(effects, v)
+				emu.Unlock()
+			})
+		}
+	}()
+	defer func() { stopVerdicts(); <-vdone }()
 
 	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerLinger(5*time.Millisecond), kgo.AllowAutoTopicCreation())
 	if err != nil {
@@ -353,7 +393,56 @@ loop:
 	t.Stop()
 	wg.Wait()
 
+	// The effect verdicts of the incidents' first commands: decided within
+	// effect.evaluations (20 s of event time) of the command, most of them
+	// earlier (recovered); wait for the last ones a little past the run.
+	firsts := func() map[string]uint64 {
+		cmu.Lock()
+		defer cmu.Unlock()
+		m := map[string]uint64{}
+		for _, c := range applied {
+			if _, ok := m[c.Target.String()]; !ok && c.State != schemas.StateClosed {
+				m[c.Target.String()] = c.Version
+			}
+		}
+		return m
+	}
+	effectOf := func(target string, version uint64) *schemas.Verdict {
+		emu.Lock()
+		defer emu.Unlock()
+		for i := range effects {
+			if v := &effects[i]; v.Key.String() == target {
+				if n, ok := v.Detail("command_version"); ok && uint64(n) == version {
+					c := *v
+					return &c
+				}
+			}
+		}
+		return nil
+	}
+	wait := time.NewTimer(25 * time.Second)
+	defer wait.Stop()
+	for done := false; !done; {
+		done = true
+		for target, version := range firsts() {
+			done = done && effectOf(target, version) != nil
+		}
+		if done {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-wait.C:
+			done = true
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+
 	res := &Result{Counters: with.gw.Counters.Snapshot()}
+	emu.Lock()
+	res.Effects = append(res.Effects, effects...)
+	emu.Unlock()
 	res.Spans, _ = with.gw.Exported()
 	res.SpanStats = with.gw.SpanStats()
 	cmu.Lock()
@@ -367,7 +456,8 @@ loop:
 				continue
 			}
 			if row.Commanded == 0 && c.State != schemas.StateClosed {
-				row.Commanded, row.Action = cmdAt[i], c.Action
+				row.Commanded, row.Action, row.FirstVersion = cmdAt[i], c.Action, c.Version
+				row.Effect = effectOf(c.Target.String(), c.Version)
 			}
 			if row.Commanded > 0 && row.Closed == 0 && c.State == schemas.StateClosed {
 				row.Closed = cmdAt[i]
