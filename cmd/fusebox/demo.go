@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 
+	"golang.org/x/term"
+
 	"github.com/fusebox-dev/fusebox/internal/demo"
 )
 
@@ -27,8 +29,12 @@ Verdicts and commands are appended to a JSONL file (named at start: in the
 current directory, or the temporary directory if that is not writable);
 with --clickhouse they go to ClickHouse too (the schema is migrated first).
 --headless prints one line per verdict and per command instead of the view
-and exits when the scenario is done (or after --duration). Ctrl-C stops
-cleanly.
+and exits when the scenario is done (or after --duration). When stdout is
+not a terminal (a pipe, a file, CI) the demo prints those plain lines too —
+no escape codes, no redraw — but runs as the live view would (until Ctrl-C
+or --duration). On a terminal the view fits its width (table columns that
+do not fit are left out, from the right) and height (fewer fuse commands),
+read at every redraw. Ctrl-C stops cleanly.
 
 Examples:
   fusebox demo
@@ -37,7 +43,7 @@ Examples:
 
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var o demo.Options
-	fs := newFlagSet("demo", "[flags]", demoDescription, stderr)
+	fs := newFlagSet("demo", "[flags]", demoDescription, stdout)
 	fs.BoolVar(&o.Headless, "headless", false, "print verdict and command lines instead of the live view")
 	fs.DurationVar(&o.Duration, "duration", 0, "stop after this much wall time (default: headless, at the end of the scenario; live, at Ctrl-C)")
 	fs.Float64Var(&o.Speedup, "speedup", demo.DefaultSpeedup, "event time runs this many times faster than the wall clock")
@@ -47,8 +53,12 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.ClickHouseDatabase, "clickhouse-database", "fusebox", "ClickHouse `database` (created if missing)")
 	fs.StringVar(&o.ClickHouseUser, "clickhouse-user", "default", "ClickHouse `user`")
 	password := fs.String("clickhouse-password", "", "ClickHouse `password` (default: $FUSEBOX_CLICKHOUSE_PASSWORD)")
+	loopMode := fs.Bool("loop", false, "instead: the closed loop over HTTP (a fusehttp gateway, simulated providers; 60 s; see fusebox bench loop)")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
+	}
+	if *loopMode {
+		return demoLoop(ctx, stdout, stderr)
 	}
 	if !(o.Speedup > 0) {
 		fmt.Fprintf(stderr, "fusebox demo: --speedup %v: must be positive\n", o.Speedup)
@@ -63,9 +73,32 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		o.ClickHousePassword = os.Getenv("FUSEBOX_CLICKHOUSE_PASSWORD")
 	}
 	o.Stdout, o.Stderr = stdout, stderr
+	if !o.Headless {
+		if fd, ok := terminalFD(stdout); ok {
+			o.Size = func() (int, int) {
+				w, h, err := term.GetSize(fd)
+				if err != nil {
+					return 0, 0
+				}
+				return w, h
+			}
+		} else {
+			o.Plain = true
+		}
+	}
 	if _, err := demo.Run(ctx, o); err != nil {
 		fmt.Fprintf(stderr, "fusebox demo: %v\n", err)
 		return exitFailure
 	}
 	return exitOK
+}
+
+// terminalFD returns w's file descriptor when w is a terminal.
+func terminalFD(w io.Writer) (int, bool) {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0, false
+	}
+	fd := int(f.Fd())
+	return fd, term.IsTerminal(fd)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/fusebox-dev/fusebox/internal/observe"
 	"github.com/fusebox-dev/fusebox/internal/traffic"
 	"github.com/fusebox-dev/fusebox/pipeline"
+	"github.com/fusebox-dev/fusebox/processors/effect"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -66,6 +67,14 @@ type Options struct {
 	Stdout, Stderr io.Writer
 	// RedrawEvery is the live view's refresh interval. Default 1s.
 	RedrawEvery time.Duration
+	// Plain prints the headless lines instead of the live view, but runs
+	// as long as the live view would: for a stdout that is not a terminal
+	// (a pipe, a file, CI), where escape codes and redraws are debris.
+	Plain bool
+	// Size returns the terminal's width and height in cells; the live view
+	// calls it at every redraw and fits what it returns (a resize shows at
+	// the next one). nil, or 0s: a view defaultWidth wide, all of it.
+	Size func() (width, height int)
 }
 
 // Result is what a demo run did.
@@ -175,7 +184,8 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	st := newState(o.Start, Incidents())
 	var out *bufio.Writer
 	var outMu sync.Mutex // headless lines come from several goroutines
-	if o.Headless {
+	lines := o.Headless || o.Plain
+	if lines {
 		out = bufio.NewWriter(o.Stdout)
 		print := func(s string) {
 			outMu.Lock()
@@ -183,7 +193,13 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 			out.WriteByte('\n')
 			outMu.Unlock()
 		}
-		st.onVerdict = func(v *schemas.Verdict) { print(VerdictLine(v, o.Start)) }
+		st.onVerdict = func(v *schemas.Verdict) {
+			if v.Processor == effect.Name {
+				print(EffectLine(v, o.Start))
+				return
+			}
+			print(VerdictLine(v, o.Start))
+		}
 		st.onCommand = func(c *schemas.FuseCommand) { print(CommandLine(c, o.Start)) }
 	}
 
@@ -265,7 +281,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	}
 	tick := time.NewTicker(o.RedrawEvery)
 	defer tick.Stop()
-	if !o.Headless {
+	if !lines {
 		io.WriteString(o.Stdout, ansiAltOn)
 	}
 	var (
@@ -275,7 +291,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		frame    strings.Builder
 	)
 	draw := func() {
-		if o.Headless {
+		if lines {
 			outMu.Lock()
 			out.Flush()
 			outMu.Unlock()
@@ -288,7 +304,11 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 			pr.EventTime = o.Start
 		}
 		frame.Reset()
-		st.render(&frame, header{wall: time.Since(wall0), eventNow: pr.EventTime, duration: sc.Duration, speedup: o.Speedup,
+		var w, h int
+		if o.Size != nil {
+			w, h = o.Size()
+		}
+		st.render(&frame, header{width: w, height: h, wall: time.Since(wall0), eventNow: pr.EventTime, duration: sc.Duration, speedup: o.Speedup,
 			spansPerS: pr.SpansPerSecond, jsonl: o.JSONL, clickhouse: o.ClickHouse, keyID: ring.Active(), finished: finished})
 		io.WriteString(o.Stdout, frame.String())
 	}
@@ -325,7 +345,7 @@ loop:
 		}
 	}
 	draw()
-	if !o.Headless {
+	if !lines {
 		io.WriteString(o.Stdout, ansiAltOff)
 	}
 
@@ -345,7 +365,7 @@ loop:
 	waitRead(st, fc, 3*time.Second)
 	stopFuse()
 	<-fuseDone
-	if o.Headless {
+	if lines {
 		outMu.Lock()
 		out.Flush()
 		outMu.Unlock()
