@@ -169,7 +169,7 @@ func benchSequential(_ context.Context, args []string, stdout, stderr io.Writer)
 			"1h/5m and 6h/30m rules; method cusum: a Bernoulli CUSUM of the error rate), through the engine's worker and\n"+
 			"breaker: false breach episodes and trips per 1,000 key-days on demo traffic failing at exactly the 99.9%\n"+
 			"budget, and the evaluations from the start of scripted error bursts (50% down to 1% errors on\n"+
-			"initech/chat, after --history of healthy traffic) to the first page breach and the first trip.", stderr)
+			"initech/chat, after --history of healthy traffic) to the first page breach and the first trip.", stdout)
 	rate := fs.Float64("rate", 50, "calls/s over the demo's 36 keys")
 	duration := fs.Duration("duration", 24*time.Hour, "event time per stationary run")
 	runs := fs.Int("runs", 1, "independently seeded stationary runs per method")
