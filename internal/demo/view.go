@@ -36,6 +36,7 @@ type header struct {
 	jsonl      string
 	clickhouse string
 	keyID      string
+	page       string // the live page's URL, "" when off
 	finished   bool
 }
 
@@ -82,6 +83,9 @@ func (s *state) render(b *strings.Builder, h header) {
 		out += " and ClickHouse " + h.clickhouse
 	}
 	line("%s%s · %d verdicts · %d commands verified with key %s%s", ansiDim, out, s.verdicts, s.applied, h.keyID, ansiReset)
+	if h.page != "" {
+		line("%slive page: %s%s", ansiDim, h.page, ansiReset)
+	}
 	line("")
 
 	rows := map[rowKey]*rowData{}

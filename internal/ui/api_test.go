@@ -23,7 +23,7 @@ func tailVerdict(k schemas.Key, end int64, v float64, st schemas.Status) schemas
 	return schemas.Verdict{ID: "t" + k.String(), Processor: "tail", SLO: "latency-p999", Metric: "p999_duration_ms", Key: k,
 		WindowStartUnixNano: end - 5*minute, WindowEndUnixNano: end, Value: v, Threshold: 15000, Lower: v * 0.9, Upper: v * 1.2,
 		IntervalLevel: 0.95, Status: st, Method: "gpd_mle_profile", N: 1000,
-		Details: []schemas.Detail{{Name: "xi", Value: 0.1}, {Name: "sigma", Value: 300}},
+		Details:  []schemas.Detail{{Name: "xi", Value: 0.1}, {Name: "sigma", Value: 300}},
 		Evidence: &schemas.Evidence{Exceedances: schemas.PlottingPoints([]float64{1, 2, 3}, 64)}}
 }
 
