@@ -116,22 +116,31 @@ function timeChart(se, kind) {
   const band = valued.filter((p) => p.hi > p.lo);
   let t0 = Math.min(...pts.map((p) => p.t)), t1 = Math.max(...pts.map((p) => p.t));
   if (t1 === t0) { t0 -= 60000; t1 += 60000; }
-  const ys = valued.map((p) => p.v).concat(band.map((p) => p.lo), band.map((p) => p.hi), pts.map((p) => p.thr));
-  const [y0, y1] = extent(ys, 0.08);
+  // The threshold line follows the evaluations that were judged (an
+  // insufficient_data verdict may carry no threshold).
+  const judged = valued.length ? valued : pts;
+  const core = valued.map((p) => p.v).concat(band.map((p) => p.lo), judged.map((p) => p.thr));
+  const [c0, c1] = extent(core, 0.08);
+  let [y0, y1] = extent(core.concat(band.map((p) => p.hi)), 0.08);
+  // An upper bound far above everything else (the data do not bound the
+  // quantile above) would flatten the chart: the band is clipped instead.
+  const clipped = y1 > c1 + 1.5 * (c1 - c0);
+  if (clipped) y1 = c1 + 0.5 * (c1 - c0);
   const budget = se.latest.thr;
   const { s, X, Y } = frame(t0, t1, y0, y1, fmtTime, {
     class: "chart", "data-chart": kind, "data-slo": se.slo, "data-metric": se.metric, "data-processor": se.processor,
-    "data-points": pts.length, "data-valued": valued.length, "data-budget": budget,
+    "data-points": pts.length, "data-valued": valued.length, "data-budget": budget, "data-clipped": clipped,
   });
   if (band.length > 1) {
-    const up = band.map((p) => `${X(p.t)},${Y(p.hi)}`), down = band.slice().reverse().map((p) => `${X(p.t)},${Y(p.lo)}`);
+    const up = band.map((p) => `${X(p.t)},${Y(Math.min(p.hi, y1))}`), down = band.slice().reverse().map((p) => `${X(p.t)},${Y(p.lo)}`);
     s.appendChild(sv("polygon", { class: "band", points: up.concat(down).join(" "), "data-points": band.length }));
   }
+  if (clipped) s.appendChild(sv("text", { class: "legend", x: W - M.r - 4, y: M.t + 10, "text-anchor": "end" }, "band clipped at the top"));
   if (valued.length > 1) {
     s.appendChild(sv("polyline", { class: "line", points: valued.map((p) => `${X(p.t)},${Y(p.v)}`).join(" ") }));
   }
-  const thr = pts.map((p) => `${X(p.t)},${Y(p.thr)}`);
-  if (pts.length === 1) thr.push(`${X(t1)},${Y(pts[0].thr)}`), thr.unshift(`${X(t0)},${Y(pts[0].thr)}`);
+  const thr = judged.map((p) => `${X(p.t)},${Y(p.thr)}`);
+  if (judged.length === 1) thr.push(`${X(t1)},${Y(judged[0].thr)}`), thr.unshift(`${X(t0)},${Y(judged[0].thr)}`);
   s.appendChild(sv("polyline", { class: "budget", points: thr.join(" "), "data-value": budget }));
   for (const p of pts) {
     const c = sv("circle", { class: `pt ${p.status}`, cx: X(p.t), cy: hasValue(p) ? Y(p.v) : H - M.b, r: 2.8, "data-t": p.t, "data-v": p.v });
