@@ -3,8 +3,11 @@ package ui
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -209,4 +212,72 @@ func TestStoreBounds(t *testing.T) {
 	if _, err := NewStore(Config{MaxPoints: -1}); err == nil || !strings.Contains(err.Error(), "MaxPoints") {
 		t.Errorf("NewStore(MaxPoints -1): %v, want an error naming MaxPoints", err)
 	}
+}
+
+// TestStoreMemoryBounded fills a store with the defaults far beyond its
+// bounds (every series with full drift and tail evidence, ids and details
+// as large as the processors write) and checks the heap it holds stays
+// under the README's figure.
+func TestStoreMemoryBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills 1.5 million points")
+	}
+	xs := make([]float64, 1000)
+	for i := range xs {
+		xs[i] = float64(i)
+	}
+	ev := &schemas.Evidence{Current: schemas.ECDFPoints(xs, 64), Reference: schemas.ECDFPoints(xs, 64), Exceedances: schemas.PlottingPoints(xs, 64)}
+	details := make([]schemas.Detail, 10)
+	for i := range details {
+		details[i] = schemas.Detail{Name: "detail_name", Value: 1}
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s := newTestStore(t, Config{})
+	ctx := context.Background()
+	// The first evaluation has twice the keys the store keeps (evictions),
+	// then the newest MaxSeries keys fill their series beyond MaxPoints.
+	const keys, evals = 2 * DefaultMaxSeries, DefaultMaxPoints + 20
+	for j := range evals {
+		out := schemas.Output{Verdicts: make([]schemas.Verdict, 0, keys), Commands: make([]schemas.FuseCommand, 0, keys)}
+		from := 0
+		if j > 0 {
+			from = keys - DefaultMaxSeries
+		}
+		for i := from; i < keys; i++ {
+			k := schemas.Key{Tenant: fmt.Sprintf("tenant-%04d", i), Service: "service", Model: "model", Variant: "baseline"}
+			v := tailVerdict(k, int64(j)*minute, 1, schemas.StatusOK)
+			v.ID = fmt.Sprintf("%032x", i*evals+j)
+			v.Details, v.Evidence = details, ev
+			if j == evals-1 {
+				// The latest verdict of each series is kept with its own
+				// evidence, as the processors give each verdict its own.
+				e := *ev
+				e.Current.X, e.Reference.X, e.Exceedances.X = slices.Clone(ev.Current.X), slices.Clone(ev.Reference.X), slices.Clone(ev.Exceedances.X)
+				e.Current.P, e.Reference.P, e.Exceedances.P = slices.Clone(ev.Current.P), slices.Clone(ev.Reference.P), slices.Clone(ev.Exceedances.P)
+				v.Evidence, v.Details = &e, slices.Clone(details)
+			}
+			out.Verdicts = append(out.Verdicts, v)
+			out.Commands = append(out.Commands, schemas.FuseCommand{Target: k, Action: schemas.ActionTrip, State: schemas.StateOpen,
+				Version: uint64(j), IssuedAtUnixNano: int64(j) * minute, Reasons: []schemas.Reason{{Text: fmt.Sprintf("reason %d", j)}}})
+		}
+		_ = s.Write(ctx, out)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	kr := s.Keys()
+	t.Logf("%d verdicts, %d commands in: the store holds %d series, %d targets, %.1f MiB of heap", kr.Verdicts, kr.Commands, kr.Series, kr.Targets, float64(held)/(1<<20))
+	if kr.Series != DefaultMaxSeries || kr.Targets != DefaultMaxTargets {
+		t.Fatalf("store %+v", kr)
+	}
+	r, _ := s.Key(schemas.Key{Tenant: fmt.Sprintf("tenant-%04d", keys-1), Service: "service", Model: "model", Variant: "baseline"})
+	if len(r.Series) != 1 || len(r.Series[0].Points) != DefaultMaxPoints {
+		t.Fatalf("the newest key's series: %+v, want %d points", r.Series, DefaultMaxPoints)
+	}
+	if held > 16<<20 {
+		t.Errorf("the full store holds %.1f MiB, more than 16 MiB", float64(held)/(1<<20))
+	}
+	runtime.KeepAlive(s)
 }

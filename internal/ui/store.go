@@ -115,16 +115,10 @@ func (s *Store) addVerdict(v *schemas.Verdict) {
 	// A replay re-emits an evaluation with the same window end: it
 	// replaces the point; an older one is put in its place.
 	i, found := slices.BinarySearchFunc(se.points, p.T, func(a Point, t int64) int { return cmpInt(a.T, t) })
-	switch {
-	case found:
+	if found {
 		se.points[i] = p
-	case i == len(se.points):
-		se.points = append(se.points, p)
-	default:
-		se.points = slices.Insert(se.points, i, p)
-	}
-	if over := len(se.points) - s.cfg.MaxPoints; over > 0 {
-		se.points = slices.Delete(se.points, 0, over)
+	} else {
+		se.points = insertBounded(se.points, i, p, s.cfg.MaxPoints)
 	}
 	if se.latest == nil || v.WindowEndUnixNano >= se.latest.WindowEndUnixNano {
 		c := *v
@@ -175,15 +169,31 @@ func (s *Store) addCommand(c *schemas.FuseCommand) {
 		return cmpInt(int64(a.Version), int64(cmd.Version))
 	}
 	i, found := slices.BinarySearchFunc(tg.cmds, cmd, func(a, _ Command) int { return less(a) })
-	switch {
-	case found: // the same command again (a replay, a re-publish)
+	if found { // the same command again (a replay, a re-publish)
 		tg.cmds[i] = cmd
-	default:
-		tg.cmds = slices.Insert(tg.cmds, i, cmd)
+	} else {
+		tg.cmds = insertBounded(tg.cmds, i, cmd, s.cfg.MaxCommands)
 	}
-	if over := len(tg.cmds) - s.cfg.MaxCommands; over > 0 {
-		tg.cmds = slices.Delete(tg.cmds, 0, over)
+}
+
+// insertBounded inserts x at index i of the sorted s and drops the oldest
+// (first) element beyond max. Its capacity grows by doubling up to max and
+// never beyond, so a full series holds exactly max elements of memory.
+func insertBounded[T any](s []T, i int, x T, max int) []T {
+	if len(s) == max {
+		if i == 0 {
+			return s // older than everything kept: it would be dropped at once
+		}
+		copy(s[:i-1], s[1:i])
+		s[i-1] = x
+		return s
 	}
+	if len(s) == cap(s) {
+		grown := make([]T, len(s), min(max, 2*cap(s)+4))
+		copy(grown, s)
+		s = grown
+	}
+	return slices.Insert(s, i, x)
 }
 
 func cmpInt(a, b int64) int {
