@@ -121,7 +121,7 @@ func cmdRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 		defer srv.Close()
 		log.Info("serving /metrics, /healthz and /readyz", "addr", srv.Addr(), "pprof", f.HTTP.Pprof, "ui", f.HTTP.UI)
 		if page != nil {
-			log.Info("live page on http://"+srv.Addr()+"/ui/", "max_series", page.Config().MaxSeries, "max_points", page.Config().MaxPoints)
+			log.Info("serving the live page", "url", "http://"+srv.Addr()+"/ui/", "max_series", page.Config().MaxSeries, "max_points", page.Config().MaxPoints)
 		}
 	}
 

@@ -35,8 +35,8 @@ func TestRunServesLivePage(t *testing.T) {
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	addr := stderr.field(t, "serving /metrics", "addr", 30*time.Second)
-	if !strings.Contains(stderr.String(), `"msg":"live page on http://`+addr+`/ui/"`) {
-		t.Errorf("no log line naming the page; stderr:\n%s", stderr.String())
+	if u := stderr.field(t, "serving the live page", "url", 10*time.Second); u != "http://"+addr+"/ui/" {
+		t.Errorf("the live page's log line names %q, want http://%s/ui/", u, addr)
 	}
 
 	if code, body := get(t, "http://"+addr+"/ui/"); code != 200 || !strings.Contains(body, "<title>fusebox · live</title>") {

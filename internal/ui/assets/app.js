@@ -70,11 +70,12 @@ function extent(vals, pad) {
 
 // frame makes an SVG with axes for x in [x0, x1], y in [y0, y1] and
 // returns it with its scale functions.
-function frame(x0, x1, y0, y1, xfmt, attrs) {
-  const s = sv("svg", Object.assign({ width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: "img" }, attrs));
+function frame(x0, x1, y0, y1, xfmt, attrs, ylog) {
+  const s = sv("svg", Object.assign({ width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: "img", "data-ylog": !!ylog }, attrs));
   const X = (x) => M.l + ((x - x0) / (x1 - x0)) * (W - M.l - M.r);
-  const Y = (y) => H - M.b - ((y - y0) / (y1 - y0)) * (H - M.t - M.b);
-  for (const t of niceTicks(y0, y1, 4)) {
+  const f = ylog ? Math.log10 : (y) => y;
+  const Y = (y) => H - M.b - ((f(y) - f(y0)) / (f(y1) - f(y0))) * (H - M.t - M.b);
+  for (const t of ylog ? logTicks(y0, y1) : niceTicks(y0, y1, 4)) {
     s.appendChild(sv("line", { class: "gridline", x1: M.l, x2: W - M.r, y1: Y(t), y2: Y(t) }));
     s.appendChild(sv("text", { x: M.l - 4, y: Y(t) + 3, "text-anchor": "end" }, fmt(t)));
   }
@@ -85,6 +86,19 @@ function frame(x0, x1, y0, y1, xfmt, attrs) {
   s.appendChild(sv("line", { class: "axis", x1: M.l, x2: W - M.r, y1: H - M.b, y2: H - M.b }));
   s.appendChild(sv("line", { class: "axis", x1: M.l, x2: M.l, y1: M.t, y2: H - M.b }));
   return { s, X, Y };
+}
+
+// logTicks returns 1, 2, 5 × 10^k in [lo, hi] (only the powers of ten
+// when that makes more than 6).
+function logTicks(lo, hi) {
+  const out = [], ones = [];
+  for (let k = Math.floor(Math.log10(lo)); k <= Math.ceil(Math.log10(hi)); k++) {
+    for (const m of [1, 2, 5]) {
+      const v = m * Math.pow(10, k);
+      if (v >= lo && v <= hi) { out.push(v); if (m === 1) ones.push(v); }
+    }
+  }
+  return out.length > 6 && ones.length > 1 ? ones : out;
 }
 
 function timeTicks(t0, t1) {
@@ -120,22 +134,30 @@ function timeChart(se, kind) {
   // insufficient_data verdict may carry no threshold).
   const judged = valued.length ? valued : pts;
   const core = valued.map((p) => p.v).concat(band.map((p) => p.lo), judged.map((p) => p.thr));
-  const [c0, c1] = extent(core, 0.08);
+  let [c0, c1] = extent(core, 0.08);
   let [y0, y1] = extent(core.concat(band.map((p) => p.hi)), 0.08);
+  // Latency quantiles span decades in an incident: a log axis keeps the
+  // budget readable when the values are positive and spread wide.
+  const ylog = kind === "tail" && core.length > 0 && core.every((v) => v > 0) && Math.max(...core) / Math.min(...core) > 30;
+  if (ylog) {
+    c0 = Math.min(...core) / 1.25; c1 = Math.max(...core) * 1.25;
+    y0 = c0; y1 = Math.max(c1, ...band.map((p) => p.hi * 1.1));
+  }
   // An upper bound far above everything else (the data do not bound the
   // quantile above) would flatten the chart: the band is clipped instead.
-  const clipped = y1 > c1 + 1.5 * (c1 - c0);
-  if (clipped) y1 = c1 + 0.5 * (c1 - c0);
+  const clipped = ylog ? y1 > c1 * 10 : y1 > c1 + 1.5 * (c1 - c0);
+  if (clipped) y1 = ylog ? c1 * 10 : c1 + 0.5 * (c1 - c0);
   const budget = se.latest.thr;
   const { s, X, Y } = frame(t0, t1, y0, y1, fmtTime, {
     class: "chart", "data-chart": kind, "data-slo": se.slo, "data-metric": se.metric, "data-processor": se.processor,
     "data-points": pts.length, "data-valued": valued.length, "data-budget": budget, "data-clipped": clipped,
-  });
+  }, ylog);
   if (band.length > 1) {
-    const up = band.map((p) => `${X(p.t)},${Y(Math.min(p.hi, y1))}`), down = band.slice().reverse().map((p) => `${X(p.t)},${Y(p.lo)}`);
+    const up = band.map((p) => `${X(p.t)},${Y(Math.min(p.hi, y1))}`), down = band.slice().reverse().map((p) => `${X(p.t)},${Y(Math.max(p.lo, y0))}`);
     s.appendChild(sv("polygon", { class: "band", points: up.concat(down).join(" "), "data-points": band.length }));
   }
   if (clipped) s.appendChild(sv("text", { class: "legend", x: W - M.r - 4, y: M.t + 10, "text-anchor": "end" }, "band clipped at the top"));
+  if (ylog) s.appendChild(sv("text", { class: "legend", x: M.l + 4, y: M.t + 10 }, "log scale"));
   if (valued.length > 1) {
     s.appendChild(sv("polyline", { class: "line", points: valued.map((p) => `${X(p.t)},${Y(p.v)}`).join(" ") }));
   }
@@ -143,7 +165,7 @@ function timeChart(se, kind) {
   if (judged.length === 1) thr.push(`${X(t1)},${Y(judged[0].thr)}`), thr.unshift(`${X(t0)},${Y(judged[0].thr)}`);
   s.appendChild(sv("polyline", { class: "budget", points: thr.join(" "), "data-value": budget }));
   for (const p of pts) {
-    const c = sv("circle", { class: `pt ${p.status}`, cx: X(p.t), cy: hasValue(p) ? Y(p.v) : H - M.b, r: 2.8, "data-t": p.t, "data-v": p.v });
+    const c = sv("circle", { class: `pt ${p.status}`, cx: X(p.t), cy: hasValue(p) && !(ylog && p.v <= 0) ? Y(p.v) : H - M.b, r: 2.8, "data-t": p.t, "data-v": p.v });
     c.appendChild(sv("title", {}, `${fmtTime(p.t)}  ${fmt(p.v)} [${fmt(p.lo)}, ${fmt(p.hi)}]  ${p.status} (${p.method}, n=${p.n})`));
     s.appendChild(c);
   }
