@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http/httptest"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -77,5 +76,4 @@ func checkClean(t *testing.T, dom string) {
 			t.Errorf("an attribute is %q", bad)
 		}
 	}
-	_ = strconv.Itoa
 }
