@@ -243,15 +243,21 @@ function qqChart(se) {
 
 // fuseChart draws one row per target: the breaker state between commands
 // as coloured segments, each command as a marker.
-function fuseChart(targets, t0, t1) {
+// covers reports whether fuse target t applies to key k ("*" matches all).
+function covers(t, k) {
+  return !!k && ["tenant", "service", "model", "variant"].every((d) => t[d] === "*" || t[d] === k[d]);
+}
+
+function fuseChart(targets, t0, t1, sel) {
   const rowH = 20, left = 250, w = 1100;
-  const h = targets.length * rowH + 30;
+  const h = targets.length * rowH + 42;
   const s = sv("svg", { width: w, height: h, viewBox: `0 0 ${w} ${h}`, class: "chart", "data-chart": "fuse", "data-targets": targets.length, role: "img" });
   if (t1 <= t0) { t0 -= 60000; t1 += 60000; }
   const X = (t) => left + ((t - t0) / (t1 - t0)) * (w - left - 10);
   targets.forEach((tg, i) => {
     const y = 4 + i * rowH;
-    const g = sv("g", { class: "target", "data-target": keyText(tg.target), "data-commands": tg.commands.length });
+    const mine = covers(tg.target, sel);
+    const g = sv("g", { class: mine ? "target covers" : "target", "data-target": keyText(tg.target), "data-commands": tg.commands.length });
     g.appendChild(sv("text", { class: "tlabel", x: 4, y: y + 13 }, keyText(tg.target)));
     tg.commands.forEach((c, j) => {
       const end = j + 1 < tg.commands.length ? tg.commands[j + 1].t : t1;
@@ -264,8 +270,9 @@ function fuseChart(targets, t0, t1) {
     });
     s.appendChild(g);
   });
-  for (const t of timeTicks(t0, t1)) s.appendChild(sv("text", { x: X(t), y: h - 8, "text-anchor": "middle" }, fmtTime(t)));
-  s.appendChild(sv("text", { class: "legend", x: 4, y: h - 8 }, "green closed · red open · amber half-open"));
+  for (const t of timeTicks(t0, t1)) s.appendChild(sv("text", { x: X(t), y: h - 30, "text-anchor": "middle" }, fmtTime(t)));
+  s.appendChild(sv("text", { class: "legend", x: 4, y: h - 20 }, "bars: green closed · red open · amber half-open"));
+  s.appendChild(sv("text", { class: "legend", x: 4, y: h - 8 }, "dots: red trip/rollback · orange degrade/throttle/scale_out · amber half_open · green close"));
   return s;
 }
 
@@ -349,7 +356,7 @@ function render(sel, kr, fuse) {
   fill("other", other.map((se) => figure(`${se.processor} · ${se.slo} · ${se.metric}`, latestNote(se, "threshold"), timeChart(se, "other"))), `${none} (no other verdicts)`);
   const targets = fuse ? fuse.targets : [];
   const ts = targets.flatMap((t) => t.commands.map((c) => c.t)).concat(series.flatMap((s) => s.points.map((p) => p.t)));
-  fill("fuse", targets.length ? [fuseChart(targets, Math.min(...ts), Math.max(...ts))] : [], "no fuse commands yet");
+  fill("fuse", targets.length ? [fuseChart(targets, Math.min(...ts), Math.max(...ts), sel)] : [], "no fuse commands yet");
 }
 
 refresh();
