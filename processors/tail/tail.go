@@ -33,7 +33,6 @@ type Processor struct {
 	est     stats.TailEstimator
 	samples []window.Sample
 	values  []float64
-	excess  []float64 // exceedances x − u of the latest fit (evidence)
 	order   processors.KeyOrder
 	// pool recycles the sample arrays of evicted slots, so that
 	// steady-state ObserveSpan does not allocate.

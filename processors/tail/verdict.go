@@ -1,8 +1,6 @@
 package tail
 
 import (
-	"slices"
-
 	"github.com/fusebox-dev/fusebox/processors/window"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/fusebox-dev/fusebox/stats"
@@ -89,21 +87,15 @@ func (p *Processor) judge(v *schemas.Verdict, samples []window.Sample, n int64, 
 		{Name: DetailSampleRate, Value: rate},
 	}
 	if est.Method != stats.MethodEmpirical && est.NExceed > 0 {
-		v.Evidence = &schemas.Evidence{Exceedances: p.exceedances(est.Threshold)}
+		v.Evidence = &schemas.Evidence{Exceedances: p.exceedances()}
 	}
 }
 
-// exceedances thins the sorted excesses x − u of p.values over u to the
-// QQ plot's schemas.MaxEvidencePoints points (the verdict's evidence).
-func (p *Processor) exceedances(u float64) schemas.Points {
-	p.excess = p.excess[:0]
-	for _, x := range p.values {
-		if x > u {
-			p.excess = append(p.excess, x-u)
-		}
-	}
-	slices.Sort(p.excess)
-	return schemas.PlottingPoints(p.excess, schemas.MaxEvidencePoints)
+// exceedances thins the sorted excesses x − u of the latest fit (the
+// estimator's, no sort of its own) to the QQ plot's
+// schemas.MaxEvidencePoints points (the verdict's evidence).
+func (p *Processor) exceedances() schemas.Points {
+	return schemas.PlottingPoints(p.est.Excesses(), schemas.MaxEvidencePoints)
 }
 
 func (p *Processor) insufficient(v *schemas.Verdict, n int64, kept int) {
