@@ -108,7 +108,7 @@ func TestLiveStallAndRejectionsAreLoud(t *testing.T) {
 
 // TestLiveFailingSinkIsLoud kills the ClickHouse server under a running
 // pipeline while valid traffic flows, then starts it again: the failure
-// must be logged when it begins (WARN) and ends (INFO), and Ready must name
+// must be logged when it begins and when it ends, both at WARN, and Ready must name
 // the failing sink meanwhile and be nil after. Before the fix inserts
 // failed for the whole outage with no log line and /readyz 200.
 func TestLiveFailingSinkIsLoud(t *testing.T) {
@@ -137,8 +137,8 @@ func TestLiveFailingSinkIsLoud(t *testing.T) {
 	srv.Start()
 	took = waitFor(t, "ready after ClickHouse is back", 60*time.Second, func() bool { return run.p.Ready() == nil })
 	t.Logf("ClickHouse back: ready %v after the restart", took.Round(10*time.Millisecond))
-	if n := logs.count(`"level":"INFO"`, "sink recovered", `"sink":"clickhouse"`); n != 1 {
-		t.Errorf("%d INFO lines for the recovered sink, want 1", n)
+	if n := logs.count(`"level":"WARN"`, "sink recovered", `"sink":"clickhouse"`); n != 1 {
+		t.Errorf("%d WARN lines for the recovered sink, want 1", n)
 	}
 	if n := logs.count(`"level":"WARN"`, "sink failing"); n != 1 {
 		t.Errorf("%d WARN lines for the failing sink over the outage, want 1", n)

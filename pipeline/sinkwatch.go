@@ -66,7 +66,9 @@ func (w *sinkWatch) poll(now time.Time) {
 			w.failing[name] = sinkFailure{since: f.since, err: err}
 		case was:
 			delete(w.failing, name)
-			w.log.Info("sink recovered", "sink", name, "failed_for", now.Sub(f.since).Round(time.Millisecond).String())
+			// WARN, as the failure's start: an operator filtering on WARN
+			// sees when the failure ended, not only that it began.
+			w.log.Warn("sink recovered", "sink", name, "failed_for", now.Sub(f.since).Round(time.Millisecond).String())
 		}
 		w.mu.Unlock()
 	}

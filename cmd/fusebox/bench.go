@@ -15,20 +15,21 @@ import (
 
 // cmdBench runs the long studies that are too slow for `go test`.
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(stderr, "Usage: fusebox bench STUDY [flags]\n\nStudies:\n  tail-accuracy   P99.9 accuracy of the empirical quantile and the GPD estimate (RMSE, bias, interval coverage)\n  false-trips     false breaches and breaker trips per 1,000 key-days of every processor's defaults on stationary traffic")
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return exitOK
+	const studies = "Usage: fusebox bench STUDY [flags]\n\nStudies:\n  tail-accuracy   P99.9 accuracy of the empirical quantile and the GPD estimate (RMSE, bias, interval coverage)\n  false-trips     false breaches and breaker trips per 1,000 key-days of every processor's defaults on stationary traffic\n\nRun `fusebox bench STUDY -h` for its flags.\n"
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "fusebox bench: name a study: tail-accuracy, false-trips; see fusebox bench -h")
+		return exitUsage
 	}
 	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		io.WriteString(stdout, studies)
+		return exitOK
 	case "tail-accuracy":
 		return benchTailAccuracy(ctx, args[1:], stdout, stderr)
 	case "false-trips":
 		return benchFalseTrips(ctx, args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "fusebox bench: unknown study %q (try: tail-accuracy, false-trips)\n", args[0])
+	fmt.Fprintf(stderr, "fusebox bench: unknown study %q (studies: tail-accuracy, false-trips); see fusebox bench -h\n", args[0])
 	return exitUsage
 }
 
@@ -37,7 +38,7 @@ func benchTailAccuracy(_ context.Context, args []string, stdout, stderr io.Write
 		"Estimates P99.9 from seeded samples of lognormal(sigma 0.6), Lomax(xi 1/3) and a lognormal body with 6% of calls\n"+
 			"stalled by 1 + GPD(xi 0.2), and prints, per family and\n"+
 			"sample size, the RMSE and bias of the empirical quantile and of the GPD peaks-over-threshold estimate,\n"+
-			"and the coverage of the GPD's 95% interval. Misses of the issue's targets are listed after the table.", stderr)
+			"and the coverage of the GPD's 95% interval. Misses of the issue's targets are listed after the table.", stdout)
 	trials := fs.Int("trials", 400, "seeded trials per (family, size)")
 	seed := fs.Uint64("seed", 1, "seed of the first trial")
 	sizes := fs.String("sizes", "1000,10000,100000", "comma-separated sample sizes")
@@ -106,7 +107,7 @@ func benchFalseTrips(_ context.Context, args []string, stdout, stderr io.Writer)
 		"Runs an SLO file's processors and breaker (the engine's worker, exactly as `fusebox run` runs them) over\n"+
 			"stationary seeded demo traffic (no incident) and prints, per SLO, the breach episodes and breaker trips per\n"+
 			"1,000 key-days with exact 95% Poisson intervals: every one is false. By default every processor at its\n"+
-			"defaults; --config runs another SLO file.", stderr)
+			"defaults; --config runs another SLO file.", stdout)
 	config := fs.String("config", "", "SLO file to study (default: every processor at its defaults)")
 	rate := fs.Float64("rate", 50, "calls/s over the demo's 36 keys")
 	duration := fs.Duration("duration", 24*time.Hour, "event time per run")

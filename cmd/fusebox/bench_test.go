@@ -6,9 +6,9 @@ import (
 )
 
 func TestBenchUsage(t *testing.T) {
-	code, _, stderr := runCmd(t, "bench", "--help")
-	if code != exitOK || !strings.Contains(stderr, "false-trips") || !strings.Contains(stderr, "tail-accuracy") {
-		t.Errorf("bench --help: exit %d\n%s", code, stderr)
+	code, stdout, _ := runCmd(t, "bench", "--help")
+	if code != exitOK || !strings.Contains(stdout, "false-trips") || !strings.Contains(stdout, "tail-accuracy") {
+		t.Errorf("bench --help: exit %d\n%s", code, stdout)
 	}
 	for _, args := range [][]string{
 		{"bench", "false-trips", "--duration", "30m"},

@@ -25,7 +25,7 @@ Examples:
 func cmdBroker(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg := broker.DefaultConfig()
 	cfg.LogOutput = stderr
-	fs := newFlagSet("broker", "[flags]", brokerDescription, stderr)
+	fs := newFlagSet("broker", "[flags]", brokerDescription, stdout)
 	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "`host:port` to listen on and advertise to clients (port 0: any free port)")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "`directory` that keeps topics, records and group offsets across restarts (default: in memory)")
 	fs.BoolVar(&cfg.SyncWrites, "sync-writes", false, "fsync every produced batch before acknowledging it (needs --data-dir)")

@@ -21,14 +21,16 @@ func cmdCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			"service and model from the successful calls, the burn-rate objective from the observed error ratio,\n"+
 			"drift/decay/correction alphas from the false-trip target, minimum samples from each key's rate, the\n"+
 			"breaker's cool-down from the windows), and prints what the proposed file — and the current one, with\n"+
-			"--config — would have done on that traffic: verdicts by status and breaker trips per SLO. Deterministic.", stderr)
+			"--config — would have done on that traffic: verdicts by status and breaker trips per SLO. Deterministic.", stdout)
 	spans := fs.String("spans", "", "file of OTLP/JSON trace messages, one per line (else the topics are read)")
 	var kf kafkaFlags
 	kf.register(fs, "fusebox-calibrate")
 	spansTopic := fs.String("spans-topic", "", "span topic (default: --config's first topics.spans, else otlp_spans)")
 	correctionsTopic := fs.String("corrections-topic", "", "correction topic (default: --config's first topics.corrections, else fusebox.corrections; - for none)")
 	encoding := fs.String("encoding", "auto", "span topic encoding: otlp_proto, otlp_json or auto")
-	last := fs.Duration("last", time.Hour, "with the topics: read the records of the last D (by Kafka record timestamp) up to the end offsets at start")
+	lastD := daysValue(time.Hour)
+	fs.Var(&lastD, "last", "with the topics: read the records of the last `D` (by Kafka record timestamp: 90m, 36h, 1d, 1w) up to the end offsets at start")
+	last := (*time.Duration)(&lastD)
 	timeout := fs.Duration("timeout", 5*time.Minute, "with the topics: give up (an error) when reading takes longer")
 	corrections := fs.String("corrections", "", "file of correction events, one JSON object per line")
 	current := fs.String("config", "", "the current SLO file: its attributes and limits decode the input, and its verdicts are shown")

@@ -36,11 +36,9 @@ const configDescription = `Works with SLO files. Subcommands:
 
 // cmdConfig dispatches `fusebox config SUBCOMMAND`.
 func cmdConfig(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("config", "check FILE | diff OLD NEW", configDescription, stderr)
+	fs := newFlagSet("config", "check FILE | diff OLD NEW", configDescription, stdout)
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "fusebox config: name a subcommand: check FILE, diff OLD NEW")
-		fs.Usage()
-		return exitUsage
+		return usageError(fs, stderr, "name a subcommand: check FILE, diff OLD NEW")
 	}
 	switch args[0] {
 	case "check":
@@ -51,30 +49,29 @@ func cmdConfig(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fs.Usage()
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "fusebox config: unknown subcommand %q\n", args[0])
-	fs.Usage()
-	return exitUsage
+	if strings.HasPrefix(args[0], "-") {
+		return usageError(fs, stderr, "unknown flag %s: name a subcommand first: check FILE, diff OLD NEW", args[0])
+	}
+	return usageError(fs, stderr, "unknown subcommand %q (subcommands: check, diff)", args[0])
 }
 
 func cmdConfigCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("config check", "FILE [--fuse-keys KEYS]", "Loads and checks the SLO file FILE; see `fusebox config -h`.", stderr)
+	fs := newFlagSet("config check", "FILE [--fuse-keys KEYS]", "Loads and checks the SLO file FILE; see `fusebox config -h`.", stdout)
 	keysFile := fs.String("fuse-keys", "", "`file` of fuse signing keys to check, as run --fuse-keys")
 	// FILE may come before or after the flags.
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, done := parseArgs(fs, args, stderr); done {
+		return code
 	}
 	path := fs.Arg(0)
 	if fs.NArg() > 1 {
-		if err := fs.Parse(fs.Args()[1:]); err != nil {
-			return exitUsage
+		if code, done := parseArgs(fs, fs.Args()[1:], stderr); done {
+			return code
 		}
 	} else if fs.NArg() == 1 {
 		fs.Parse(nil) //nolint:errcheck // nothing to parse: empties Args
 	}
 	if path == "" || fs.NArg() != 0 {
-		fmt.Fprintln(stderr, "fusebox config check: give exactly one FILE")
-		fs.Usage()
-		return exitUsage
+		return usageError(fs, stderr, "give exactly one FILE")
 	}
 	f, err := config.Load(path)
 	if err != nil {
@@ -120,14 +117,12 @@ func cmdConfigCheck(_ context.Context, args []string, stdout, stderr io.Writer) 
 }
 
 func cmdConfigDiff(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("config diff", "OLD NEW", "Says what a restart with NEW keeps of state written under OLD; see `fusebox config -h`.", stderr)
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	fs := newFlagSet("config diff", "OLD NEW", "Says what a restart with NEW keeps of state written under OLD; see `fusebox config -h`.", stdout)
+	if code, done := parseArgs(fs, args, stderr); done {
+		return code
 	}
 	if fs.NArg() != 2 {
-		fmt.Fprintln(stderr, "fusebox config diff: give OLD and NEW")
-		fs.Usage()
-		return exitUsage
+		return usageError(fs, stderr, "give OLD and NEW")
 	}
 	var files [2]*config.File
 	for i, path := range fs.Args() {

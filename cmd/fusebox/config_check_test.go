@@ -52,15 +52,21 @@ breaker:
 	if stdout != "" {
 		t.Errorf("stdout on errors: %q", stdout)
 	}
+	// Every problem at once, each with its line: the unknown key does not
+	// hide the semantic errors (it did: they showed only once the typo
+	// was fixed).
 	for _, want := range []string{
+		"4 problem(s)",
 		bad + ":5: slos[0].tail.windw: unknown field (did you mean window?)",
+		bad + ":6: slos[1].name: same name as slos[0]",
+		bad + ":7: slos[1].drift.alpha:",
+		bad + ":9: breaker.k: must be at least 1",
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
 	}
-	// Once the typo is fixed, the other problems are all reported, each
-	// with its line.
+	// Once the typo is fixed, the other three remain.
 	fixed := writeFile(t, dir, "bad2.yaml", strings.Replace(readFile(t, bad), "windw", "window", 1))
 	code, _, stderr = runCmd(t, "config", "check", fixed)
 	if code != exitFailure {
@@ -91,7 +97,10 @@ func TestConfigUsage(t *testing.T) {
 		{[]string{"config", "check", filepath.Join(t.TempDir(), "none.yaml")}, exitFailure, "no such file"},
 		{[]string{"config", "-h"}, exitOK, "check FILE"},
 	} {
-		code, _, stderr := runCmd(t, tc.args...)
+		code, stdout, stderr := runCmd(t, tc.args...)
+		if code == exitOK {
+			stderr = stdout // help goes to stdout
+		}
 		if code != tc.code || !strings.Contains(stderr, tc.stderr) {
 			t.Errorf("%v: exit %d (want %d), stderr %q (want %q)", tc.args, code, tc.code, stderr, tc.stderr)
 		}

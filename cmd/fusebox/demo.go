@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 
+	"golang.org/x/term"
+
 	"github.com/fusebox-dev/fusebox/internal/demo"
 )
 
@@ -31,8 +33,12 @@ budget, the fuse timeline, canary vs baseline ECDFs, the GPD fit's QQ
 plot, burn rates) is served on http://127.0.0.1:9464/ui/ (--http, --ui);
 the start line names the address.
 --headless prints one line per verdict and per command instead of the view
-and exits when the scenario is done (or after --duration). Ctrl-C stops
-cleanly.
+and exits when the scenario is done (or after --duration). When stdout is
+not a terminal (a pipe, a file, CI) the demo prints those plain lines too —
+no escape codes, no redraw — but runs as the live view would (until Ctrl-C
+or --duration). On a terminal the view fits its width (table columns that
+do not fit are left out, from the right) and height (fewer fuse commands),
+read at every redraw. Ctrl-C stops cleanly.
 
 Examples:
   fusebox demo
@@ -41,7 +47,7 @@ Examples:
 
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var o demo.Options
-	fs := newFlagSet("demo", "[flags]", demoDescription, stderr)
+	fs := newFlagSet("demo", "[flags]", demoDescription, stdout)
 	fs.BoolVar(&o.Headless, "headless", false, "print verdict and command lines instead of the live view")
 	fs.DurationVar(&o.Duration, "duration", 0, "stop after this much wall time (default: headless, at the end of the scenario; live, at Ctrl-C)")
 	fs.Float64Var(&o.Speedup, "speedup", demo.DefaultSpeedup, "event time runs this many times faster than the wall clock")
@@ -70,9 +76,32 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		o.ClickHousePassword = os.Getenv("FUSEBOX_CLICKHOUSE_PASSWORD")
 	}
 	o.Stdout, o.Stderr = stdout, stderr
+	if !o.Headless {
+		if fd, ok := terminalFD(stdout); ok {
+			o.Size = func() (int, int) {
+				w, h, err := term.GetSize(fd)
+				if err != nil {
+					return 0, 0
+				}
+				return w, h
+			}
+		} else {
+			o.Plain = true
+		}
+	}
 	if _, err := demo.Run(ctx, o); err != nil {
 		fmt.Fprintf(stderr, "fusebox demo: %v\n", err)
 		return exitFailure
 	}
 	return exitOK
+}
+
+// terminalFD returns w's file descriptor when w is a terminal.
+func terminalFD(w io.Writer) (int, bool) {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0, false
+	}
+	fd := int(f.Fd())
+	return fd, term.IsTerminal(fd)
 }

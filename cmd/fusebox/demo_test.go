@@ -101,3 +101,50 @@ func TestDemoCtrlC(t *testing.T) {
 		t.Error("no verdict in the JSONL file after Ctrl-C")
 	}
 }
+
+// TestDemoCommandNotATerminal runs `fusebox demo` (no --headless) as a
+// process whose stdout is a file: it writes plain verdict and fuse lines,
+// not the live view — no escape byte on stdout or stderr, no redraw — and
+// runs until --duration, as the live view would.
+func TestDemoCommandNotATerminal(t *testing.T) {
+	dir := t.TempDir()
+	jsonl := filepath.Join(dir, "demo.jsonl")
+	out, err := os.Create(filepath.Join(dir, "stdout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	var errb bytes.Buffer
+	cmd := exec.Command(os.Args[0], "demo", "--duration", "6s", "--speedup", "150", "--jsonl", jsonl)
+	cmd.Env = append(os.Environ(), envAsMain+"=1")
+	cmd.Stdout, cmd.Stderr = out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("demo: %v\nstderr: %s", err, errb.String())
+	}
+	b, err := os.ReadFile(out.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := bytes.IndexByte(b, 0x1b); i >= 0 {
+		t.Errorf("stdout holds an escape byte at %d: %q", i, b[max(0, i-20):min(len(b), i+20)])
+	}
+	if i := bytes.IndexByte(errb.Bytes(), 0x1b); i >= 0 {
+		t.Errorf("stderr holds an escape byte at %d", i)
+	}
+	if bytes.ContainsRune(b, '\r') {
+		t.Error("stdout holds a carriage return (a redraw)")
+	}
+	verdicts := 0
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		switch {
+		case strings.HasPrefix(l, "verdict "):
+			verdicts++
+		case strings.HasPrefix(l, "fuse "):
+		default:
+			t.Errorf("unexpected stdout line %q", l)
+		}
+	}
+	if vs, _ := readJSONL(t, jsonl); verdicts == 0 || verdicts != len(vs) {
+		t.Errorf("%d verdict lines, %d verdicts in %s", verdicts, len(vs), jsonl)
+	}
+}

@@ -5,35 +5,184 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"reflect"
+	"strings"
 )
 
-// newFlagSet returns a FlagSet for a command that reports errors instead of
-// exiting and writes its usage to stderr: "Usage: fusebox NAME ARGS", the
-// description, then the flags.
-func newFlagSet(name, args, description string, stderr io.Writer) *flag.FlagSet {
+// The command-line conventions of every command (README "Command line"):
+//   - -h, -help and --help print the command's usage to stdout and exit 0;
+//   - a bad command line prints ONE line to stderr, naming the problem and
+//     "see fusebox CMD -h", and exits 2 (exitUsage): no usage dump that
+//     scrolls the problem away;
+//   - flags are spelt --flag in help and messages (Go's flag package
+//     accepts -flag and --flag alike).
+
+// newFlagSet returns a FlagSet for command name ("run", "config check")
+// whose usage — "Usage: fusebox NAME ARGS", the description, then the
+// flags spelt --flag — goes to stdout. Parse it with parseFlags (or
+// parseArgs): they turn a bad flag into one line on stderr.
+func newFlagSet(name, args, description string, stdout io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("fusebox "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(stdout)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: fusebox %s %s\n\n%s\n\nFlags:\n", name, args, description)
-		fs.PrintDefaults()
+		w := fs.Output()
+		fmt.Fprintf(w, "Usage: fusebox %s %s\n\n%s\n", name, args, description)
+		if hasFlags(fs) {
+			io.WriteString(w, "\nFlags:\n")
+			printDefaults(w, fs)
+		}
 	}
 	return fs
 }
 
 // parseFlags parses args and returns (exit code, done): done is true when
-// the command should return the code now (-h, or a bad flag, already
-// reported by the FlagSet). Positional arguments are a usage error.
+// the command should return the code now (-h: usage on stdout, exit 0; a
+// bad flag or a positional argument: one line on stderr, exit 2).
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (int, bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK, true
-		}
-		return exitUsage, true
+	if code, done := parseArgs(fs, args, stderr); done {
+		return code, true
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		fs.Usage()
-		return exitUsage, true
+		return usageError(fs, stderr, "unexpected argument %q", fs.Arg(0)), true
 	}
 	return exitOK, false
+}
+
+// parseArgs is parseFlags for commands that take positional arguments:
+// they are left in fs.Args().
+func parseArgs(fs *flag.FlagSet, args []string, stderr io.Writer) (int, bool) {
+	out := fs.Output()
+	fs.SetOutput(io.Discard) // the flag package's own message and usage dump
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	switch {
+	case err == nil:
+		return exitOK, false
+	case errors.Is(err, flag.ErrHelp):
+		fs.Usage()
+		return exitOK, true
+	}
+	return usageError(fs, stderr, "%s", flagError(fs, err)), true
+}
+
+// usageError prints "fusebox CMD: MESSAGE; see fusebox CMD -h" on one line
+// and returns exitUsage.
+func usageError(fs *flag.FlagSet, stderr io.Writer, format string, args ...any) int {
+	fmt.Fprintf(stderr, "%s: %s; see %s -h\n", fs.Name(), fmt.Sprintf(format, args...), fs.Name())
+	return exitUsage
+}
+
+// flagError rewrites the flag package's error in the --flag spelling and,
+// for an unknown flag, suggests the nearest defined one.
+func flagError(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		name = strings.TrimLeft(name, "-")
+		msg = "unknown flag --" + name
+		if s := suggestFlag(fs, name); s != "" {
+			msg += " (did you mean --" + s + "?)"
+		}
+		return msg
+	}
+	for _, p := range []string{"for flag -", "needs an argument: -", "bad flag syntax: -"} {
+		if i := strings.Index(msg, p); i >= 0 {
+			j := i + len(p)
+			for j < len(msg) && msg[j] == '-' {
+				j++
+			}
+			return msg[:i] + p + "-" + msg[j:]
+		}
+	}
+	return msg
+}
+
+// suggestFlag returns the defined flag nearest to name: the one of least
+// edit distance, if that distance is at most 2 (or a third of the name's
+// length, for long names), or the only flag name starts with; else "".
+func suggestFlag(fs *flag.FlagSet, name string) string {
+	best, bestD := "", -1
+	var prefixed []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if strings.HasPrefix(f.Name, name) {
+			prefixed = append(prefixed, f.Name)
+		}
+		d := editDistance(name, f.Name)
+		if bestD < 0 || d < bestD {
+			best, bestD = f.Name, d
+		}
+	})
+	if bestD >= 0 && bestD <= max(2, len(name)/3) {
+		return best
+	}
+	if len(prefixed) == 1 {
+		return prefixed[0]
+	}
+	return ""
+}
+
+// editDistance is the Levenshtein distance of a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
+}
+
+// printDefaults is flag.PrintDefaults with the --flag spelling.
+func printDefaults(w io.Writer, fs *flag.FlagSet) {
+	var b strings.Builder
+	fs.VisitAll(func(f *flag.Flag) {
+		fmt.Fprintf(&b, "  --%s", f.Name)
+		name, usage := flag.UnquoteUsage(f)
+		if name != "" {
+			b.WriteString(" " + name)
+		}
+		b.WriteString("\n    \t")
+		b.WriteString(strings.ReplaceAll(usage, "\n", "\n    \t"))
+		if !isZeroValue(f) {
+			if reflect.TypeOf(f.Value).String() == "*flag.stringValue" {
+				fmt.Fprintf(&b, " (default %q)", f.DefValue)
+			} else {
+				fmt.Fprintf(&b, " (default %v)", f.DefValue)
+			}
+		}
+		b.WriteString("\n")
+	})
+	io.WriteString(w, b.String())
+}
+
+// isZeroValue reports whether f's default is its type's zero value, which
+// help does not print (as flag.PrintDefaults).
+func isZeroValue(f *flag.Flag) bool {
+	t := reflect.TypeOf(f.Value)
+	var z reflect.Value
+	if t.Kind() == reflect.Pointer {
+		z = reflect.New(t.Elem())
+	} else {
+		z = reflect.Zero(t)
+	}
+	if v, ok := z.Interface().(flag.Value); ok {
+		defer func() { _ = recover() }() // a Value whose String needs fields set
+		return f.DefValue == v.String()
+	}
+	return f.DefValue == ""
 }

@@ -58,7 +58,7 @@ func cmdGen(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		duration     time.Duration
 		startS       string
 	)
-	fs := newFlagSet("gen", "[flags]", genDescription, stderr)
+	fs := newFlagSet("gen", "[flags]", genDescription, stdout)
 	kf.register(fs, "fusebox-gen")
 	fs.StringVar(&cfg.SpansTopic, "spans-topic", cfg.SpansTopic, "`topic` of the span batches")
 	fs.StringVar(&cfg.CorrectionsTopic, "corrections-topic", cfg.CorrectionsTopic, "`topic` of the correction events")
@@ -66,9 +66,9 @@ func cmdGen(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&scenarioFile, "scenario", "", "scenario YAML `file` (default: the built-in demo scenario)")
 	fs.Uint64Var(&seed, "seed", 0, "random `seed` (default: the scenario's)")
 	fs.Float64Var(&rate, "rate", 0, "LLM calls per second of event time (default: the scenario's)")
-	fs.DurationVar(&duration, "duration", 0, "event time to generate (default 0: the scenario's; a scenario without one runs until stopped)")
+	fs.Var((*daysValue)(&duration), "duration", "event `time` to generate: 90m, 2h, 1d (default 0: the scenario's; a scenario without one runs until stopped)")
 	fs.Float64Var(&cfg.Speedup, "speedup", cfg.Speedup, "event time runs this many times faster than wall time; 0: no pacing")
-	fs.StringVar(&startS, "start", "", "event `time` of the first call: RFC 3339, a date, now, or now-DURATION (default: reach the wall clock at the end)")
+	fs.StringVar(&startS, "start", "", "event `time` of the first call: RFC 3339, a date, now, or now-DURATION such as now-1d (default: reach the wall clock at the end)")
 	fs.IntVar(&cfg.SpansPerMessage, "spans-per-message", cfg.SpansPerMessage, "most spans in one message (a Collector export batch), grouped by service")
 	fs.BoolVar(&cfg.KeyByTrace, "key-by-trace", false, "one message per trace keyed by its 32-hex trace id, like the Collector's partition_traces_by_id")
 	fs.DurationVar(&cfg.ProgressEvery, "progress-every", cfg.ProgressEvery, "wall `interval` between progress lines; 0: none")
@@ -111,7 +111,7 @@ func cmdGen(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	start := defaultGenStart(now, cfg.Scenario.Duration, cfg.Speedup)
 	if startS != "" {
 		var err error
-		if start, err = parseReportTime(startS, now); err != nil {
+		if start, err = parseTimeArg(startS, now); err != nil {
 			return usageErr(fmt.Errorf("--start: %w", err))
 		}
 	}

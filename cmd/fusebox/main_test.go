@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -55,16 +56,29 @@ func TestDispatch(t *testing.T) {
 		{args: nil, code: exitUsage, stderr: []string{"Usage:", "broker", "version", "run"}, stdoutNone: true},
 		{args: []string{"help"}, code: exitOK, stdout: []string{"Usage:", "fusebox <command> [flags]", "broker", "version", "run"}},
 		{args: []string{"--help"}, code: exitOK, stdout: []string{"Usage:"}},
-		{args: []string{"frobnicate"}, code: exitUsage, stderr: []string{`unknown command "frobnicate"`, "Commands:"}, stdoutNone: true},
+		{args: []string{"help", "help"}, code: exitOK, stdout: []string{"Usage:"}},
+		{args: []string{"frobnicate"}, code: exitUsage, stderr: []string{`unknown command "frobnicate"; see fusebox help`}, stdoutNone: true},
+		{args: []string{"brokr"}, code: exitUsage, stderr: []string{`unknown command "brokr" (did you mean broker?)`}, stdoutNone: true},
+		{args: []string{"--brokers", "x"}, code: exitUsage, stderr: []string{"unknown flag --brokers (flags come after the command"}, stdoutNone: true},
 		{args: []string{"help", "frobnicate"}, code: exitUsage, stderr: []string{`unknown command "frobnicate"`}},
-		{args: []string{"help", "broker"}, code: exitOK, stderr: []string{"Usage: fusebox broker", "-data-dir", "-sasl-user", "-topic"}},
-		{args: []string{"broker", "-h"}, code: exitOK, stderr: []string{"-listen"}},
+		{args: []string{"help", "broker"}, code: exitOK, stdout: []string{"Usage: fusebox broker", "--data-dir", "--sasl-user", "--topic"}},
+		{args: []string{"help", "config", "check"}, code: exitOK, stdout: []string{"Usage: fusebox config check", "--fuse-keys"}},
+		{args: []string{"broker", "-h"}, code: exitOK, stdout: []string{"--listen"}},
 		{args: []string{"version"}, code: exitOK, stdout: []string{"fusebox ", "go      go1.", "module  github.com/fusebox-dev/fusebox"}},
+		{args: []string{"--version"}, code: exitOK, stdout: []string{"fusebox ", "go      go1.", "module  github.com/fusebox-dev/fusebox"}},
+		{args: []string{"-version"}, code: exitOK, stdout: []string{"module  github.com/fusebox-dev/fusebox"}},
 		{args: []string{"version", "extra"}, code: exitUsage, stderr: []string{`unexpected argument "extra"`}},
-		{args: []string{"version", "--nope"}, code: exitUsage, stderr: []string{"flag provided but not defined: -nope"}},
-		{args: []string{"run"}, code: exitUsage, stderr: []string{"--config FILE is required"}},
-		{args: []string{"broker", "--topic", "t:0"}, code: exitUsage, stderr: []string{"-topic", "partitions must be between 1 and"}},
-		{args: []string{"broker", "--sasl-user", "GSSAPI:u:p"}, code: exitUsage, stderr: []string{"-sasl-user", "mechanism must be PLAIN"}},
+		{args: []string{"version", "--nope"}, code: exitUsage, stderr: []string{"fusebox version: unknown flag --nope; see fusebox version -h"}},
+		{args: []string{"run"}, code: exitUsage, stderr: []string{"--config FILE is required (or $FUSEBOX_CONFIG)"}},
+		{args: []string{"run", "--brokr", "x"}, code: exitUsage, stderr: []string{"fusebox run: unknown flag --brokr (did you mean --brokers?); see fusebox run -h"}},
+		{args: []string{"gen", "--sped", "2"}, code: exitUsage, stderr: []string{"fusebox gen: unknown flag --sped (did you mean --seed?); see fusebox gen -h"}},
+		{args: []string{"demo", "--headles"}, code: exitUsage, stderr: []string{"unknown flag --headles (did you mean --headless?)"}},
+		{args: []string{"report", "--databse", "x"}, code: exitUsage, stderr: []string{"unknown flag --databse (did you mean --database?)"}},
+		{args: []string{"config", "check", "x.yaml", "--fuse-key", "k"}, code: exitUsage, stderr: []string{"unknown flag --fuse-key (did you mean --fuse-keys?)"}},
+		{args: []string{"broker", "--partitions"}, code: exitUsage, stderr: []string{"flag needs an argument: --partitions"}},
+		{args: []string{"broker", "--partitions", "many"}, code: exitUsage, stderr: []string{`invalid value "many" for flag --partitions`}},
+		{args: []string{"broker", "--topic", "t:0"}, code: exitUsage, stderr: []string{"--topic", "partitions must be between 1 and"}},
+		{args: []string{"broker", "--sasl-user", "GSSAPI:u:p"}, code: exitUsage, stderr: []string{"--sasl-user", "mechanism must be PLAIN"}},
 		{args: []string{"broker", "--sync-writes"}, code: exitUsage, stderr: []string{"--sync-writes", "needs --data-dir"}},
 		{args: []string{"broker", "--listen", "nohost"}, code: exitUsage, stderr: []string{"--listen", "host:port"}},
 		{args: []string{"broker", "--log-level", "loud"}, code: exitUsage, stderr: []string{"--log-level"}},
@@ -89,21 +103,54 @@ func TestDispatch(t *testing.T) {
 			if tc.stdoutNone && stdout != "" {
 				t.Errorf("stdout should be empty on a usage error:\n%s", stdout)
 			}
+			// A bad command line is one line, not the usage (except with
+			// no command at all).
+			if code == exitUsage && len(tc.args) > 0 && strings.Count(stderr, "\n") != 1 {
+				t.Errorf("a usage error of %d lines, want 1:\n%s", strings.Count(stderr, "\n"), stderr)
+			}
 		})
 	}
 }
 
+// TestHelpListsEveryCommand: `fusebox help` lists every command, and for
+// each of them (and each config subcommand and bench study) -h, -help,
+// --help and `fusebox help CMD` print its usage to stdout — with flags
+// spelt --flag, as the README spells them — write nothing to stderr and
+// exit 0.
 func TestHelpListsEveryCommand(t *testing.T) {
 	_, stdout, _ := runCmd(t, "help")
 	for _, c := range commands {
 		if !strings.Contains(stdout, c.name+" ") || !strings.Contains(stdout, c.summary) {
 			t.Errorf("help does not list %s with its summary", c.name)
 		}
-		// Every command answers -h with exit 0.
-		if code, _, stderr := runCmd(t, c.name, "-h"); code != exitOK || !strings.Contains(stderr, "Usage: fusebox "+c.name) {
-			t.Errorf("%s -h: exit %d, stderr %q", c.name, code, stderr)
+	}
+	singleDash := regexp.MustCompile(`(?m)^  -[a-z]`)
+	for _, cmd := range helpTargets() {
+		name := strings.Join(cmd, " ")
+		for _, args := range [][]string{
+			append(slices.Clone(cmd), "-h"), append(slices.Clone(cmd), "-help"), append(slices.Clone(cmd), "--help"),
+			append([]string{"help"}, cmd...),
+		} {
+			code, stdout, stderr := runCmd(t, args...)
+			if code != exitOK || stderr != "" || !strings.Contains(stdout, "Usage: fusebox "+name) {
+				t.Errorf("%v: exit %d, stderr %q, stdout %.200q; want exit 0, usage on stdout", args, code, stderr, stdout)
+			}
+			if singleDash.MatchString(stdout) {
+				t.Errorf("%v: a flag spelt -flag in the help:\n%s", args, stdout)
+			}
 		}
 	}
+}
+
+// helpTargets is every command line that has a usage: each command, each
+// config subcommand and each bench study.
+func helpTargets() [][]string {
+	var out [][]string
+	for _, c := range commands {
+		out = append(out, []string{c.name})
+	}
+	return append(out, []string{"config", "check"}, []string{"config", "diff"},
+		[]string{"bench", "tail-accuracy"}, []string{"bench", "false-trips"})
 }
 
 // lineWriter hands the lines written to it to a channel, for reading the

@@ -93,7 +93,7 @@ func (c *clickhouseFlags) open(ctx context.Context, cfg clickhousesink.Config, d
 func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var ch clickhouseFlags
 	mcfg := clickhousesink.DefaultMigrateConfig()
-	fs := newFlagSet("migrate", "--clickhouse HOST:PORT --database DB [flags]", migrateDescription, stderr)
+	fs := newFlagSet("migrate", "--clickhouse HOST:PORT --database DB [flags]", migrateDescription, stdout)
 	ch.register(fs)
 	fs.IntVar(&mcfg.RollupRetentionDays, "rollup-retention-days", mcfg.RollupRetentionDays,
 		"`days` span_rollups rows are kept, on servers with TTL (19.6+); applied when the TTL step first runs")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,7 +16,7 @@ event-time range [--from, --to) and prints each report as a table or CSV.
 Without report names it prints all of them, in this order:
   %s
 Times are RFC 3339 (2025-03-04T10:00:00Z), a UTC date (2025-03-04), or
-"now" with an optional offset ("now-24h"). With several reports and
+"now" with an optional offset (now-24h, now-1d, now-90m, now-1w). With several reports and
 --format csv, each CSV block is preceded by a line "# report NAME" and
 followed by an empty line.
 
@@ -31,25 +30,25 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	rargs := reports.DefaultArgs()
 	var fromS, toS, format string
 	fs := newFlagSet("report", "--clickhouse HOST:PORT --database DB [--from T] [--to T] [--format table|csv] [REPORT...]",
-		fmt.Sprintf(reportDescription, strings.Join(reports.Names(), "\n  ")), stderr)
+		fmt.Sprintf(reportDescription, strings.Join(reports.Names(), "\n  ")), stdout)
 	ch.register(fs)
-	fs.StringVar(&fromS, "from", "now-24h", "range start `time` (inclusive)")
+	fs.StringVar(&fromS, "from", "now-24h", "range start `time` (inclusive): RFC 3339, a date, now or now-DURATION (now-1d)")
 	fs.StringVar(&toS, "to", "now", "range end `time` (exclusive)")
 	fs.StringVar(&format, "format", "table", "output `format`: table or csv")
 	fs.Float64Var(&rargs.Objective, "objective", rargs.Objective, "availability objective for error_budget, in (0, 1)")
 	fs.IntVar(&rargs.Limit, "limit", rargs.Limit, "rows of drift_top")
 	fs.StringVar(&rargs.Target, "target", "", "only this fuse target (tenant/service/model/variant) in fuse_timeline")
 
-	names, code, done := parseInterleaved(fs, args)
+	names, code, done := parseInterleaved(fs, args, stderr)
 	if done {
 		return code
 	}
 	now := time.Now().UTC()
 	var err error
-	if rargs.From, err = parseReportTime(fromS, now); err != nil {
+	if rargs.From, err = parseTimeArg(fromS, now); err != nil {
 		return reportUsage(stderr, fmt.Errorf("--from: %w", err))
 	}
-	if rargs.To, err = parseReportTime(toS, now); err != nil {
+	if rargs.To, err = parseTimeArg(toS, now); err != nil {
 		return reportUsage(stderr, fmt.Errorf("--to: %w", err))
 	}
 	if format != "table" && format != "csv" {
@@ -119,19 +118,16 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
 func reportUsage(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "fusebox report: %v\n", err)
+	fmt.Fprintf(stderr, "fusebox report: %v; see fusebox report -h\n", err)
 	return exitUsage
 }
 
 // parseInterleaved parses flags that may come before, between or after the
 // positional report names and returns the names.
-func parseInterleaved(fs *flag.FlagSet, args []string) (names []string, code int, done bool) {
+func parseInterleaved(fs *flag.FlagSet, args []string, stderr io.Writer) (names []string, code int, done bool) {
 	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, exitOK, true
-			}
-			return nil, exitUsage, true
+		if code, done := parseArgs(fs, args, stderr); done {
+			return nil, code, true
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -140,25 +136,4 @@ func parseInterleaved(fs *flag.FlagSet, args []string) (names []string, code int
 		names = append(names, args[0])
 		args = args[1:]
 	}
-}
-
-// parseReportTime reads RFC 3339, a UTC date, or now[+-duration].
-func parseReportTime(s string, now time.Time) (time.Time, error) {
-	if rest, ok := strings.CutPrefix(s, "now"); ok {
-		if rest == "" {
-			return now, nil
-		}
-		d, err := time.ParseDuration(strings.TrimPrefix(rest, "+"))
-		if err != nil || (rest[0] != '-' && rest[0] != '+') {
-			return time.Time{}, fmt.Errorf("%q: want now, now-DURATION or now+DURATION (e.g. now-24h)", s)
-		}
-		return now.Add(d), nil
-	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t.UTC(), nil
-	}
-	if t, err := time.Parse("2006-01-02", s); err == nil {
-		return t, nil
-	}
-	return time.Time{}, fmt.Errorf("%q: want RFC 3339 (2025-03-04T10:00:00Z), a date (2025-03-04) or now-24h", s)
 }

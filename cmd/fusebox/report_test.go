@@ -3,30 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
-	"time"
 )
-
-func TestParseReportTime(t *testing.T) {
-	now := time.Date(2025, 3, 4, 12, 30, 0, 0, time.UTC)
-	for _, tc := range []struct {
-		in   string
-		want time.Time
-		ok   bool
-	}{
-		{"now", now, true},
-		{"now-24h", now.Add(-24 * time.Hour), true},
-		{"now+90m", now.Add(90 * time.Minute), true},
-		{"2025-03-01", time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC), true},
-		{"2025-03-01T10:00:00+02:00", time.Date(2025, 3, 1, 8, 0, 0, 0, time.UTC), true},
-		{"now24h", time.Time{}, false},
-		{"yesterday", time.Time{}, false},
-	} {
-		got, err := parseReportTime(tc.in, now)
-		if (err == nil) != tc.ok || !got.Equal(tc.want) {
-			t.Errorf("parseReportTime(%q) = %v, %v; want %v ok=%v", tc.in, got, err, tc.want, tc.ok)
-		}
-	}
-}
 
 // Usage errors are found before any connection is made.
 func TestReportAndMigrateUsageErrors(t *testing.T) {

@@ -21,7 +21,8 @@ import (
 )
 
 const runDescription = `Runs the pipeline daemon with the SLO file FILE (see examples/fusebox.yaml;
-check it first with "fusebox config check FILE"). It reads OTLP spans and
+check it first with "fusebox config check FILE"); without --config, the file
+$FUSEBOX_CONFIG names. It reads OTLP spans and
 correction events from Kafka, writes verdicts and signed fuse commands to
 Kafka, ClickHouse and/or a JSONL file, and serves /metrics, /healthz and
 /readyz on http.listen (pprof too with http.pprof; the live page on /ui/
@@ -34,25 +35,37 @@ FUSEBOX_FUSE_KEYS), in the format "id:secret" (see package fuse). Without a
 key fusebox refuses to start, unless --insecure-unsigned (or
 signing.insecure_unsigned) allows unsigned commands.
 
+Four settings can be given outside the file, for one deployment's file run
+in several places: a flag wins over its environment variable, which wins
+over the file:
+  --brokers     $FUSEBOX_BROKERS     kafka.brokers (comma-separated host:port)
+  --clickhouse  $FUSEBOX_CLICKHOUSE  sinks.clickhouse.addr (comma-separated host:port; turns the sink on)
+  --listen      $FUSEBOX_LISTEN      http.listen ("" turns the HTTP listener off)
+  --log-level   $FUSEBOX_LOG_LEVEL   log.level (debug, info, warn, error)
+
 SIGTERM or SIGINT shuts down gracefully: fetching stops, every partition
 finishes its batches, the sinks are flushed, state is saved and offsets are
 committed; then fusebox exits 0. A second signal kills it.`
 
-func cmdRun(ctx context.Context, args []string, _, stderr io.Writer) int {
-	fs := newFlagSet("run", "--config FILE [flags]", runDescription, stderr)
-	cfgPath := fs.String("config", "", "SLO `file` (YAML)")
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("run", "--config FILE [flags]", runDescription, stdout)
+	cfgPath := fs.String("config", "", "SLO `file` (YAML); default $"+envConfig)
 	insecure := fs.Bool("insecure-unsigned", false, "publish unsigned fuse commands when no signing key is configured (gateways must accept unsigned commands)")
 	keysFile := fs.String("fuse-keys", "", "`file` of fuse signing keys (\"id:secret\" lines); overrides signing.keys_file")
 	instanceID := fs.String("instance-id", "", "static group membership `id`, stable per process and unique in the deployment (\"auto\": the host name); overrides kafka.instance_id")
+	for _, o := range runOverrides {
+		fs.String(o.flag, "", o.usage+"; overrides "+o.field+" and $"+o.env)
+	}
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}
 	if *cfgPath == "" {
-		fmt.Fprintln(stderr, "fusebox run: --config FILE is required")
-		fs.Usage()
-		return exitUsage
+		*cfgPath = os.Getenv(envConfig)
 	}
-	f, err := config.Load(*cfgPath)
+	if *cfgPath == "" {
+		return usageError(fs, stderr, "--config FILE is required (or $%s)", envConfig)
+	}
+	f, err := config.LoadWith(*cfgPath, runConfigOverrides(fs, os.LookupEnv)...)
 	if err != nil {
 		printConfigErrors(stderr, "fusebox run", *cfgPath, err)
 		return exitFailure

@@ -198,6 +198,7 @@ func TestRunServesMetrics(t *testing.T) {
 func TestRunRefusesBadStarts(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("FUSEBOX_FUSE_KEYS", "")
+	t.Setenv(envConfig, "")
 	bad := writeFile(t, dir, "bad.yaml", "kafka:\n  brokers: [nohost]\nslos:\n  - name: x\n    tail: {budget: 10, p: 1.5}\n")
 	good := writeFile(t, dir, "good.yaml", runConfig([]string{"127.0.0.1:1"}, ""))
 	for _, tc := range []struct {
@@ -205,7 +206,7 @@ func TestRunRefusesBadStarts(t *testing.T) {
 		code   int
 		stderr []string
 	}{
-		{nil, exitUsage, []string{"--config FILE is required", "Usage: fusebox run"}},
+		{nil, exitUsage, []string{"--config FILE is required (or $FUSEBOX_CONFIG); see fusebox run -h"}},
 		{[]string{"--config", filepath.Join(dir, "missing.yaml")}, exitFailure, []string{"missing.yaml", "no such file"}},
 		{[]string{"--config", bad}, exitFailure, []string{"2 problem(s)", bad + ":2: kafka.brokers[0]: want host:port", bad + ":5: slos[0].tail.p: must be in (0, 1)"}},
 		{[]string{"--config", good}, exitFailure, []string{"refuses to start", "no fuse signing key", "FUSEBOX_FUSE_KEYS", "--insecure-unsigned"}},

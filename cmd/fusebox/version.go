@@ -9,7 +9,7 @@ import (
 )
 
 func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("version", "", "Prints the module version, the Go version and, when built from a git checkout, the commit.", stderr)
+	fs := newFlagSet("version", "", "Prints the module version, the Go version and, when built from a git checkout, the commit.", stdout)
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}

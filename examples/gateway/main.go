@@ -3,14 +3,16 @@
 // did not apply (by reason, e.g. expired ones read from a backlog), and
 // its decision for a few request keys at an interval.
 //
-//	go run ./examples/gateway -brokers 127.0.0.1:9092 -keys /etc/fusebox/fuse.keys \
-//	    -key acme/chat/gpt-4o-mini/baseline -key acme/chat/gpt-4o-mini/canary
+//	go run ./examples/gateway --brokers 127.0.0.1:9092 --keys /etc/fusebox/fuse.keys \
+//	    --key acme/chat/gpt-4o-mini/baseline --key acme/chat/gpt-4o-mini/canary
 //
 // The default keys are those two: the target of the latency-tail incident
 // of `fusebox gen`'s scenarios (the demo's and examples/scenario.yaml).
 //
-// Without -keys it reads FUSEBOX_FUSE_KEYS; with neither it refuses to
-// start unless -insecure-unsigned is given (for a fusebox run that way).
+// Without --keys it reads FUSEBOX_FUSE_KEYS; with neither it refuses to
+// start unless --insecure-unsigned is given (for a fusebox run that way).
+// -h prints the flags to stdout and exits 0; a bad flag prints one line to
+// stderr and exits 2; a failure exits 1.
 package main
 
 import (
@@ -34,11 +36,23 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+	err := run(ctx, os.Args[1:], os.Stdout)
+	var ue usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+	case errors.As(err, &ue):
+		fmt.Fprintf(os.Stderr, "gateway: %v; see gateway -h\n", err)
+		os.Exit(2)
+	default:
 		fmt.Fprintln(os.Stderr, "gateway:", err)
 		os.Exit(1)
 	}
 }
+
+// usageError is a bad command line (exit 2).
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
 
 type keyList []schemas.Key
 
@@ -55,7 +69,7 @@ func (l *keyList) Set(s string) error {
 // run is main without the process: it returns when ctx ends.
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
-	fs.SetOutput(out)
+	fs.SetOutput(io.Discard) // errors are returned; -h prints usage below
 	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated Kafka seed brokers")
 	topic := fs.String("topic", fuse.DefaultTopic, "fuse topic")
 	keysFile := fs.String("keys", "", "key file (id:secret per line); default: $"+fuse.EnvKeys)
@@ -63,9 +77,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	client := fs.String("client", "franz-go", "Kafka client: franz-go or kafka-go")
 	every := fs.Duration("every", 5*time.Second, "how often to print decisions")
 	var keys keyList
-	fs.Var(&keys, "key", "request key tenant/service/model/variant to decide for (repeatable)")
+	fs.Var(&keys, "key", "request `key` tenant/service/model/variant to decide for (repeatable)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			usage(out, fs)
+			return err
+		}
+		return usageError{errors.New(strings.Replace(strings.Replace(err.Error(), "flag -", "flag --", 1), ": -", ": --", 1))}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	if len(keys) == 0 {
 		keys = keyList{
@@ -82,7 +103,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		ring, err = fuse.KeyringFromEnv()
 	}
 	if err != nil && !(errors.Is(err, fuse.ErrNoKeys) && *insecure) {
-		return fmt.Errorf("%w (give -keys or $%s, or -insecure-unsigned)", err, fuse.EnvKeys)
+		return fmt.Errorf("%w (give --keys or $%s, or --insecure-unsigned)", err, fuse.EnvKeys)
 	}
 
 	opts := []fuse.Opt{fuse.WithLogger(slog.New(slog.NewTextHandler(out, nil)))}
@@ -99,7 +120,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	case "kafka-go":
 		opts = append(opts, fuse.WithSource(kafkago.NewSource(addrs, *topic, nil)))
 	default:
-		return fmt.Errorf("-client %q: want franz-go or kafka-go", *client)
+		return usageError{fmt.Errorf("--client %q: want franz-go or kafka-go", *client)}
 	}
 	c, err := fuse.NewClient(opts...)
 	if err != nil {
@@ -148,6 +169,22 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		case <-t.C:
 		}
 	}
+}
+
+// usage prints the flags, spelt --flag, to w.
+func usage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintln(w, "Usage: gateway [flags]\n\nFollows fusebox's fuse topic, prints every command it applies and, every --every,\nits decision for each --key.\n\nFlags:")
+	fs.VisitAll(func(f *flag.Flag) {
+		name, text := flag.UnquoteUsage(f)
+		if name != "" {
+			name = " " + name
+		}
+		fmt.Fprintf(w, "  --%s%s\n    \t%s", f.Name, name, text)
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "[]" {
+			fmt.Fprintf(w, " (default %s)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
 }
 
 // show prints a key for people; Key.String (the record key) path-escapes

@@ -3,6 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -130,5 +134,54 @@ func TestGatewayExampleShowsExpired(t *testing.T) {
 	}
 	if s := out.String(); strings.Contains(s, "command acme/chat/gpt-4o-mini/baseline") {
 		t.Errorf("the expired command was applied:\n%s", s)
+	}
+}
+
+// TestMain runs the test binary as the gateway itself when
+// FUSEBOX_TEST_AS_MAIN=1 (a test starting it as a process).
+func TestMain(m *testing.M) {
+	if os.Getenv("FUSEBOX_TEST_AS_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	testharness.Main(m)
+}
+
+// TestGatewayCommandLine runs the gateway as a process: -h and --help
+// print the flags (spelt --flag) to stdout and exit 0 (it exited 1), a
+// misspelt flag prints one line to stderr and exits 2.
+func TestGatewayCommandLine(t *testing.T) {
+	for _, tc := range []struct {
+		args           []string
+		code           int
+		stdout, stderr string
+	}{
+		{[]string{"-h"}, 0, "--brokers", ""},
+		{[]string{"--help"}, 0, "--insecure-unsigned", ""},
+		{[]string{"--brokr", "x"}, 2, "", "gateway: flag provided but not defined: --brokr; see gateway -h\n"},
+		{[]string{"--client", "sarama", "--insecure-unsigned"}, 2, "", "--client"},
+	} {
+		cmd := exec.Command(os.Args[0], tc.args...)
+		cmd.Env = append(os.Environ(), "FUSEBOX_TEST_AS_MAIN=1")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != tc.code || !strings.Contains(stdout.String(), tc.stdout) || !strings.Contains(stderr.String(), tc.stderr) {
+			t.Errorf("gateway %v: exit %d, stdout %q, stderr %q; want exit %d, %q on stdout and %q on stderr",
+				tc.args, code, stdout.String(), stderr.String(), tc.code, tc.stdout, tc.stderr)
+		}
+		if tc.code != 0 && strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("gateway %v: stderr is not one line: %q", tc.args, stderr.String())
+		}
+		if tc.code == 0 && (stderr.Len() != 0 || regexp.MustCompile(`\n  -[a-z]`).MatchString(stdout.String())) {
+			t.Errorf("gateway %v: stderr %q, or a flag spelt -flag in %q", tc.args, stderr.String(), stdout.String())
+		}
 	}
 }

@@ -36,17 +36,36 @@ func (e *Error) Error() string {
 }
 
 // Load reads, decodes and validates the SLO file at path. The error, when
-// not nil, joins one *Error per problem, in line order.
-func Load(path string) (*File, error) {
+// not nil, joins one *Error per problem, in line order: unknown keys, type
+// errors and semantic errors all at once (a misspelt key does not hide an
+// invalid value elsewhere).
+func Load(path string) (*File, error) { return LoadWith(path) }
+
+// LoadWith is Load with overrides (command-line flags, environment
+// variables) applied after the file is decoded and before it is validated,
+// in order.
+func LoadWith(path string, overrides ...Override) (*File, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return Parse(path, b)
+	return ParseWith(path, b, overrides...)
+}
+
+// Override replaces a field's value from outside the file. An error in
+// the value it sets is reported with Source in place of the file's name
+// and no line ("--brokers: kafka.brokers[0]: want host:port ...").
+type Override struct {
+	Field  string      // the field's path, as in errors: "kafka.brokers"
+	Source string      // where the value comes from: "--brokers", "$FUSEBOX_BROKERS"
+	Apply  func(*File) // sets the value
 }
 
 // Parse is Load on bytes; name is used in error messages.
-func Parse(name string, b []byte) (*File, error) {
+func Parse(name string, b []byte) (*File, error) { return ParseWith(name, b) }
+
+// ParseWith is LoadWith on bytes.
+func ParseWith(name string, b []byte, overrides ...Override) (*File, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(b, &root); err != nil {
 		return nil, &Error{File: name, Line: yamlErrorLine(err), Field: "(file)", Reason: err.Error()}
@@ -60,18 +79,35 @@ func Parse(name string, b []byte) (*File, error) {
 	checkKnown(root.Content[0], reflect.TypeOf(f), "", lines, func(line int, field, reason string) {
 		errs = append(errs, &Error{File: name, Line: line, Field: field, Reason: reason})
 	})
-	if len(errs) == 0 {
-		if err := root.Content[0].Decode(&f); err != nil {
+	// Decode and validate even after unknown keys: they are ignored by the
+	// decoder, and the semantic errors of the rest are reported with them.
+	// A value of the wrong type keeps its default and is reported per line.
+	if err := root.Content[0].Decode(&f); err != nil {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			for _, m := range te.Errors {
+				errs = append(errs, &Error{File: name, Line: yamlErrorLine(errors.New(m)), Field: "(value)", Reason: m})
+			}
+		} else {
 			return nil, &Error{File: name, Line: yamlErrorLine(err), Field: "(file)", Reason: err.Error()}
 		}
-		if f.Version == "" {
-			f.Version = f.semanticVersion()
+	}
+	for _, o := range overrides {
+		o.Apply(&f)
+	}
+	if f.Version == "" {
+		f.Version = f.semanticVersion()
+	}
+	f.deriveTopics(lines)
+	_, explicitRules := lines["breaker.rules"]
+	for _, e := range append(f.validate(), f.validateRules(explicitRules)...) {
+		err := &Error{File: name, Line: lineOf(lines, e.Field), Field: e.Field, Reason: e.Reason}
+		for _, o := range overrides {
+			if e.Field == o.Field || strings.HasPrefix(e.Field, o.Field+"[") || strings.HasPrefix(e.Field, o.Field+".") {
+				err.File, err.Line = o.Source, 0
+			}
 		}
-		f.deriveTopics(lines)
-		_, explicitRules := lines["breaker.rules"]
-		for _, e := range append(f.validate(), f.validateRules(explicitRules)...) {
-			errs = append(errs, &Error{File: name, Line: lineOf(lines, e.Field), Field: e.Field, Reason: e.Reason})
-		}
+		errs = append(errs, err)
 	}
 	if len(errs) == 0 {
 		return &f, nil

@@ -76,6 +76,12 @@ func TestParseErrorsNameFileLineAndField(t *testing.T) {
 			[]string{`x.yaml:2: topics.logs: log topic "otlp_spans" is also a span or correction topic`}},
 		{"ui without listen", "http:\n  listen: \"\"\n  ui: true\nslos:\n  - name: a\n    tail: {budget: 1}\n", []string{"x.yaml:3: http.ui: the live page needs http.listen"}},
 		{"not yaml", "slos: [\n", []string{"x.yaml"}},
+		// An unknown key no longer hides the semantic errors of the rest:
+		// every problem at once, each with its line.
+		{"typo and bad p", "kafka:\n  brokerz: [a:1]\nslos:\n  - name: a\n    tail:\n      budget: 3\n      p: 1.5\n",
+			[]string{"x.yaml:2: kafka.brokerz: unknown field (did you mean brokers?)", "x.yaml:7: slos[0].tail.p: must be in (0, 1), got 1.5"}},
+		{"typo, wrong type and bad p", "http:\n  listn: x\n  pprof: [1]\nslos:\n  - name: a\n    tail: {budget: 1, p: 2}\n",
+			[]string{"x.yaml:2: http.listn: unknown field", "x.yaml:3:", "cannot unmarshal", "x.yaml:6: slos[0].tail.p: must be in (0, 1), got 2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("x.yaml", []byte(tc.yaml))
@@ -92,6 +98,27 @@ func TestParseErrorsNameFileLineAndField(t *testing.T) {
 				t.Errorf("error %T is not a *config.Error", err)
 			}
 		})
+	}
+}
+
+// TestOverridesWinAndNameTheirSource: an override replaces the file's value
+// before validation, and an invalid one is reported under its source, not
+// under a line of the file that no longer holds the value used.
+func TestOverridesWinAndNameTheirSource(t *testing.T) {
+	y := []byte("kafka:\n  brokers: [\"10.0.0.1:9092\"]\n" + minimal)
+	set := func(v []string) Override {
+		return Override{Field: "kafka.brokers", Source: "--brokers", Apply: func(f *File) { f.Kafka.Brokers = v }}
+	}
+	f, err := ParseWith("x.yaml", y, set([]string{"127.0.0.1:1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Kafka.Brokers; len(got) != 1 || got[0] != "127.0.0.1:1" {
+		t.Fatalf("brokers %v, want the override's", got)
+	}
+	_, err = ParseWith("x.yaml", y, set([]string{"nohost"}))
+	if err == nil || !strings.Contains(err.Error(), `--brokers: kafka.brokers[0]: want host:port, got "nohost"`) || strings.Contains(err.Error(), "x.yaml:2") {
+		t.Fatalf("error %v, want it under --brokers and no line of x.yaml", err)
 	}
 }
 

@@ -81,6 +81,14 @@ type Options struct {
 	// still serves, with the server's address ("" when off); the demo
 	// closes the server after it returns. Tests load the page here.
 	BeforeExit func(httpAddr string)
+	// Plain prints the headless lines instead of the live view, but runs
+	// as long as the live view would: for a stdout that is not a terminal
+	// (a pipe, a file, CI), where escape codes and redraws are debris.
+	Plain bool
+	// Size returns the terminal's width and height in cells; the live view
+	// calls it at every redraw and fits what it returns (a resize shows at
+	// the next one). nil, or 0s: a view defaultWidth wide, all of it.
+	Size func() (width, height int)
 }
 
 // Result is what a demo run did.
@@ -201,7 +209,8 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	st := newState(o.Start, Incidents())
 	var out *bufio.Writer
 	var outMu sync.Mutex // headless lines come from several goroutines
-	if o.Headless {
+	lines := o.Headless || o.Plain
+	if lines {
 		out = bufio.NewWriter(o.Stdout)
 		print := func(s string) {
 			outMu.Lock()
@@ -319,7 +328,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	}
 	tick := time.NewTicker(o.RedrawEvery)
 	defer tick.Stop()
-	if !o.Headless {
+	if !lines {
 		io.WriteString(o.Stdout, ansiAltOn)
 	}
 	var (
@@ -329,7 +338,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		frame    strings.Builder
 	)
 	draw := func() {
-		if o.Headless {
+		if lines {
 			outMu.Lock()
 			out.Flush()
 			outMu.Unlock()
@@ -342,7 +351,11 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 			pr.EventTime = o.Start
 		}
 		frame.Reset()
-		st.render(&frame, header{wall: time.Since(wall0), eventNow: pr.EventTime, duration: sc.Duration, speedup: o.Speedup,
+		var w, h int
+		if o.Size != nil {
+			w, h = o.Size()
+		}
+		st.render(&frame, header{width: w, height: h, wall: time.Since(wall0), eventNow: pr.EventTime, duration: sc.Duration, speedup: o.Speedup,
 			spansPerS: pr.SpansPerSecond, jsonl: o.JSONL, clickhouse: o.ClickHouse, keyID: ring.Active(), page: pageURL, finished: finished})
 		io.WriteString(o.Stdout, frame.String())
 	}
@@ -379,7 +392,7 @@ loop:
 		}
 	}
 	draw()
-	if !o.Headless {
+	if !lines {
 		io.WriteString(o.Stdout, ansiAltOff)
 	}
 
@@ -399,7 +412,7 @@ loop:
 	waitRead(st, fc, 3*time.Second)
 	stopFuse()
 	<-fuseDone
-	if o.Headless {
+	if lines {
 		outMu.Lock()
 		out.Flush()
 		outMu.Unlock()

@@ -3,8 +3,10 @@ package demo
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fusebox-dev/fusebox/schemas"
 )
@@ -38,7 +40,13 @@ type header struct {
 	keyID      string
 	page       string // the live page's URL, "" when off
 	finished   bool
+	// width and height are the terminal's size in cells; 0: unknown (the
+	// view is drawn whole, defaultWidth wide).
+	width, height int
 }
+
+// defaultWidth is the view's width when the terminal's is unknown.
+const defaultWidth = 160
 
 // rowData is one row's numbers, from the latest verdicts of its keys.
 type rowData struct {
@@ -61,16 +69,79 @@ func pick(slot **schemas.Verdict, v *schemas.Verdict, better func(a, b *schemas.
 func higher(a, b *schemas.Verdict) bool { return a.Value > b.Value }
 func lower(a, b *schemas.Verdict) bool  { return a.Value < b.Value }
 
+// column is one column of the view's table: its heading (with the unit
+// and the threshold it is compared with), width in cells, and cell.
+type column struct {
+	head  string
+	width int
+	cell  func(rd *rowData) string
+}
+
+// columns are the table's columns after the row name and the breaker, in
+// the order they are dropped from the right when the terminal is narrow.
+// Every cell shows the value with its unit and the threshold it is judged
+// against ("812 ms [700–950] / 1500 ms": P99.9 with its 95% interval,
+// against the budget).
+var columns = []column{
+	{"P99.9 latency [95% CI] / budget", 34, func(rd *rowData) string {
+		return cell(rd.tail, 34, func(v *schemas.Verdict) string {
+			return fmt.Sprintf("%s [%s–%s] / %s", msUnit(v.Value), msBare(v.Lower), msBare(v.Upper), msUnit(v.Threshold))
+		})
+	}},
+	{"drift p / alpha", 16, func(rd *rowData) string {
+		return cell(rd.drift, 16, func(v *schemas.Verdict) string {
+			a, ok := v.Detail("alpha")
+			if !ok {
+				return pText(pValue(v))
+			}
+			return pText(pValue(v)) + " / " + strconv.FormatFloat(a, 'g', 3, 64)
+		})
+	}},
+	{"decay Δ / limit", 15, func(rd *rowData) string {
+		return cell(rd.decay, 15, func(v *schemas.Verdict) string { return fmt.Sprintf("%+.3f / %+.2f", v.Value, v.Threshold) })
+	}},
+	{"corrections [95% CI] / max", 26, func(rd *rowData) string {
+		return cell(rd.corr, 26, func(v *schemas.Verdict) string {
+			return fmt.Sprintf("%.1f%% [%.1f–%.1f] / %s%%", 100*v.Value, 100*v.Lower, 100*v.Upper, strconv.FormatFloat(100*v.Threshold, 'g', 3, 64))
+		})
+	}},
+	{"mix H / high", 12, func(rd *rowData) string {
+		return cell(rd.mix, 12, func(v *schemas.Verdict) string { return fmt.Sprintf("%.2f / %.2f", v.Value, v.Threshold) })
+	}},
+	{"burn / factor", 13, func(rd *rowData) string {
+		return cell(rd.burn, 13, func(v *schemas.Verdict) string { return fmt.Sprintf("%.1f× / %g×", v.Value, v.Threshold) })
+	}},
+}
+
+// Widths of the row name and breaker columns, always shown.
+const (
+	nameWidth    = 32
+	breakerWidth = 22
+)
+
+// fixedLines is how many lines of the view are not fuse commands, with
+// rows table rows and incs incidents: the header (3), the table heading,
+// the blank and title before the commands, the blank and title before the
+// incidents, and the two possible closing lines.
+func fixedLines(rows, incs int) int { return 3 + 1 + rows + 2 + 2 + incs + 2 }
+
 // render draws the whole view into b, each line ended by "clear to end of
-// line", so that redrawing over the previous frame leaves no debris.
+// line", so that redrawing over the previous frame leaves no debris. It
+// fits h.width: table columns that do not fit are left out (a line says
+// how many), other lines are cut; and h.height (at most height-1 lines):
+// fewer fuse commands are listed, the latest, and on a terminal shorter
+// than the table the bottom is cut (a line says so).
 func (s *state) render(b *strings.Builder, h header) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	line := func(format string, args ...any) {
-		fmt.Fprintf(b, format, args...)
-		b.WriteString(ansiEOL + "\n")
+	width := h.width
+	if width <= 0 {
+		width = defaultWidth
 	}
-	b.WriteString(ansiHome)
+	var lines []string
+	line := func(format string, args ...any) {
+		lines = append(lines, cutVisible(fmt.Sprintf(format, args...), width))
+	}
 	status := "running"
 	if h.finished {
 		status = ansiGreen + "scenario finished" + ansiReset + " — Ctrl-C to exit"
@@ -86,7 +157,24 @@ func (s *state) render(b *strings.Builder, h header) {
 	if h.page != "" {
 		line("%slive page: %s%s", ansiDim, h.page, ansiReset)
 	}
-	line("")
+	// As many table columns as fit, from the left; the line under the
+	// header says how many are left out and the width that shows them.
+	shown, used, all := 0, nameWidth+1+breakerWidth, nameWidth+1+breakerWidth
+	for _, c := range columns {
+		all += 1 + c.width
+	}
+	for _, c := range columns {
+		if used+1+c.width > width {
+			break
+		}
+		used += 1 + c.width
+		shown++
+	}
+	if hidden := len(columns) - shown; hidden > 0 {
+		line("%s(%d column(s) left out: widen the terminal to %d)%s", ansiDim, hidden, all, ansiReset)
+	} else {
+		line("")
+	}
 
 	rows := map[rowKey]*rowData{}
 	mixes := map[[2]string]*schemas.Verdict{}
@@ -119,28 +207,36 @@ func (s *state) render(b *strings.Builder, h header) {
 			pick(&rd.burn, vp, higher)
 		}
 	}
-	line("%s%-32s %-22s %-30s %-9s %-9s %-18s %-6s %-6s%s", ansiBold,
-		"tenant/service/model", "breaker", "P99.9 latency [95% CI] / budget", "drift p", "decay Δ", "corrections", "mix H", "burn", ansiReset)
-	for _, r := range s.sortedRows() {
+	var head strings.Builder
+	fmt.Fprintf(&head, "%s%-*s %-*s", ansiBold, nameWidth, "tenant/service/model", breakerWidth, "breaker")
+	for _, c := range columns[:shown] {
+		fmt.Fprintf(&head, " %-*s", c.width, c.head)
+	}
+	head.WriteString(ansiReset)
+	line("%s", head.String())
+	sorted := s.sortedRows()
+	for _, r := range sorted {
 		rd := rows[r]
 		rd.mix = mixes[[2]string{r.tenant, r.service}]
-		name := r.tenant + "/" + r.service + "/" + r.model
-		line("%-32s %s %s %s %s %s %s %s", name, s.breakerCell(r, 22),
-			cell(rd.tail, 30, func(v *schemas.Verdict) string {
-				return fmt.Sprintf("%s [%s–%s] / %s", secs(v.Value), secs(v.Lower), secs(v.Upper), secs(v.Threshold))
-			}),
-			cell(rd.drift, 9, func(v *schemas.Verdict) string { return pText(pValue(v)) }),
-			cell(rd.decay, 9, func(v *schemas.Verdict) string { return fmt.Sprintf("%+.3f", v.Value) }),
-			cell(rd.corr, 18, func(v *schemas.Verdict) string {
-				return fmt.Sprintf("%.1f%% [%.1f–%.1f]", 100*v.Value, 100*v.Lower, 100*v.Upper)
-			}),
-			cell(rd.mix, 6, func(v *schemas.Verdict) string { return fmt.Sprintf("%.2f", v.Value) }),
-			cell(rd.burn, 6, func(v *schemas.Verdict) string { return fmt.Sprintf("%.1f×", v.Value) }),
-		)
+		var row strings.Builder
+		fmt.Fprintf(&row, "%-*s %s", nameWidth, pad(r.tenant+"/"+r.service+"/"+r.model, nameWidth), s.breakerCell(r, breakerWidth))
+		for _, c := range columns[:shown] {
+			row.WriteString(" " + c.cell(rd))
+		}
+		line("%s", row.String())
+	}
+	events := maxEvents
+	if h.height > 0 {
+		fixed := fixedLines(len(sorted), len(s.incs))
+		if h.page != "" {
+			fixed++ // the live page's line under the header
+		}
+		events = max(1, min(maxEvents, h.height-1-fixed))
 	}
 	line("")
 	line("%sfuse commands, as a gateway applies them (signature verified):%s", ansiBold, ansiReset)
-	for i := 0; i < maxEvents; i++ {
+	first := max(0, len(s.events)-events) // the latest that fit
+	for i := first; i < first+events; i++ {
 		if i >= len(s.events) {
 			line("")
 			continue
@@ -171,7 +267,47 @@ func (s *state) render(b *strings.Builder, h header) {
 	if n := len(s.elsewhere); n > 0 {
 		line("  %s%d trip(s) outside the incidents%s", ansiRed, n, ansiReset)
 	}
+	// At most height-1 lines: a newline on the last row would scroll the
+	// frame. What does not fit (a terminal shorter than the table) is
+	// cut from the bottom, and said.
+	if h.height > 1 && len(lines) > h.height-1 {
+		n := len(lines) - (h.height - 2)
+		lines = append(lines[:h.height-2], cutVisible(fmt.Sprintf("%s(%d more line(s) left out: enlarge the terminal to %d lines)%s",
+			ansiDim, n, len(lines)+1, ansiReset), width))
+	}
+	b.WriteString(ansiHome)
+	for _, l := range lines {
+		b.WriteString(l + ansiEOL + "\n")
+	}
 	b.WriteString(ansiEOS)
+}
+
+// cutVisible cuts s to at most width visible cells (runes; ANSI escape
+// sequences take none and are kept), ending with a reset when it cut
+// inside a coloured part. A line as wide as the terminal would wrap and
+// scroll the redrawn frame.
+func cutVisible(s string, width int) string {
+	n := 0
+	for i := 0; i < len(s); {
+		if s[i] == 0x1b { // CSI: ESC [ parameters final-byte
+			j := i + 1
+			if j < len(s) && s[j] == '[' {
+				j++
+				for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {
+					j++
+				}
+			}
+			i = j + 1
+			continue
+		}
+		if n == width {
+			return s[:i] + ansiReset
+		}
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		n++
+	}
+	return s
 }
 
 // breakerCell is the most severe command in effect for the row's keys.
@@ -251,13 +387,21 @@ func pad(s string, width int) string {
 	return s + strings.Repeat(" ", width-len(r))
 }
 
-// secs formats milliseconds as seconds.
-func secs(ms float64) string {
-	if ms >= 100_000 {
-		return fmt.Sprintf("%.0fs", ms/1000)
+// msUnit formats milliseconds with their unit: "812 ms", "15.0 s" from
+// 10 s on, "155 s" from 100 s on.
+func msUnit(ms float64) string {
+	switch {
+	case ms >= 100_000:
+		return fmt.Sprintf("%.0f s", ms/1000)
+	case ms >= 10_000:
+		return fmt.Sprintf("%.1f s", ms/1000)
 	}
-	return fmt.Sprintf("%.1fs", ms/1000)
+	return fmt.Sprintf("%.0f ms", ms)
 }
+
+// msBare is msUnit without the unit when it is ms (inside an interval
+// whose unit follows).
+func msBare(ms float64) string { return strings.TrimSuffix(msUnit(ms), " ms") }
 
 // pText formats a p-value with two significant digits, tiny ones as a
 // bound.
