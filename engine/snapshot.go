@@ -15,7 +15,10 @@ var ErrCorruptSnapshot = errors.New("engine: corrupt snapshot")
 // does not read (written by a much older or a newer fusebox).
 var ErrSnapshotVersion = errors.New("engine: checkpoint format not supported")
 
-// snapshotName names the worker snapshot. Version 3 keeps the guard's live
+// snapshotName names the worker snapshot. Version 4 adds the effect
+// judge's state (pending judgements) after the breaker's; version 3 is
+// still read (the judge starts empty: commands issued before the upgrade
+// are not judged, those after are). Version 3 keeps the guard's live
 // keys (GuardConfig.MaxKeys), state per SLO under its name and state id, and
 // the breaker's state id; version 2 (up to wave 2) kept one config version
 // for all and no live keys, and is still read (its live keys are learnt
@@ -23,7 +26,8 @@ var ErrSnapshotVersion = errors.New("engine: checkpoint format not supported")
 const snapshotName = "fusebox.worker"
 
 var (
-	snapshotFormat   = snapcodec.Format{Name: snapshotName, Version: 3, Err: ErrCorruptSnapshot}
+	snapshotFormat   = snapcodec.Format{Name: snapshotName, Version: 4, Err: ErrCorruptSnapshot}
+	snapshotFormatV3 = snapcodec.Format{Name: snapshotName, Version: 3, Err: ErrCorruptSnapshot}
 	snapshotFormatV2 = snapcodec.Format{Name: snapshotName, Version: 2, Err: ErrCorruptSnapshot}
 )
 
@@ -50,6 +54,13 @@ func (w *Worker) MarshalBinary() ([]byte, error) {
 			return nil, fmt.Errorf("engine: snapshot breaker: %w", err)
 		}
 	}
+	var eb []byte
+	if w.effects != nil {
+		var err error
+		if eb, err = w.effects.MarshalBinary(); err != nil {
+			return nil, fmt.Errorf("engine: snapshot effect judge: %w", err)
+		}
+	}
 	return snapshotFormat.Marshal(func(e *snapcodec.Encoder) {
 		e.String(w.cfg.ConfigVersion)
 		e.U32(uint32(w.partition))
@@ -71,6 +82,7 @@ func (w *Worker) MarshalBinary() ([]byte, error) {
 		}
 		e.String(w.cfg.BreakerStateID)
 		e.String(string(bb))
+		e.String(string(eb))
 	}), nil
 }
 
@@ -92,7 +104,10 @@ func (w *Worker) counters() []*int64 {
 // state is kept unless its BreakerStateID (the target dimensions) changed.
 // The report says what happened.
 //
-// Snapshots of format version 2 (before per-SLO state) are read too: an
+// The effect judge's state is always restored (it carries no
+// configuration: see processors/effect). Snapshots of format version 3
+// (before the effect judge) restore with an empty judge. Snapshots of
+// format version 2 (before per-SLO state) are read too: an
 // SLO's state is kept when the whole configuration version and the SLO's
 // name are the same, the breaker always. Other format versions are refused
 // with ErrSnapshotVersion.
@@ -110,12 +125,15 @@ func RestoreWorker(cfg WorkerConfig, partition int32, snap []byte) (w *Worker, r
 		slos      []saved
 		breakerID string
 		breaker   []byte
+		effects   []byte
 	)
-	format, v2 := snapshotFormat, false
+	format, v2, v3 := snapshotFormat, false, false
 	if ver, ok := snapshotVersion(snap); ok && ver == snapshotFormatV2.Version {
 		format, v2 = snapshotFormatV2, true
+	} else if ok && ver == snapshotFormatV3.Version {
+		format, v3 = snapshotFormatV3, true
 	} else if ok && ver != snapshotFormat.Version {
-		return nil, rep, fmt.Errorf("%w: partition %d's checkpoint is %s format version %d; this fusebox reads versions %d and %d. "+
+		return nil, rep, fmt.Errorf("%w: partition %d's checkpoint is %s format version %d; this fusebox reads versions %d to %d. "+
 			"To start this partition's state empty, give the deployment a new topics.state",
 			ErrSnapshotVersion, partition, snapshotName, ver, snapshotFormatV2.Version, snapshotFormat.Version)
 	}
@@ -146,6 +164,9 @@ func RestoreWorker(cfg WorkerConfig, partition int32, snap []byte) (w *Worker, r
 			breakerID = d.String()
 		}
 		breaker = []byte(d.String())
+		if !v2 && !v3 {
+			effects = []byte(d.String())
+		}
 	})
 	if err != nil {
 		return nil, rep, err
@@ -174,6 +195,11 @@ func RestoreWorker(cfg WorkerConfig, partition int32, snap []byte) (w *Worker, r
 			rep.Breaker = Kept
 		} else {
 			rep.Breaker = Reset
+		}
+	}
+	if w.effects != nil && len(effects) > 0 {
+		if err := w.effects.UnmarshalBinary(effects); err != nil {
+			return nil, rep, fmt.Errorf("engine: restore effect judge: %w", err)
 		}
 	}
 	old := map[string]saved{}

@@ -48,6 +48,29 @@ func marshalV2(t *testing.T, w *Worker) []byte {
 	})
 }
 
+// marshalV3 writes w as format version 3 did (no effect judge state).
+func marshalV3(t *testing.T, w *Worker) []byte {
+	t.Helper()
+	b, err := w.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.effects != nil {
+		t.Fatal("marshalV3: the worker has an effect judge")
+	}
+	// Version 4 is version 3 followed by the judge's state (here "").
+	d := snapcodec.NewDecoder(b)
+	d.Header(snapshotName, snapshotFormat.Version)
+	if d.Err() != nil {
+		t.Fatal(d.Err())
+	}
+	body := b[len(b)-d.Remaining():]
+	v3 := snapcodec.NewEncoder(nil)
+	v3.Header(snapshotName, 3)
+	out := append(v3.Bytes(), body...)
+	return out[:len(out)-4] // the judge's empty string: its U32 length
+}
+
 func versionTestConfig(version string) WorkerConfig {
 	tc := tail.DefaultConfig()
 	tc.Budget, tc.MinSamples = 1000, 10
@@ -84,7 +107,8 @@ func versionTestRecords() []KeyedRecord {
 // TestSnapshotFormatVersions: a checkpoint of format version 2 (wave 2)
 // is read — its SLO state kept under the same config version, reset under
 // another, as that version did — and continues exactly as the worker that
-// wrote it; versions 1 and 4 are refused with ErrSnapshotVersion and a
+// wrote it; so is one of version 3 (before the effect judge); versions 1
+// and 5 are refused with ErrSnapshotVersion and a
 // message that names the version and what to do.
 func TestSnapshotFormatVersions(t *testing.T) {
 	recs := versionTestRecords()
@@ -127,15 +151,36 @@ func TestSnapshotFormatVersions(t *testing.T) {
 		t.Fatalf("version 2 under another config version: %+v %v, want both SLOs reset", rep, err)
 	}
 
-	v3, err := w.MarshalBinary()
+	// Version 3 (before the effect judge): everything kept, the judge
+	// starts empty.
+	w3, err := NewWorker(cfg, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := snapshotVersion(v3); v != 3 {
-		t.Fatalf("MarshalBinary writes version %d, want 3", v)
+	for i := range recs[:200] {
+		w3.Apply(&recs[i])
 	}
-	for _, ver := range []uint8{1, 4} {
-		b := append([]byte(nil), v3...)
+	w3.TakeOutput()
+	r3, rep, err := RestoreWorker(cfg, 0, marshalV3(t, w3))
+	if err != nil || rep.FormatVersion != 3 || !rep.Full() {
+		t.Fatalf("version 3: %+v %v, want everything kept", rep, err)
+	}
+	for i := int(r3.NextOffset()); i < len(recs); i++ {
+		r3.Apply(&recs[i])
+	}
+	if got := r3.TakeOutput(); fmt.Sprint(got.Verdicts, got.Rollups) != fmt.Sprint(want.Verdicts, want.Rollups) {
+		t.Fatalf("after restoring the version-3 checkpoint: %d verdicts, want the writer's %d, identical", len(got.Verdicts), len(want.Verdicts))
+	}
+
+	v4, err := w.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := snapshotVersion(v4); v != 4 {
+		t.Fatalf("MarshalBinary writes version %d, want 4", v)
+	}
+	for _, ver := range []uint8{1, 5} {
+		b := append([]byte(nil), v4...)
 		b[4+len(snapshotName)] = ver // the version byte after the name
 		_, _, err := RestoreWorker(cfg, 0, b)
 		if !errors.Is(err, ErrSnapshotVersion) || !strings.Contains(err.Error(), fmt.Sprintf("format version %d", ver)) || !strings.Contains(err.Error(), "topics.state") {

@@ -70,6 +70,17 @@ type ProbeSource interface {
 	ProbesFor(slo string) map[schemas.Key]int64
 }
 
+// Effects judges what every fuse command did (processors/effect): the
+// worker hands it, after every evaluation boundary, the verdicts of the
+// SLOs due there and the commands the breaker issued there, and puts the
+// effect verdicts it returns among the worker's verdicts. Like the
+// breaker it is pure and its state is in the checkpoint.
+type Effects interface {
+	Evaluate(nowUnixNano int64, verdicts []schemas.Verdict, commands []schemas.FuseCommand) []schemas.Verdict
+	MarshalBinary() ([]byte, error)
+	UnmarshalBinary([]byte) error
+}
+
 // LateObserver is implemented by processors that count late records (the
 // rollup processor puts them in its per-minute rows).
 type LateObserver interface {
@@ -92,6 +103,9 @@ type WorkerConfig struct {
 	SLOs            []SLOSpec
 	// NewBreaker makes the breaker of one partition worker; nil for none.
 	NewBreaker func() (Breaker, error)
+	// NewEffects makes the effect judge of one partition worker; nil for
+	// none (it is used only with a breaker).
+	NewEffects func() (Effects, error)
 }
 
 // WorkerStats counts what a worker did. Counters only grow.
@@ -130,6 +144,7 @@ type Worker struct {
 	guard    *guard
 	slos     []sloState
 	breaker  Breaker
+	effects  Effects
 
 	nextOffset int64
 	out        schemas.Output
@@ -188,6 +203,13 @@ func NewWorker(cfg WorkerConfig, partition int32) (*Worker, error) {
 			return nil, fmt.Errorf("engine: breaker: %w", err)
 		}
 		w.breaker = b
+		if cfg.NewEffects != nil {
+			e, err := cfg.NewEffects()
+			if err != nil {
+				return nil, fmt.Errorf("engine: effect: %w", err)
+			}
+			w.effects = e
+		}
 	}
 	return w, nil
 }
@@ -474,10 +496,16 @@ func (w *Worker) evaluate(b int64) {
 	w.stats.Verdicts += int64(len(verdicts))
 	w.out.Verdicts = append(w.out.Verdicts, verdicts...)
 	if w.breaker != nil {
+		first := len(w.out.Commands)
 		for i := range verdicts {
 			w.commands(w.breaker.Observe(verdicts[i]))
 		}
 		w.commands(w.breaker.Advance(b))
+		if w.effects != nil {
+			// Effect verdicts are not SLO verdicts: the breaker never
+			// sees them, and Stats.Verdicts does not count them.
+			w.out.Verdicts = append(w.out.Verdicts, w.effects.Evaluate(b, verdicts, w.out.Commands[first:])...)
+		}
 	}
 	w.guard.expire(b)
 }

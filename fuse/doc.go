@@ -59,7 +59,8 @@
 // applied command (old and new), e.g. to log or to export metrics.
 //
 // The default source is franz-go (KgoSource); package fuse/kafkago has one
-// on segmentio/kafka-go; any Source will do.
+// on segmentio/kafka-go; any Source will do. Package fuse/fusehttp applies
+// the decisions to an OpenAI-compatible HTTP proxy (net/http middleware).
 //
 // # Keys and rotation
 //

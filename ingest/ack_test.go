@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -330,5 +331,74 @@ func TestIdlerRunsWhenThePartitionIsQuiet(t *testing.T) {
 	}
 	if got := payloads(s2.snapshot()); len(got) != 1 || got[0] != "ok:after" {
 		t.Fatalf("after the idle ack the group re-read %v, want only the new record", got)
+	}
+}
+
+// slowStartHandler's Start takes a while, as the engine's restore of a
+// checkpoint does; Idle records whether it ran before Start returned.
+type slowStartHandler struct {
+	idleHandler
+	started    atomic.Bool
+	idleEarly  atomic.Int64
+	startCalls atomic.Int64
+}
+
+func (h *slowStartHandler) Start(ctx context.Context, committed int64) (int64, error) {
+	h.startCalls.Add(1)
+	select {
+	case <-time.After(400 * time.Millisecond):
+	case <-ctx.Done():
+		return -1, ctx.Err()
+	}
+	h.started.Store(true)
+	return -1, nil
+}
+
+func (h *slowStartHandler) Idle(ctx context.Context) error {
+	if !h.started.Load() {
+		h.idleEarly.Add(1)
+	}
+	return h.idleHandler.Idle(ctx)
+}
+
+// TestIdleWaitsForStart: a partition's idle timer fires while its
+// handler's Start (called on the group's goroutine) is still running; Idle
+// must not be called before Start returned — it would touch the state
+// Start is building (the race detector saw engine's keyedPartition.Idle
+// read the worker setWorker was writing).
+func TestIdleWaitsForStart(t *testing.T) {
+	k := testharness.StartKafka(t)
+	k.CreateTopic(t, "in", 1, nil)
+	k.CreateTopic(t, "dlq", 1, nil)
+	pub := newPublisher(t, k, "in")
+	pub.publish(t, okMsgs(1, 3, "s")...)
+	s := &sink{}
+	var mu sync.Mutex
+	var hs []*slowStartHandler
+	r := start(t, k, "g-slowstart", SpanTopics(), CorrectionTopics(), TopicDecoder("in", testDecoder), DLQTopic("dlq"),
+		IdleInterval(10*time.Millisecond), CommitInterval(50*time.Millisecond),
+		Handlers(func(topic string, p int32) PartitionHandler {
+			h := &slowStartHandler{idleHandler: idleHandler{sinkHandler: sinkHandler{s: s, topic: topic, partition: p}}}
+			mu.Lock()
+			hs = append(hs, h)
+			mu.Unlock()
+			return h
+		}))
+	waitFor(t, "the records", 30*time.Second, func() bool { return s.count() == 3 })
+	if err := r.shutdown(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(hs) == 0 {
+		t.Fatal("no handler was made")
+	}
+	for _, h := range hs {
+		if h.startCalls.Load() == 0 {
+			t.Errorf("%s[%d]: Start was never called", h.topic, h.partition)
+		}
+		if n := h.idleEarly.Load(); n > 0 {
+			t.Errorf("%s[%d]: Idle ran %d times before Start returned", h.topic, h.partition, n)
+		}
 	}
 }

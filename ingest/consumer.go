@@ -268,6 +268,7 @@ func (c *Consumer) adjustOffsets(ctx context.Context, offsets map[string]map[int
 				c.log.Error("ingest: handler Start failed; the group session restarts", "topic", topic, "partition", id, "err", err)
 				return nil, fmt.Errorf("ingest: start %s[%d]: %w", topic, id, err)
 			}
+			p.started.Store(true)
 			if start >= 0 {
 				m[id] = kgo.NewOffset().At(start)
 			}

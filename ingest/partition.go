@@ -32,6 +32,12 @@ type partition struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// started is set once a Starter handler's Start has returned (at once
+	// for other handlers): the goroutine calls Idle only after it, because
+	// Start runs on the group's goroutine while run's idle timer may fire
+	// before the first fetch (a data race on the handler's state otherwise).
+	started atomic.Bool
+
 	qmu      sync.Mutex
 	queue    []chunk
 	stopping bool
@@ -62,7 +68,7 @@ type partition struct {
 
 func newPartition(c *Consumer, topic string, id int32, h PartitionHandler) *partition {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &partition{
+	p := &partition{
 		c: c, topic: topic, id: id, handler: h, decoder: c.decoders[topic],
 		ctx: ctx, cancel: cancel,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
@@ -71,6 +77,10 @@ func newPartition(c *Consumer, topic string, id int32, h PartitionHandler) *part
 		dlqIdle:   make(chan struct{}, 1),
 		rejects:   rejectLog{every: c.cfg.RejectLogEvery},
 	}
+	if _, ok := h.(Starter); !ok {
+		p.started.Store(true)
+	}
+	return p
 }
 
 // dispatch queues one poll's records for the partition's goroutine and
@@ -165,6 +175,9 @@ func (p *partition) run() {
 		}
 		var err error
 		if ch.recs == nil {
+			if !p.started.Load() {
+				continue // not started yet: nothing of the handler's is ours to touch
+			}
 			err = idler.Idle(p.ctx)
 		} else {
 			err = p.handler.Handle(p.ctx, p.build(ch))

@@ -8,6 +8,7 @@ import (
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/processors"
 	"github.com/fusebox-dev/fusebox/processors/breaker"
+	"github.com/fusebox-dev/fusebox/processors/effect"
 	"github.com/fusebox-dev/fusebox/processors/rollup"
 )
 
@@ -16,7 +17,7 @@ const RollupSLO = "_rollup"
 
 // WorkerConfig turns a loaded SLO file into what every partition worker
 // runs: one processor per SLO entry (in file order), the rollups, the
-// breaker.
+// breaker and the effect judge.
 func WorkerConfig(f *config.File) (engine.WorkerConfig, error) {
 	dims, bad, ok := engine.ParseKeyDims(f.Keys.Dimensions)
 	if !ok {
@@ -62,6 +63,16 @@ func WorkerConfig(f *config.File) (engine.WorkerConfig, error) {
 	}
 	wc.NewBreaker = func() (engine.Breaker, error) { return breaker.New(pol) }
 	wc.BreakerStateID = BreakerStateID(f)
+	// Every command's effect is judged in its signal's SLO interval.
+	intervals := map[string]time.Duration{}
+	for _, s := range f.SLOs {
+		intervals[s.Name] = every(s)
+	}
+	eff := f.Effect
+	if _, err := effect.New(eff, f.Version, intervals); err != nil {
+		return engine.WorkerConfig{}, fmt.Errorf("effect: %w", err)
+	}
+	wc.NewEffects = func() (engine.Effects, error) { return effect.New(eff, f.Version, intervals) }
 	return wc, nil
 }
 

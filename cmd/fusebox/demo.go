@@ -59,8 +59,12 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.HTTP, "http", "", "serve /metrics, /readyz and the live page on `host:port` (\"off\": no server; default 127.0.0.1:9464, a free port if that is busy)")
 	ui := fs.Bool("ui", true, "serve the live page on /ui/ (http.ui)")
 	password := fs.String("clickhouse-password", "", "ClickHouse `password` (default: $FUSEBOX_CLICKHOUSE_PASSWORD)")
+	loopMode := fs.Bool("loop", false, "instead: the closed loop over HTTP (a fusehttp gateway, simulated providers; 60 s; see fusebox bench loop)")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
+	}
+	if *loopMode {
+		return demoLoop(ctx, stdout, stderr)
 	}
 	if !(o.Speedup > 0) {
 		fmt.Fprintf(stderr, "fusebox demo: --speedup %v: must be positive\n", o.Speedup)

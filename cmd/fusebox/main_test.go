@@ -150,7 +150,7 @@ func helpTargets() [][]string {
 		out = append(out, []string{c.name})
 	}
 	return append(out, []string{"config", "check"}, []string{"config", "diff"},
-		[]string{"bench", "tail-accuracy"}, []string{"bench", "false-trips"})
+		[]string{"bench", "tail-accuracy"}, []string{"bench", "false-trips"}, []string{"bench", "loop"})
 }
 
 // lineWriter hands the lines written to it to a channel, for reading the

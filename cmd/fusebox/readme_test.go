@@ -64,7 +64,7 @@ func TestREADMEDocumentsEveryFlag(t *testing.T) {
 		}
 	}
 	// The README's invocations name real flags.
-	inv := regexp.MustCompile("fusebox (run|demo|gen|calibrate|report|migrate|broker|config check|config diff|bench tail-accuracy|bench false-trips)((?: [^`\\n]*)?)")
+	inv := regexp.MustCompile("fusebox (run|demo|gen|calibrate|report|migrate|broker|config check|config diff|bench tail-accuracy|bench false-trips|bench loop)((?: [^`\\n]*)?)")
 	for _, m := range inv.FindAllStringSubmatch(readme, -1) {
 		for _, f := range regexp.MustCompile(`(?:^| )--([a-z0-9-]+)`).FindAllStringSubmatch(m[2], -1) {
 			if !slices.Contains(all[m[1]], f[1]) {

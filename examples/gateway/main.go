@@ -13,6 +13,15 @@
 // start unless --insecure-unsigned is given (for a fusebox run that way).
 // -h prints the flags to stdout and exits 0; a bad flag prints one line to
 // stderr and exits 2; a failure exits 1.
+//
+// With --listen it is also an OpenAI-compatible proxy to --upstream built
+// on fuse/fusehttp: requests to /v1/chat/completions, /v1/responses and
+// /v1/embeddings get the decision for their key (headers X-Fusebox-Tenant,
+// -Service, -Variant; the body's model) applied — degraded to the
+// fallback, 503 when tripped, 429 for a throttle's refused share — and
+// /metrics serves the counts by decision:
+//
+//	go run ./examples/gateway --keys fuse.keys --listen 127.0.0.1:8080 --upstream https://api.openai.com
 package main
 
 import (
@@ -22,6 +31,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -29,6 +42,7 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/fuse"
+	"github.com/fusebox-dev/fusebox/fuse/fusehttp"
 	"github.com/fusebox-dev/fusebox/fuse/kafkago"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
@@ -76,6 +90,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	insecure := fs.Bool("insecure-unsigned", false, "accept unsigned commands (fusebox run with --insecure-unsigned)")
 	client := fs.String("client", "franz-go", "Kafka client: franz-go or kafka-go")
 	every := fs.Duration("every", 5*time.Second, "how often to print decisions")
+	listen := fs.String("listen", "", "also serve an OpenAI-compatible proxy on this address (fuse/fusehttp)")
+	upstream := fs.String("upstream", "", "the provider the proxy forwards to (with --listen)")
 	var keys keyList
 	fs.Var(&keys, "key", "request `key` tenant/service/model/variant to decide for (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -138,6 +154,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return <-done
 	}
 	fmt.Fprintf(out, "ready: %d targets\n", len(c.Snapshot()))
+	if *listen != "" {
+		stop, err := serveProxy(c, *listen, *upstream, out)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	t := time.NewTicker(*every)
 	defer t.Stop()
 	lastRejected := "none"
@@ -169,6 +192,33 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		case <-t.C:
 		}
 	}
+}
+
+// serveProxy serves the fusehttp middleware in front of a reverse proxy
+// to upstream, and the decision counts on /metrics, until stop.
+func serveProxy(c *fuse.Client, addr, upstream string, out io.Writer) (stop func(), err error) {
+	u, err := url.Parse(upstream)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return nil, fmt.Errorf("--upstream %q: want an absolute URL such as https://api.openai.com", upstream)
+	}
+	var counts fusehttp.Counters
+	mw, err := fusehttp.New(c, fusehttp.WithMetrics(&counts))
+	if err != nil {
+		return nil, err
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	proxy.FlushInterval = -1 // stream SSE chunks as they come
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", &counts)
+	mux.Handle("/", mw.Handler(proxy))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	fmt.Fprintf(out, "proxy: listening on %s, forwarding to %s\n", ln.Addr(), u)
+	return func() { srv.Close() }, nil
 }
 
 // usage prints the flags, spelt --flag, to w.

@@ -3,7 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"regexp"
@@ -134,6 +139,67 @@ func TestGatewayExampleShowsExpired(t *testing.T) {
 	}
 	if s := out.String(); strings.Contains(s, "command acme/chat/gpt-4o-mini/baseline") {
 		t.Errorf("the expired command was applied:\n%s", s)
+	}
+}
+
+// TestGatewayExampleProxy: with --listen the example is a fusehttp proxy
+// that really degrades the commanded model on its way to the upstream.
+func TestGatewayExampleProxy(t *testing.T) {
+	k := testharness.StartKafka(t)
+	compact := "compact"
+	k.CreateTopic(t, fuse.DefaultTopic, 3, map[string]*string{"cleanup.policy": &compact})
+	now := time.Now()
+	publish(t, k, schemas.FuseCommand{
+		Target: schemas.Key{Tenant: "*", Service: "chat", Model: "big", Variant: "*"},
+		Action: schemas.ActionDegrade, Level: 1, State: schemas.StateOpen, Version: 1, Fallback: "small",
+		IssuedAtUnixNano: now.UnixNano(), ExpiresAtUnixNano: now.Add(time.Hour).UnixNano(),
+		Reasons: []schemas.Reason{{VerdictID: "v1", Text: "tail breach"}},
+	})
+	t.Setenv(fuse.EnvKeys, keys)
+	models := make(chan string, 1)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b struct{ Model string }
+		json.NewDecoder(r.Body).Decode(&b)
+		models <- b.Model
+		fmt.Fprintf(w, `{"model":%q}`, b.Model)
+	}))
+	defer up.Close()
+	var out syncBuf
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--brokers", strings.Join(k.Brokers, ","), "--listen", "127.0.0.1:0", "--upstream", up.URL}, &out)
+	}()
+	var addr string
+	eventually(t, "the proxy listening", func() bool {
+		_, rest, ok := strings.Cut(out.String(), "proxy: listening on ")
+		addr, _, _ = strings.Cut(rest, ",")
+		return ok && strings.Contains(rest, ",")
+	})
+	req, _ := http.NewRequest("POST", "http://"+addr+"/v1/chat/completions", strings.NewReader(`{"model":"big","messages":[]}`))
+	req.Header.Set("X-Fusebox-Tenant", "acme")
+	req.Header.Set("X-Fusebox-Service", "chat")
+	req.Header.Set("X-Fusebox-Variant", "stable")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if m := <-models; m != "small" || resp.Header.Get("X-Fusebox-Decision") != "degrade" {
+		t.Fatalf("upstream got model %q, decision %q; want small, degrade", m, resp.Header.Get("X-Fusebox-Decision"))
+	}
+	resp, err = http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `fusebox_gateway_requests_total{decision="degrade"} 1`) {
+		t.Fatalf("/metrics:\n%s", body)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
 	}
 }
 

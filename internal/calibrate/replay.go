@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/fusebox-dev/fusebox/internal/enginebench"
+	"github.com/fusebox-dev/fusebox/processors/effect"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -75,8 +76,8 @@ func RunFile(name string, file []byte, in *Input) (Replay, error) {
 		for i := range o.Verdicts {
 			v := &o.Verdicts[i]
 			j, ok := idx[v.SLO]
-			if !ok {
-				continue // effect verdicts
+			if !ok || v.Processor == effect.Name {
+				continue // effect verdicts carry their signal's SLO: not that SLO's evaluations
 			}
 			r := &rep.SLOs[j]
 			r.Processor = v.Processor

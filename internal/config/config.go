@@ -12,6 +12,7 @@ package config
 import (
 	"time"
 
+	"github.com/fusebox-dev/fusebox/processors/effect"
 	"github.com/fusebox-dev/fusebox/processors/registry"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
@@ -37,10 +38,13 @@ type File struct {
 	SLOs        []SLO                     `yaml:"slos"`
 	Rollups     Rollups                   `yaml:"rollups"`
 	Breaker     Breaker                   `yaml:"breaker"`
-	Signing     Signing                   `yaml:"signing"`
-	Sinks       Sinks                     `yaml:"sinks"`
-	HTTP        HTTP                      `yaml:"http"`
-	Log         Log                       `yaml:"log"`
+	// Effect configures the effect verdict of every fuse command
+	// (processors/effect).
+	Effect  Effect  `yaml:"effect"`
+	Signing Signing `yaml:"signing"`
+	Sinks   Sinks   `yaml:"sinks"`
+	HTTP    HTTP    `yaml:"http"`
+	Log     Log     `yaml:"log"`
 }
 
 // Kafka is how fusebox reaches the brokers.
@@ -190,6 +194,11 @@ func (s *SLO) Processor() (sec Section, ok bool) {
 	return s.Sections[0], true
 }
 
+// Effect is the `effect:` section: processors/effect's Config (one for
+// every SLO: the evaluations are counted in each signal's own SLO
+// interval).
+type Effect = effect.Config
+
 // Rollups configures the per-minute span rollups written to ClickHouse.
 type Rollups struct {
 	Enabled bool `yaml:"enabled"` // default true
@@ -300,6 +309,7 @@ func Default() File {
 			CheckpointRecords: 100_000, MaxUnackedBytes: 1 << 30},
 		Rollups: Rollups{Enabled: true, MaxSamplesPerMinute: 2000},
 		Breaker: DefaultBreaker(),
+		Effect:  effect.DefaultConfig(),
 		Signing: Signing{KeysEnv: "FUSEBOX_FUSE_KEYS", ExpiryWarning: 7 * 24 * time.Hour},
 		Sinks: Sinks{
 			Kafka: KafkaSink{Enabled: true, Partitions: 6},

@@ -128,6 +128,7 @@ func TestExampleShowsDefaults(t *testing.T) {
 	same("keys", f.Keys, d.Keys)
 	same("time", f.Time, d.Time)
 	same("rollups", f.Rollups, d.Rollups)
+	same("effect", f.Effect, d.Effect)
 	same("signing", f.Signing, d.Signing)
 	same("sinks", f.Sinks, d.Sinks)
 	same("http", f.HTTP, d.HTTP)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/effect"
 	"github.com/fusebox-dev/fusebox/processors/registry"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"go.yaml.in/yaml/v3"
@@ -122,7 +123,8 @@ func ParseWith(name string, b []byte, overrides ...Override) (*File, error) {
 
 // semanticVersion hashes what decides the verdicts — key dimensions and
 // limits, attribute names, decode limits, the allowed lateness, the SLOs,
-// the rollups and the breaker — and nothing else: moving a broker, renaming
+// the rollups, the breaker and the effect section (when not the default)
+// — and nothing else: moving a broker, renaming
 // the consumer group or editing a comment must not change every verdict id
 // (which would duplicate every row in ClickHouse) nor drop the processors'
 // state at the next restart.
@@ -137,9 +139,15 @@ func (f *File) semanticVersion() string {
 		Breaker    Breaker
 		// Only when set, so that the versions of files without rules stay.
 		Evaluations *schemas.EvaluationMapping `json:",omitempty"`
-	}{f.Keys, f.Attributes, f.Limits, f.Time.AllowedLateness, f.SLOs, f.Rollups, f.Breaker, nil}
+		// Only when not the default, so that the versions of files
+		// written before the effect section stay.
+		Effect *Effect `json:",omitempty"`
+	}{f.Keys, f.Attributes, f.Limits, f.Time.AllowedLateness, f.SLOs, f.Rollups, f.Breaker, nil, nil}
 	if f.Evaluations.Enabled() {
 		sem.Evaluations = &f.Evaluations
+	}
+	if f.Effect != effect.DefaultConfig() {
+		sem.Effect = &f.Effect
 	}
 	b, err := json.Marshal(sem)
 	if err != nil {

@@ -121,6 +121,7 @@ func (f *File) validate() []fieldErr {
 		}
 	}
 	errs = append(errs, validateBreaker(&f.Breaker, dims)...)
+	errs = append(errs, collect("effect", f.Effect.Validate())...)
 
 	fail(f.Signing.ActiveKey != "" && f.Signing.KeysFile == "" && f.Signing.KeysEnv == "", "signing.active_key", "set keys_file or keys_env too")
 	fail(f.Signing.ExpiryWarning < 0, "signing.expiry_warning", "must not be negative")

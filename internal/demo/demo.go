@@ -23,6 +23,7 @@ import (
 	"github.com/fusebox-dev/fusebox/internal/traffic"
 	"github.com/fusebox-dev/fusebox/internal/ui"
 	"github.com/fusebox-dev/fusebox/pipeline"
+	"github.com/fusebox-dev/fusebox/processors/effect"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -218,7 +219,13 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 			out.WriteByte('\n')
 			outMu.Unlock()
 		}
-		st.onVerdict = func(v *schemas.Verdict) { print(VerdictLine(v, o.Start)) }
+		st.onVerdict = func(v *schemas.Verdict) {
+			if v.Processor == effect.Name {
+				print(EffectLine(v, o.Start))
+				return
+			}
+			print(VerdictLine(v, o.Start))
+		}
 		st.onCommand = func(c *schemas.FuseCommand) { print(CommandLine(c, o.Start)) }
 	}
 

@@ -65,19 +65,35 @@ func TestDemoHeadless(t *testing.T) {
 		}
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	var nv, nc int
+	var nv, nc, ne int
 	for _, l := range lines {
 		switch {
 		case strings.HasPrefix(l, "verdict "):
 			nv++
 		case strings.HasPrefix(l, "fuse "):
 			nc++
+		case strings.HasPrefix(l, "effect "):
+			ne++
+			if !strings.Contains(l, " → ") || !strings.Contains(l, "evaluation") || !strings.Contains(l, " v") {
+				t.Errorf("effect line without the command, before → after and evaluations: %q", l)
+			}
 		default:
 			t.Errorf("unexpected headless line %q", l)
 		}
 	}
-	if nv != len(vs) || nc != len(cmds) {
-		t.Errorf("printed %d verdict and %d fuse lines, the JSONL file has %d and %d", nv, nc, len(vs), len(cmds))
+	effects := 0
+	for _, v := range vs {
+		if v.Processor == "effect" {
+			effects++
+		}
+	}
+	if nv+ne != len(vs) || ne != effects || nc != len(cmds) {
+		t.Errorf("printed %d verdict, %d effect and %d fuse lines, the JSONL file has %d verdicts (%d effect) and %d commands", nv, ne, nc, len(vs), effects, len(cmds))
+	}
+	// Every incident's trip is judged (the demo's gateway does not act on
+	// the commands, so the users' SLO may not recover before the close).
+	if ne < len(Incidents()) {
+		t.Errorf("%d effect lines for %d incidents, want one per trip at least", ne, len(Incidents()))
 	}
 }
 
@@ -124,6 +140,9 @@ func TestDemoLiveWithClickHouse(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("the live view lacks %q", want)
 		}
+	}
+	if !strings.Contains(out, "effect of each command") {
+		t.Error("the live view lacks the effects section")
 	}
 	if !strings.Contains(stderr.String(), "ClickHouse "+ch.Addr) {
 		t.Errorf("the start line does not name ClickHouse")

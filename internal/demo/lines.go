@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fusebox-dev/fusebox/processors/effect"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -56,6 +57,42 @@ func CommandLine(c *schemas.FuseCommand, start time.Time) string {
 	if len(c.Reasons) > 0 {
 		b.WriteString(" reason=" + strconv.Quote(c.Reasons[0].Text))
 	}
+	return b.String()
+}
+
+// EffectLine is the headless line of an effect verdict (processors/effect):
+// the command it judges, the signal's value before → after, the outcome and
+// the evaluations it took:
+//
+//	effect 2026-05-01T12:19:00Z +19m0s acme/chat/gpt-4o-mini/baseline trip v1866... p999_duration_ms 155112 → 2100 (budget 15000) recovered at evaluation 4 of 10 slo=latency-p999 id=...
+func EffectLine(v *schemas.Verdict, start time.Time) string {
+	var b strings.Builder
+	b.WriteString("effect ")
+	writeTime(&b, v.WindowEndUnixNano, start)
+	action, outcome, _ := strings.Cut(v.Method, ":")
+	d := func(name string) float64 { x, _ := v.Detail(name); return x }
+	k, n := strconv.Itoa(int(d("evaluations"))), strconv.Itoa(int(d("max_evaluations")))
+	b.WriteString(" " + v.Key.String() + " " + action + " v" + strconv.FormatUint(uint64(d("command_version")), 10))
+	b.WriteString(" " + v.Metric + " " + num(d("before")) + " → " + num(d("after")))
+	if st := d("after_status"); st >= 2 {
+		// The after value of a warn or a breach can sit under the budget
+		// (a burn rate's short window): say which it was.
+		b.WriteString(" [" + map[bool]string{true: "breach", false: "warn"}[st == 3] + "]")
+	}
+	b.WriteString(" (budget " + num(v.Threshold) + ") ")
+	switch outcome {
+	case effect.OutcomeRecovered:
+		b.WriteString("recovered at evaluation " + k + " of " + n)
+	case effect.OutcomeNotRecovered:
+		b.WriteString("not recovered within " + n + " evaluations")
+	case effect.OutcomeHeld:
+		b.WriteString("held for " + n + " evaluations")
+	case effect.OutcomeRelapsed:
+		b.WriteString("relapsed at evaluation " + k + " of " + n)
+	default:
+		b.WriteString(strings.ReplaceAll(outcome, "_", " ") + " after " + k + " of " + n + " evaluations")
+	}
+	b.WriteString(" slo=" + v.SLO + " id=" + v.ID)
 	return b.String()
 }
 

@@ -7,11 +7,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fusebox-dev/fusebox/processors/effect"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
-// maxEvents is how many fuse commands the state keeps for the view.
-const maxEvents = 12
+// maxEvents is how many fuse commands the state keeps for the view;
+// maxEffects how many effect verdicts.
+const (
+	maxEvents  = 12
+	maxEffects = 6
+)
 
 // state is what the demo knows, fed by the pipeline's output (verdicts,
 // through a sink) and by the fuse client (verified commands). Safe for
@@ -34,6 +39,8 @@ type state struct {
 	fuse    map[schemas.Key]schemas.FuseCommand
 	events  []fuseEvent
 	applied int64
+	// effects are the last maxEffects effect verdicts, in order.
+	effects []schemas.Verdict
 	// per incident: wall time of the first trip of its target and of the
 	// close after it (zero: not yet).
 	tripped, closed []time.Duration
@@ -86,6 +93,16 @@ func (s *state) observe(out schemas.Output) {
 		v := &out.Verdicts[i]
 		s.verdicts++
 		s.eventNow = max(s.eventNow, v.WindowEndUnixNano)
+		if v.Processor == effect.Name {
+			s.effects = append(s.effects, *v)
+			if len(s.effects) > maxEffects {
+				s.effects = slices.Delete(s.effects, 0, len(s.effects)-maxEffects)
+			}
+			if s.onVerdict != nil {
+				s.onVerdict(v)
+			}
+			continue
+		}
 		s.latest[seriesKey{v.Processor, v.Metric, v.Key}] = *v
 		if v.Key.Model != "" && v.Key.Model != schemas.Wildcard && v.Key.Service != "" {
 			s.rows[rowKey{v.Key.Tenant, v.Key.Service, v.Key.Model}] = true

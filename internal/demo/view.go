@@ -248,6 +248,27 @@ func (s *state) render(b *strings.Builder, h header) {
 			c.Target.String(), colour(stateColour(c.State), fmt.Sprintf("%-10s %-10s", c.Action, c.State)), ansiDim+reason+ansiReset)
 	}
 	line("")
+	line("%seffect of each command (did the SLO that caused it recover?):%s", ansiBold, ansiReset)
+	for i := 0; i < maxEffects; i++ {
+		if i >= len(s.effects) {
+			line("")
+			continue
+		}
+		v := &s.effects[i]
+		c := ansiDim
+		switch v.Status {
+		case schemas.StatusOK:
+			c = ansiGreen
+		case schemas.StatusBreach:
+			c = ansiRed
+		}
+		// The headless line without its timestamp and id.
+		l := EffectLine(v, s.start)
+		l = l[strings.Index(l, " +")+1:]
+		l = l[:strings.LastIndex(l, " id=")]
+		line("  %s%s%s", c, l, ansiReset)
+	}
+	line("")
 	line("%sincidents (scripted in the scenario):%s", ansiBold, ansiReset)
 	for i, inc := range s.incs {
 		mark, how := ansiDim+"[ ]"+ansiReset, "waiting"

@@ -55,6 +55,7 @@ const (
 	TableRollups      = "span_rollups"
 	TableRollupsInput = "span_rollups_input"
 	ViewRollups       = "span_rollups_mv"
+	ViewEffects       = "fuse_effects"
 )
 
 const ddlMigrations = `CREATE TABLE IF NOT EXISTS {db}.fusebox_schema_migrations (
@@ -219,6 +220,46 @@ SELECT
     arrayReduce('quantilesTDigestState({levels})', ttfts_ms) AS ttft_ms_q,
     arrayReduce('quantilesTDigestState({levels})', tpots_ms) AS tpot_ms_q
 FROM {db}.span_rollups_input`
+
+// Migration 6 (fuse_effects) is a plain view over the effect verdicts
+// (processor 'effect', see processors/effect), which are rows of verdicts
+// like any other (one id per judged command, so a replay collapses there):
+// one row per judged command with the details as columns. It reads
+// verdicts FINAL, so duplicates not merged yet count once. Join it to
+// fuse_commands on the target dimensions and version. before_value and
+// after_value, not before/after: keywords on some servers.
+const ddlEffectsView = `CREATE VIEW IF NOT EXISTS {db}.fuse_effects AS
+SELECT
+    id,
+    slo,
+    metric,
+    tenant  AS target_tenant,
+    service AS target_service,
+    model   AS target_model,
+    variant AS target_variant,
+    toUInt64(detail_values[indexOf(detail_names, 'command_version')]) AS command_version,
+    toInt32(detail_values[indexOf(detail_names, 'command_level')]) AS command_level,
+    splitByChar(':', method)[1] AS action,
+    splitByChar(':', method)[2] AS outcome,
+    status,
+    toUInt8(detail_values[indexOf(detail_names, 'recovered')]) AS recovered,
+    detail_values[indexOf(detail_names, 'before')] AS before_value,
+    detail_values[indexOf(detail_names, 'after')] AS after_value,
+    toUInt8(detail_values[indexOf(detail_names, 'after_status')]) AS after_status,
+    threshold,
+    toUInt32(detail_values[indexOf(detail_names, 'evaluations')]) AS evaluations,
+    toUInt32(detail_values[indexOf(detail_names, 'max_evaluations')]) AS max_evaluations,
+    toUInt32(detail_values[indexOf(detail_names, 'evaluations_with_traffic')]) AS evaluations_with_traffic,
+    toUInt32(detail_values[indexOf(detail_names, 'scope_keys')]) AS scope_keys,
+    toUInt64(detail_values[indexOf(detail_names, 'superseded_by')]) AS superseded_by,
+    n,
+    window_start           AS issued_at,
+    window_start_unix_nano AS issued_at_unix_nano,
+    window_end             AS decided_at,
+    window_end_unix_nano   AS decided_at_unix_nano,
+    config_version
+FROM {db}.verdicts FINAL
+WHERE processor = 'effect'`
 
 // ddlRollupsTTL drops per-minute rollups after the retention; TTL exists
 // from ClickHouse 19.6 on.

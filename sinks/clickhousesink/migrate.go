@@ -40,6 +40,7 @@ var Migrations = []Migration{
 	{Version: 4, Name: "span_rollups_ttl", MinServer: ServerVersion{Major: 19, Minor: 6}, Statements: []string{ddlRollupsTTL}},
 	{Version: 5, Name: "span_rollups_token_kinds", Columns: rollupsTokenKindsColumns,
 		Statements: []string{ddlDropRollupsView, ddlDropRollupsInput, ddlRollupsInputV2, ddlRollupsViewV2}},
+	{Version: 6, Name: "fuse_effects", Statements: []string{ddlEffectsView}},
 }
 
 // MigrateConfig tunes Migrate.

@@ -63,6 +63,7 @@ func wantMigrations(server ServerVersion) (wants []migrationWant, ttl bool) {
 			{3, "span_rollups", OutcomeApplied, OutcomeAlreadyApplied},
 			{4, "span_rollups_ttl", OutcomeSkipped, OutcomeAlreadySkipped},
 			{5, "span_rollups_token_kinds", OutcomeApplied, OutcomeAlreadyApplied},
+			{6, "fuse_effects", OutcomeApplied, OutcomeAlreadyApplied},
 		}, false
 	}
 	return []migrationWant{
@@ -71,6 +72,7 @@ func wantMigrations(server ServerVersion) (wants []migrationWant, ttl bool) {
 		{3, "span_rollups", OutcomeApplied, OutcomeAlreadyApplied},
 		{4, "span_rollups_ttl", OutcomeApplied, OutcomeAlreadyApplied},
 		{5, "span_rollups_token_kinds", OutcomeApplied, OutcomeAlreadyApplied},
+		{6, "fuse_effects", OutcomeApplied, OutcomeAlreadyApplied},
 	}, true
 }
 
@@ -139,7 +141,7 @@ func TestMigrateAppliesOnceAndRerunIsNoop(t *testing.T) {
 	rows.Close()
 	for name, want := range map[string]string{
 		TableMigrations: "MergeTree", TableVerdicts: "ReplacingMergeTree", TableFuseCommands: "ReplacingMergeTree",
-		TableRollups: "ReplacingMergeTree", TableRollupsInput: "Null", ViewRollups: "MaterializedView",
+		TableRollups: "ReplacingMergeTree", TableRollupsInput: "Null", ViewRollups: "MaterializedView", ViewEffects: "View",
 	} {
 		if engines[name] != want {
 			t.Errorf("table %s: engine %q, want %q", name, engines[name], want)
