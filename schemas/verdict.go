@@ -68,6 +68,11 @@ type Verdict struct {
 	Details []Detail
 
 	ConfigVersion string
+
+	// Evidence, when not nil, summarises the data behind Value for charts
+	// (drift: the two ECDFs; tail: the exceedances of the GPD fit). In
+	// memory only: the codecs neither write nor read it (see Evidence).
+	Evidence *Evidence
 }
 
 // VerdictID is the hex SHA-256 (first 16 bytes) of the processor, SLO,

@@ -157,6 +157,13 @@ type TailEstimator struct {
 	fitter  GPDFitter
 }
 
+// Excesses returns the data of the last Estimate's or EstimateTop's GPD
+// fit: the excesses x − u of the values above the threshold u, sorted
+// ascending (metric unit; e.g. for a QQ plot against the fitted GPD). Empty
+// when that call fitted no GPD (too few exceedances). The slice is the
+// estimator's: valid until its next call, not to be modified.
+func (e *TailEstimator) Excesses() []float64 { return e.exc }
+
 // Estimate is TailQuantile with reused memory. It copies values into
 // scratch, selects the threshold's order statistic in O(n) and sorts only
 // the TailSize(n, q) largest values.
@@ -217,6 +224,7 @@ func (e *TailEstimator) EstimateTop(top []float64, n int, cfg TailConfig) (TailE
 // estimateTop works on top = the sorted order statistics off..n-1
 // (0-based) of the sample, off = n-len(top) <= floor((n-1)*q).
 func (e *TailEstimator) estimateTop(top []float64, n int, cfg TailConfig) (TailEstimate, error) {
+	e.exc = e.exc[:0]
 	off := n - len(top)
 	u := quantile7(top, off, n, cfg.ThresholdQuantileAt(n))
 	first, _ := slices.BinarySearch(top, math.Nextafter(u, math.Inf(1)))

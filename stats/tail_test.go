@@ -306,3 +306,29 @@ func TestThresholdQuantileAt(t *testing.T) {
 		t.Errorf("NaN ExceedanceScale: %v", err)
 	}
 }
+
+// TestTailEstimatorExcesses checks Excesses: after a GPD fit, the sorted
+// x − u of the values above u (NExceed of them); after an empirical
+// estimate, none.
+func TestTailEstimatorExcesses(t *testing.T) {
+	values := lognormalDraws(5000, 0.6, 7)
+	var e TailEstimator
+	est, err := e.Estimate(values, DefaultTailConfig())
+	if err != nil || est.Method == MethodEmpirical {
+		t.Fatalf("estimate %+v (%v), want a GPD fit", est, err)
+	}
+	var want []float64
+	for _, v := range values {
+		if v > est.Threshold {
+			want = append(want, v-est.Threshold)
+		}
+	}
+	slices.Sort(want)
+	if got := e.Excesses(); len(got) != est.NExceed || !slices.Equal(got, want) {
+		t.Fatalf("Excesses: %d values, want the %d sorted excesses over u=%v", len(got), len(want), est.Threshold)
+	}
+	few, err := e.Estimate(values[:300], TailConfig{P: 0.999, ThresholdQuantile: 0.95, MinExceedances: 50})
+	if err != nil || few.Method != MethodEmpirical || len(e.Excesses()) != 0 {
+		t.Fatalf("300 values: %+v (%v), Excesses %d, want empirical and none", few, err, len(e.Excesses()))
+	}
+}

@@ -28,6 +28,10 @@ minutes of wall time; every incident trips its breaker and recovers.
 Verdicts and commands are appended to a JSONL file (named at start: in the
 current directory, or the temporary directory if that is not writable);
 with --clickhouse they go to ClickHouse too (the schema is migrated first).
+The live page (charts of every key: P99.9 with its band against the
+budget, the fuse timeline, canary vs baseline ECDFs, the GPD fit's QQ
+plot, burn rates) is served on http://127.0.0.1:9464/ui/ (--http, --ui);
+the start line names the address.
 --headless prints one line per verdict and per command instead of the view
 and exits when the scenario is done (or after --duration). When stdout is
 not a terminal (a pipe, a file, CI) the demo prints those plain lines too —
@@ -52,6 +56,8 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.ClickHouse, "clickhouse", "", "also write to the ClickHouse server at `host:port` (native protocol)")
 	fs.StringVar(&o.ClickHouseDatabase, "clickhouse-database", "fusebox", "ClickHouse `database` (created if missing)")
 	fs.StringVar(&o.ClickHouseUser, "clickhouse-user", "default", "ClickHouse `user`")
+	fs.StringVar(&o.HTTP, "http", "", "serve /metrics, /readyz and the live page on `host:port` (\"off\": no server; default 127.0.0.1:9464, a free port if that is busy)")
+	ui := fs.Bool("ui", true, "serve the live page on /ui/ (http.ui)")
 	password := fs.String("clickhouse-password", "", "ClickHouse `password` (default: $FUSEBOX_CLICKHOUSE_PASSWORD)")
 	loopMode := fs.Bool("loop", false, "instead: the closed loop over HTTP (a fusehttp gateway, simulated providers; 60 s; see fusebox bench loop)")
 	if code, done := parseFlags(fs, args, stderr); done {
@@ -68,6 +74,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fusebox demo: --duration %v: must not be negative\n", o.Duration)
 		return exitUsage
 	}
+	o.NoUI = !*ui
 	o.ClickHousePassword = *password
 	if o.ClickHousePassword == "" {
 		o.ClickHousePassword = os.Getenv("FUSEBOX_CLICKHOUSE_PASSWORD")

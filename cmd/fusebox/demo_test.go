@@ -16,7 +16,7 @@ import (
 // tested in internal/demo.
 func TestDemoCommandHeadless(t *testing.T) {
 	jsonl := filepath.Join(t.TempDir(), "demo.jsonl")
-	code, stdout, stderr := runCmd(t, "demo", "--headless", "--duration", "6s", "--speedup", "150", "--jsonl", jsonl)
+	code, stdout, stderr := runCmd(t, "demo", "--headless", "--duration", "6s", "--speedup", "150", "--jsonl", jsonl, "--http", "127.0.0.1:0")
 	if code != exitOK {
 		t.Fatalf("exit %d\nstderr: %s", code, stderr)
 	}
@@ -35,7 +35,7 @@ func TestDemoCommandHeadless(t *testing.T) {
 	if verdicts == 0 || verdicts != len(vs) {
 		t.Errorf("%d verdict lines, %d verdicts in %s", verdicts, len(vs), jsonl)
 	}
-	for _, want := range []string{"embedded Kafka broker on 127.0.0.1:", "verdicts and fuse commands go to " + jsonl, "signed with the throwaway key demo-"} {
+	for _, want := range []string{"embedded Kafka broker on 127.0.0.1:", "verdicts and fuse commands go to " + jsonl, "signed with the throwaway key demo-", "live page on http://127.0.0.1:"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
@@ -63,7 +63,7 @@ func TestDemoCommandUsage(t *testing.T) {
 // summary, and leaves a readable JSONL file.
 func TestDemoCtrlC(t *testing.T) {
 	jsonl := filepath.Join(t.TempDir(), "demo.jsonl")
-	cmd := exec.Command(os.Args[0], "demo", "--headless", "--speedup", "100", "--jsonl", jsonl)
+	cmd := exec.Command(os.Args[0], "demo", "--headless", "--speedup", "100", "--jsonl", jsonl, "--http", "127.0.0.1:0", "--ui=false")
 	cmd.Env = append(os.Environ(), envAsMain+"=1")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -92,6 +92,9 @@ func TestDemoCtrlC(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "stopped before the end of the scenario") {
 		t.Errorf("no summary after Ctrl-C; stderr:\n%s", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "fusebox demo: metrics on http://127.0.0.1:") || strings.Contains(stderr.String(), "live page") {
+		t.Errorf("--ui=false: the start line should name the metrics and no live page; stderr:\n%s", stderr.String())
 	}
 	vs, _ := readJSONL(t, jsonl)
 	if len(vs) == 0 {

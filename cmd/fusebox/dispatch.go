@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/fusebox-dev/fusebox/internal/config"
 )
 
 // run dispatches `fusebox <command> [flags]` and returns the exit code.
@@ -46,7 +48,7 @@ func unknownCommand(stderr io.Writer, name string) int {
 	} else {
 		best, bestD := "", -1
 		for _, c := range commands {
-			if d := editDistance(name, c.name); bestD < 0 || d < bestD {
+			if d := config.EditDistance(name, c.name); bestD < 0 || d < bestD {
 				best, bestD = c.name, d
 			}
 		}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"reflect"
 	"strings"
+
+	"github.com/fusebox-dev/fusebox/internal/config"
 )
 
 // The command-line conventions of every command (README "Command line"):
@@ -106,7 +108,7 @@ func suggestFlag(fs *flag.FlagSet, name string) string {
 		if strings.HasPrefix(f.Name, name) {
 			prefixed = append(prefixed, f.Name)
 		}
-		d := editDistance(name, f.Name)
+		d := config.EditDistance(name, f.Name)
 		if bestD < 0 || d < bestD {
 			best, bestD = f.Name, d
 		}
@@ -118,27 +120,6 @@ func suggestFlag(fs *flag.FlagSet, name string) string {
 		return prefixed[0]
 	}
 	return ""
-}
-
-// editDistance is the Levenshtein distance of a and b (bytes).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func hasFlags(fs *flag.FlagSet) bool {

@@ -5,15 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/fuse"
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/internal/observe"
+	"github.com/fusebox-dev/fusebox/internal/ui"
 	"github.com/fusebox-dev/fusebox/pipeline"
 )
 
@@ -22,7 +25,8 @@ check it first with "fusebox config check FILE"); without --config, the file
 $FUSEBOX_CONFIG names. It reads OTLP spans and
 correction events from Kafka, writes verdicts and signed fuse commands to
 Kafka, ClickHouse and/or a JSONL file, and serves /metrics, /healthz and
-/readyz on http.listen (pprof too with http.pprof). Logs are JSON lines on
+/readyz on http.listen (pprof too with http.pprof; the live page on /ui/
+with http.ui). Logs are JSON lines on
 stderr, at log.level.
 
 Fuse commands are signed with the HMAC keys of --fuse-keys FILE, else
@@ -90,7 +94,20 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// while fusebox connects; /readyz says why it is not ready yet.
 	var running atomic.Pointer[pipeline.Pipeline]
 	var srv *observe.Server
+	var page *ui.Store // the live page's store (http.ui), an extra sink
+	var extra []engine.Sink
+	if f.HTTP.UI {
+		if page, err = ui.NewStore(ui.Config{}); err != nil {
+			log.Error("http.ui: " + err.Error())
+			return exitFailure
+		}
+		extra = append(extra, page)
+	}
 	if f.HTTP.Listen != "" {
+		var routes map[string]http.Handler
+		if page != nil {
+			routes = page.Routes()
+		}
 		srv, err = observe.Serve(ctx, f.HTTP.Listen, observe.Options{
 			Sources: []observe.Source{observe.SourceFunc(func(s *observe.Snapshot) {
 				if p := running.Load(); p != nil {
@@ -106,6 +123,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				return errors.New("starting: connecting to Kafka, creating topics, migrating ClickHouse")
 			},
 			Pprof:   f.HTTP.Pprof,
+			Routes:  routes,
 			Logger:  log.With("component", "http"),
 			Version: buildVersion(),
 		})
@@ -114,10 +132,14 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitFailure
 		}
 		defer srv.Close()
-		log.Info("serving /metrics, /healthz and /readyz", "addr", srv.Addr(), "pprof", f.HTTP.Pprof)
+		log.Info("serving /metrics, /healthz and /readyz", "addr", srv.Addr(), "pprof", f.HTTP.Pprof, "ui", f.HTTP.UI)
+		if page != nil {
+			log.Info("serving the live page", "url", "http://"+srv.Addr()+"/ui/", "max_series", page.Config().MaxSeries, "max_points", page.Config().MaxPoints)
+		}
 	}
 
-	p, err := pipeline.New(ctx, pipeline.Options{Config: f, Logger: log, Signer: signer, InsecureUnsigned: signer.Unsigned()})
+	p, err := pipeline.New(ctx, pipeline.Options{Config: f, Logger: log, Signer: signer, InsecureUnsigned: signer.Unsigned(),
+		ExtraSinks: extra})
 	if err != nil {
 		if ctx.Err() != nil {
 			log.Info("stopped while starting", "cause", context.Cause(ctx))

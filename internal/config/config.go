@@ -270,6 +270,11 @@ type HTTP struct {
 	Listen string `yaml:"listen"`
 	// Pprof also serves /debug/pprof/. Default false.
 	Pprof bool `yaml:"pprof"`
+	// UI also serves the live page on /ui/ and its JSON API on /api/ui/
+	// (package internal/ui): recent verdicts and fuse commands per key,
+	// kept in memory within fixed bounds. Default false (the demo turns it
+	// on). Needs Listen.
+	UI bool `yaml:"ui"`
 }
 
 // Log configures the structured logs (on stderr).

@@ -308,6 +308,14 @@ func closeTo(a, b string) bool {
 	if d := len(a) - len(b); d > 2 || d < -2 {
 		return false
 	}
+	return EditDistance(a, b) <= 2
+}
+
+// EditDistance is the Levenshtein distance of a and b, in bytes: the
+// fewest single-byte insertions, deletions and substitutions that turn a
+// into b. The "did you mean" of config keys and of the CLI's flags and
+// commands.
+func EditDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
@@ -324,7 +332,7 @@ func closeTo(a, b string) bool {
 		}
 		prev, cur = cur, prev
 	}
-	return prev[len(b)] <= 2
+	return prev[len(b)]
 }
 
 // UnmarshalYAML decodes an SLO entry, starting each processor section

@@ -41,6 +41,9 @@ func TestParseAppliesDefaults(t *testing.T) {
 	if len(f.Version) != 12 {
 		t.Fatalf("version %q, want 12 hex characters from the file hash", f.Version)
 	}
+	if f.HTTP.UI || f.HTTP.Listen != "127.0.0.1:9464" {
+		t.Fatalf("http %+v, want the live page off by default on 127.0.0.1:9464", f.HTTP)
+	}
 	if f.SLOs[0].Match.Service[0] != "chat" {
 		t.Fatalf("match = %+v", f.SLOs[0].Match)
 	}
@@ -72,6 +75,7 @@ func TestParseErrorsNameFileLineAndField(t *testing.T) {
 		{"log topic is a span topic", "topics:\n  logs: [otlp_spans]\nevaluations:\n  rules: [{name: f, labels: [x]}]\nslos:\n  - name: a\n    tail: {budget: 1}\n",
 			[]string{`x.yaml:2: topics.logs: log topic "otlp_spans" is also a span or correction topic`}},
 		{"empty operation", "slos:\n  - name: a\n    match:\n      operation: [chat, \"\"]\n    tail: {budget: 1}\n", []string{"x.yaml:4: slos[0].match.operation[1]: must not be empty"}},
+		{"ui without listen", "http:\n  listen: \"\"\n  ui: true\nslos:\n  - name: a\n    tail: {budget: 1}\n", []string{"x.yaml:3: http.ui: the live page needs http.listen"}},
 		{"not yaml", "slos: [\n", []string{"x.yaml"}},
 		// An unknown key no longer hides the semantic errors of the rest:
 		// every problem at once, each with its line.

@@ -145,6 +145,7 @@ func (f *File) validate() []fieldErr {
 	fail(!f.Sinks.Kafka.Enabled && len(ch.Addr) == 0 && f.Sinks.JSONL.Path == "", "sinks", "enable at least one sink")
 	fail(f.Rollups.Enabled && f.Rollups.MaxSamplesPerMinute < 1, "rollups.max_samples_per_minute", "must be positive")
 
+	fail(f.HTTP.UI && f.HTTP.Listen == "", "http.ui", "the live page needs http.listen (it is served on that listener)")
 	if f.HTTP.Listen != "" {
 		_, _, err := net.SplitHostPort(f.HTTP.Listen)
 		fail(err != nil, "http.listen", "want host:port, got "+strconv.Quote(f.HTTP.Listen))

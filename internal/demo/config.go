@@ -42,7 +42,8 @@ time:
   idle_source_timeout: 2s
   checkpoint_every: 1s
 http:
-  listen: ""
+  listen: 127.0.0.1:9464   # /metrics, /readyz and the live page (--http; a busy default port falls back to a free one)
+  ui: true                 # the live page on /ui/ (--ui=false turns it off)
 slos:
   # Latency tail: P99.9 of the call duration against a 15 s budget, by
   # peaks over threshold on a 5-minute window.

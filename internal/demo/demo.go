@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -20,6 +21,7 @@ import (
 	"github.com/fusebox-dev/fusebox/internal/gen"
 	"github.com/fusebox-dev/fusebox/internal/observe"
 	"github.com/fusebox-dev/fusebox/internal/traffic"
+	"github.com/fusebox-dev/fusebox/internal/ui"
 	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/processors/effect"
 	"github.com/fusebox-dev/fusebox/schemas"
@@ -67,6 +69,19 @@ type Options struct {
 	Stdout, Stderr io.Writer
 	// RedrawEvery is the live view's refresh interval. Default 1s.
 	RedrawEvery time.Duration
+	// HTTP replaces the built-in SLO file's http.listen (127.0.0.1:9464),
+	// where /metrics, /healthz, /readyz and the live page are served;
+	// "off" turns the server off. Tests pass "127.0.0.1:0". When the
+	// built-in address is busy the demo takes a free port instead (and
+	// says which).
+	HTTP string
+	// NoUI turns the live page (http.ui, on in the demo) off.
+	NoUI bool
+	// BeforeExit, when set, is called once the pipeline has stopped (its
+	// sinks flushed: the JSONL file is complete) while the HTTP server
+	// still serves, with the server's address ("" when off); the demo
+	// closes the server after it returns. Tests load the page here.
+	BeforeExit func(httpAddr string)
 	// Plain prints the headless lines instead of the live view, but runs
 	// as long as the live view would: for a stdout that is not a terminal
 	// (a pipe, a file, CI), where escape codes and redraws are debris.
@@ -160,6 +175,17 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		return res, err
 	}
 	cfg.Sinks.JSONL.Path = o.JSONL
+	switch o.HTTP {
+	case "":
+	case "off":
+		cfg.HTTP.Listen, cfg.HTTP.UI = "", false
+	default:
+		cfg.HTTP.Listen = o.HTTP
+	}
+	if o.NoUI {
+		cfg.HTTP.UI = false
+	}
+
 	if o.ClickHouse != "" {
 		ch := &cfg.Sinks.ClickHouse
 		ch.Addr = []string{o.ClickHouse}
@@ -212,13 +238,41 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	fmt.Fprintf(o.Stderr, "fusebox demo: verdicts and fuse commands go to %s%s; pipeline logs to %s; commands signed with the throwaway key %s\n",
 		o.JSONL, chNote, res.Log, ring.Active())
 
+	// The HTTP server (metrics, readiness, the live page) comes up before
+	// the pipeline and stays up until BeforeExit has returned.
+	extra := []engine.Sink{stateSink{st}}
+	var page *ui.Store
+	if cfg.HTTP.UI {
+		if page, err = ui.NewStore(ui.Config{}); err != nil {
+			return res, err
+		}
+		extra = append(extra, page)
+	}
+	var running atomic.Pointer[pipeline.Pipeline]
+	srv, err := serveHTTP(runCtx, cfg, o.HTTP == "", page, &running, logger)
+	if err != nil {
+		return res, fmt.Errorf("demo: http (--http): %w", err)
+	}
+	httpAddr, pageURL := "", ""
+	if srv != nil {
+		defer srv.Close()
+		httpAddr = srv.Addr()
+		what := "metrics on http://" + httpAddr + "/metrics"
+		if page != nil {
+			pageURL = "http://" + httpAddr + "/ui/"
+			what = "live page on " + pageURL + "; " + what
+		}
+		fmt.Fprintf(o.Stderr, "fusebox demo: %s\n", what)
+	}
+
 	p, err := pipeline.New(runCtx, pipeline.Options{
 		Config: cfg, Logger: logger, Signer: signer, SourcePartitions: 3,
-		ExtraSinks: []engine.Sink{stateSink{st}},
+		ExtraSinks: extra,
 	})
 	if err != nil {
 		return res, fmt.Errorf("demo: start the pipeline: %w", err)
 	}
+	running.Store(p)
 	pipeCtx, stopPipe := context.WithCancel(context.WithoutCancel(runCtx))
 	defer stopPipe()
 	pipeDone := make(chan error, 1)
@@ -309,7 +363,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 			w, h = o.Size()
 		}
 		st.render(&frame, header{width: w, height: h, wall: time.Since(wall0), eventNow: pr.EventTime, duration: sc.Duration, speedup: o.Speedup,
-			spansPerS: pr.SpansPerSecond, jsonl: o.JSONL, clickhouse: o.ClickHouse, keyID: ring.Active(), finished: finished})
+			spansPerS: pr.SpansPerSecond, jsonl: o.JSONL, clickhouse: o.ClickHouse, keyID: ring.Active(), page: pageURL, finished: finished})
 		io.WriteString(o.Stdout, frame.String())
 	}
 loop:
@@ -371,6 +425,9 @@ loop:
 		outMu.Unlock()
 	}
 
+	if o.BeforeExit != nil {
+		o.BeforeExit(httpAddr)
+	}
 	res.Verdicts, res.Commands, res.Applied = st.counts()
 	res.Finished = finished
 	res.Wall = time.Since(wall0)

@@ -40,7 +40,7 @@ func TestDemoHeadless(t *testing.T) {
 	start := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	res, err := Run(ctx, Options{Headless: true, Speedup: testSpeedup(t), JSONL: filepath.Join(dir, "demo.jsonl"),
+	res, err := Run(ctx, Options{Headless: true, Speedup: testSpeedup(t), JSONL: filepath.Join(dir, "demo.jsonl"), HTTP: "off",
 		Start: start, Stdout: &stdout, Stderr: &stderr})
 	t.Logf("stderr:\n%s", stderr.String())
 	if err != nil {
@@ -107,7 +107,7 @@ func TestDemoLiveWithClickHouse(t *testing.T) {
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	res, err := Run(context.Background(), Options{
-		Duration: 12 * time.Second, Speedup: 120, JSONL: filepath.Join(dir, "demo.jsonl"), RedrawEvery: 500 * time.Millisecond,
+		Duration: 12 * time.Second, Speedup: 120, JSONL: filepath.Join(dir, "demo.jsonl"), RedrawEvery: 500 * time.Millisecond, HTTP: "127.0.0.1:0",
 		ClickHouse: ch.Addr, ClickHouseDatabase: db, ClickHouseUser: ch.Username, ClickHousePassword: ch.Password,
 		Stdout: &stdout, Stderr: &stderr,
 	})
@@ -136,7 +136,7 @@ func TestDemoLiveWithClickHouse(t *testing.T) {
 	}
 	out := stdout.String()
 	for _, want := range []string{ansiAltOn, ansiHome, "fusebox demo", "P99.9 latency", "acme/chat/gpt-4o-mini", "globex/search/llama-3-70b",
-		"fuse commands", "latency tail", ansiAltOff} {
+		"fuse commands", "latency tail", "live page: http://127.0.0.1:", ansiAltOff} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the live view lacks %q", want)
 		}

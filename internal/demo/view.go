@@ -38,6 +38,7 @@ type header struct {
 	jsonl      string
 	clickhouse string
 	keyID      string
+	page       string // the live page's URL, "" when off
 	finished   bool
 	// width and height are the terminal's size in cells; 0: unknown (the
 	// view is drawn whole, defaultWidth wide).
@@ -153,6 +154,9 @@ func (s *state) render(b *strings.Builder, h header) {
 		out += " and ClickHouse " + h.clickhouse
 	}
 	line("%s%s · %d verdicts · %d commands verified with key %s%s", ansiDim, out, s.verdicts, s.applied, h.keyID, ansiReset)
+	if h.page != "" {
+		line("%slive page: %s%s", ansiDim, h.page, ansiReset)
+	}
 	// As many table columns as fit, from the left; the line under the
 	// header says how many are left out and the width that shows them.
 	shown, used, all := 0, nameWidth+1+breakerWidth, nameWidth+1+breakerWidth
@@ -223,7 +227,11 @@ func (s *state) render(b *strings.Builder, h header) {
 	}
 	events := maxEvents
 	if h.height > 0 {
-		events = max(1, min(maxEvents, h.height-1-fixedLines(len(sorted), len(s.incs))))
+		fixed := fixedLines(len(sorted), len(s.incs))
+		if h.page != "" {
+			fixed++ // the live page's line under the header
+		}
+		events = max(1, min(maxEvents, h.height-1-fixed))
 	}
 	line("")
 	line("%sfuse commands, as a gateway applies them (signature verified):%s", ansiBold, ansiReset)

@@ -34,6 +34,9 @@ var rules = []rule{
 	// The gateway library, tests included, depends on nothing of fusebox
 	// but schemas, so that it could be a module of its own.
 	{dir: "fuse/", allow: []string{"fuse", "schemas"}, withTests: true},
+	// The live page reads verdicts and commands (schemas) from its own
+	// store; run and demo wire it. No engine, pipeline or Kafka types.
+	{dir: "internal/ui/", allow: []string{"schemas", "internal/ui"}, forbid: []string{"github.com/twmb/franz-go"}},
 }
 
 func TestDependenciesPointOneWay(t *testing.T) {

@@ -35,6 +35,10 @@ type Options struct {
 	// Version is the build's version, the version label of
 	// fusebox_build_info. Default "unknown".
 	Version string
+	// Routes are more handlers on the same listener, by http.ServeMux
+	// pattern (e.g. the live page of internal/ui: "GET /ui/"). A pattern
+	// that conflicts with the endpoints above is an error of NewHandler.
+	Routes map[string]http.Handler
 	// ShutdownTimeout bounds the wait for in-flight requests when the
 	// server stops. Default 5s.
 	ShutdownTimeout time.Duration
@@ -123,7 +127,27 @@ func NewHandler(opts Options) (http.Handler, error) {
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
+	for pattern, h := range opts.Routes {
+		if err := register(mux, pattern, h); err != nil {
+			return nil, err
+		}
+	}
 	return mux, nil
+}
+
+// register is mux.Handle, with its panic on a bad or conflicting pattern
+// turned into an error.
+func register(mux *http.ServeMux, pattern string, h http.Handler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("observe: route %q: %v", pattern, r)
+		}
+	}()
+	if h == nil {
+		return fmt.Errorf("observe: route %q: nil handler", pattern)
+	}
+	mux.Handle(pattern, h)
+	return nil
 }
 
 // slogPrintln adapts a slog.Logger to promhttp's error log.

@@ -357,3 +357,26 @@ func TestServeErrors(t *testing.T) {
 		t.Error("negative ShutdownTimeout accepted")
 	}
 }
+
+// TestRoutesServeBesideTheEndpoints checks Options.Routes: extra handlers
+// on the same listener (the live page), nothing of them without Routes,
+// and a pattern that conflicts with an endpoint is an error, not a panic.
+func TestRoutesServeBesideTheEndpoints(t *testing.T) {
+	page := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "page") })
+	off := serve(t, Options{})
+	if code, _ := get(t, "http://"+off.Addr()+"/ui/"); code != http.StatusNotFound {
+		t.Errorf("no routes: /ui/ answers %d, want 404", code)
+	}
+	on := serve(t, Options{Routes: map[string]http.Handler{"GET /ui/": page}})
+	if code, body := get(t, "http://"+on.Addr()+"/ui/x"); code != http.StatusOK || body != "page" {
+		t.Errorf("/ui/x: %d %q", code, body)
+	}
+	if code, _ := get(t, "http://"+on.Addr()+"/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz beside the routes: %d", code)
+	}
+	for _, bad := range []map[string]http.Handler{{"GET /metrics": page}, {"GET /x": nil}} {
+		if _, err := NewHandler(Options{Routes: bad}); err == nil {
+			t.Errorf("routes %v accepted", bad)
+		}
+	}
+}

@@ -98,6 +98,11 @@ func (p *Processor) judge(v *schemas.Verdict, ks *keyState, cur, ref []float64, 
 		{Name: DetailNReference, Value: float64(len(ref))},
 		{Name: DetailConsecutive, Value: float64(ks.consecutive)},
 	}
+	v.Evidence = &schemas.Evidence{
+		Current:   schemas.ECDFPoints(p.xs, schemas.MaxEvidencePoints),
+		Reference: schemas.ECDFPoints(p.ys, schemas.MaxEvidencePoints),
+		KSAt:      ksArgMax(p.xs, p.ys),
+	}
 	if canary {
 		u, mp, hl := mannWhitney(cur, ref)
 		v.Details = append(v.Details,
@@ -144,4 +149,39 @@ func sortedValues(dst []float64, samples []window.Sample) []float64 {
 	}
 	slices.Sort(dst)
 	return dst
+}
+
+// ksArgMax returns the value x at which |F_xs(x) − F_ys(x)| is largest
+// (the smallest such x on ties), xs and ys sorted and non-empty: the point
+// where the KS distance is attained, for the evidence. O(len(xs)+len(ys)).
+func ksArgMax(xs, ys []float64) float64 {
+	n, m := float64(len(xs)), float64(len(ys))
+	i, j := 0, 0
+	best, at := -1.0, xs[0]
+	for i < len(xs) || j < len(ys) {
+		var x float64
+		switch {
+		case j == len(ys) || i < len(xs) && xs[i] <= ys[j]:
+			x = xs[i]
+		default:
+			x = ys[j]
+		}
+		for i < len(xs) && xs[i] == x {
+			i++
+		}
+		for j < len(ys) && ys[j] == x {
+			j++
+		}
+		if d := abs(float64(i)/n - float64(j)/m); d > best {
+			best, at = d, x
+		}
+	}
+	return at
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }

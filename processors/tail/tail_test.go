@@ -169,6 +169,21 @@ func TestInsufficientThenEmpiricalThenGPD(t *testing.T) {
 				if math.Abs(xi) > 0.15 || math.Abs(sigma-100) > 20 {
 					t.Fatalf("xi %v sigma %v, want about 0 and 100", xi, sigma)
 				}
+				// The evidence: the exceedances of the fit, thinned, sorted,
+				// positive, with plotting positions in (0, 1).
+				nex, _ := v.Detail(DetailNExceedances)
+				ev := v.Evidence
+				if ev == nil || ev.Exceedances.N != int(nex) || len(ev.Exceedances.X) != min(int(nex), schemas.MaxEvidencePoints) {
+					t.Fatalf("evidence %+v, want the %v exceedances thinned to at most %d", ev, nex, schemas.MaxEvidencePoints)
+				}
+				x, pp := ev.Exceedances.X, ev.Exceedances.P
+				for i := range x {
+					if x[i] <= 0 || i > 0 && (x[i] < x[i-1] || pp[i] <= pp[i-1]) || pp[i] <= 0 || pp[i] >= 1 {
+						t.Fatalf("exceedance point %d: (%v, %v) after (%v, %v)", i, x[i], pp[i], x[max(i-1, 0)], pp[max(i-1, 0)])
+					}
+				}
+			} else if v.Evidence != nil {
+				t.Fatalf("empirical verdict with GPD evidence %+v", v.Evidence)
 			}
 		})
 	}

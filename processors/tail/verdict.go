@@ -3,6 +3,7 @@ package tail
 import (
 	"github.com/fusebox-dev/fusebox/processors/window"
 	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/stats"
 )
 
 // Method labels. A verdict with a value carries the label of package stats
@@ -85,6 +86,16 @@ func (p *Processor) judge(v *schemas.Verdict, samples []window.Sample, n int64, 
 		{Name: DetailUpperUnbounded, Value: unbounded},
 		{Name: DetailSampleRate, Value: rate},
 	}
+	if est.Method != stats.MethodEmpirical && est.NExceed > 0 {
+		v.Evidence = &schemas.Evidence{Exceedances: p.exceedances()}
+	}
+}
+
+// exceedances thins the sorted excesses x − u of the latest fit (the
+// estimator's, no sort of its own) to the QQ plot's
+// schemas.MaxEvidencePoints points (the verdict's evidence).
+func (p *Processor) exceedances() schemas.Points {
+	return schemas.PlottingPoints(p.est.Excesses(), schemas.MaxEvidencePoints)
 }
 
 func (p *Processor) insufficient(v *schemas.Verdict, n int64, kept int) {

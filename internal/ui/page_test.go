@@ -1,0 +1,79 @@
+package ui_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/internal/testharness"
+	"github.com/fusebox-dev/fusebox/internal/ui"
+	"github.com/fusebox-dev/fusebox/internal/ui/uitest"
+	"github.com/fusebox-dev/fusebox/schemas"
+)
+
+// TestPageEmptyInChromium loads the page of an empty store in headless
+// Chromium: every section says "no data yet", nothing reads NaN or
+// undefined; then of a store with one tail verdict: its chart appears and
+// the other sections still say why they are empty.
+func TestPageEmptyInChromium(t *testing.T) {
+	c := testharness.StartChromium(t)
+	st, err := ui.NewStore(ui.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(st.Handler())
+	defer srv.Close()
+
+	dom := c.DumpDOM(t, srv.URL+"/ui/", 3*time.Second)
+	checkClean(t, dom)
+	if len(uitest.Elements(dom, "body", map[string]string{"data-state": "ready"})) != 1 {
+		t.Fatalf("the page never got ready:\n%s", dom)
+	}
+	for _, id := range []string{"tail", "drift", "qq", "burn", "other", "fuse"} {
+		sec := uitest.Section(dom, "section", id)
+		if ps := uitest.Elements(sec, "p", map[string]string{"class": "empty"}); len(ps) != 1 || !strings.Contains(ps[0].Text, "no ") {
+			t.Errorf("section %s of an empty store: %v, want one \"no data yet\" note", id, ps)
+		}
+		if len(uitest.Elements(sec, "svg", nil)) != 0 {
+			t.Errorf("section %s of an empty store draws a chart", id)
+		}
+	}
+	if nav := uitest.Elements(dom, "p", map[string]string{"class": "empty"}); len(nav) == 0 || !strings.Contains(nav[0].Text, "no data yet") {
+		t.Errorf("the key list of an empty store: %v", nav)
+	}
+
+	k := schemas.Key{Tenant: "acme", Service: "chat", Model: "m", Variant: "baseline"}
+	_ = st.Write(context.Background(), schemas.Output{Verdicts: []schemas.Verdict{{
+		ID: "x", Processor: "tail", SLO: "latency", Metric: "p999_duration_ms", Key: k, WindowEndUnixNano: 1e12,
+		Status: schemas.StatusInsufficientData, Method: "none", Threshold: 15000, N: 12,
+	}}})
+	dom = c.DumpDOM(t, srv.URL+"/ui/", 3*time.Second)
+	checkClean(t, dom)
+	svgs := uitest.Elements(dom, "svg", map[string]string{"data-chart": "tail"})
+	if len(svgs) != 1 || svgs[0].Attrs["data-points"] != "1" || svgs[0].Attrs["data-valued"] != "0" || svgs[0].Attrs["data-budget"] != "15000" {
+		t.Fatalf("one insufficient_data tail verdict: charts %v", svgs)
+	}
+	if qq := uitest.Elements(uitest.Section(dom, "section", "qq"), "p", map[string]string{"data-empty": "qq"}); len(qq) != 1 {
+		t.Errorf("no GPD fit yet: want a note in the QQ section, got %v", qq)
+	}
+	dir := testharness.ArtifactsDir(t)
+	c.Screenshot(t, srv.URL+"/ui/", filepath.Join(dir, "ui-nodata.png"), 1280, 900, 3*time.Second)
+}
+
+// checkClean fails on a page that shows NaN, undefined or Infinity.
+func checkClean(t *testing.T, dom string) {
+	t.Helper()
+	for _, bad := range []string{"NaN", "undefined", "Infinity", "null"} {
+		for _, e := range append(uitest.Elements(dom, "text", nil), append(uitest.Elements(dom, "p", nil), uitest.Elements(dom, "figcaption", nil)...)...) {
+			if strings.Contains(e.Text, bad) {
+				t.Errorf("the page shows %q: %q", bad, e.Text)
+			}
+		}
+		if strings.Contains(dom, `="`+bad+`"`) && bad != "null" {
+			t.Errorf("an attribute is %q", bad)
+		}
+	}
+}
