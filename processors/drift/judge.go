@@ -99,9 +99,9 @@ func (p *Processor) judge(v *schemas.Verdict, ks *keyState, cur, ref []float64, 
 		{Name: DetailConsecutive, Value: float64(ks.consecutive)},
 	}
 	v.Evidence = &schemas.Evidence{
-		Current:   schemas.ECDFPoints(p.xs, schemas.MaxEvidencePoints),
-		Reference: schemas.ECDFPoints(p.ys, schemas.MaxEvidencePoints),
-		KSAt:      ksArgMax(p.xs, p.ys),
+		Current:   schemas.ECDFPoints(cur, schemas.MaxEvidencePoints),
+		Reference: schemas.ECDFPoints(ref, schemas.MaxEvidencePoints),
+		KSAt:      ksArgMax(cur, ref),
 	}
 	if canary {
 		u, mp, hl := mannWhitney(cur, ref)
