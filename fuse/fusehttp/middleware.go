@@ -226,6 +226,10 @@ func (m *Middleware) readBody(r *http.Request) ([]byte, error) {
 		return nil, errTooLarge
 	}
 	if len(b) == 0 {
+		// The body read (and closed) was empty, e.g. chunked with no
+		// data: the handler behind must not read the closed one (a
+		// ReverseProxy answers 502 on "invalid Read on closed Body").
+		r.Body, r.ContentLength, r.GetBody = http.NoBody, 0, nil
 		return nil, nil
 	}
 	return b, nil

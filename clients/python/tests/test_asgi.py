@@ -167,6 +167,26 @@ def test_rollback_routes_to_the_baseline() -> None:
     tc2, _ = app_for(client_with(cmd(KEY, "rollback", level=1, fallback="stable")))
     post(tc2)
     assert seen[-1]["headers"]["x-fusebox-variant"] == "stable" and seen[-1]["body"]["model"] == MODEL
+    # The variant known from default_key alone (no variant header): the
+    # baseline's header is set for the upstream all the same (as fusehttp).
+    tc3, _ = app_for(client_with(cmd(KEY, "rollback", level=1)), default_key=Key("", "", "", "canary"))
+    r = tc3.post("/v1/chat/completions", json={"model": MODEL},
+                 headers={"x-fusebox-tenant": "acme", "x-fusebox-service": "chat"})
+    assert r.headers["x-fusebox-decision"] == "rollback"
+    assert seen[-1]["headers"].get("x-fusebox-variant") == "baseline"
+
+
+def test_a_chunked_body_is_passed_with_one_framing() -> None:
+    # The body is reassembled whole: the upstream sees its Content-Length
+    # and no Transfer-Encoding beside it (RFC 9112 forbids both).
+    tc, _ = app_for(client_with(cmd(KEY, "degrade", fallback="gpt-4o-mini")))
+    raw = json.dumps({"model": MODEL, "messages": []}).encode()
+    h = {"x-fusebox-tenant": "acme", "x-fusebox-service": "chat", "x-fusebox-variant": "canary"}
+    r = tc.post("/v1/chat/completions", content=iter([raw[:10], raw[10:]]), headers=h)
+    assert r.status_code == 200 and r.headers["x-fusebox-decision"] == "degrade"
+    got = seen[-1]
+    assert "transfer-encoding" not in got["headers"], got["headers"]
+    assert got["headers"]["content-length"] == str(got["len"]) and got["body"]["model"] == "gpt-4o-mini"
 
 
 def test_failover_sends_a_trip_elsewhere() -> None:

@@ -215,7 +215,9 @@ class FuseMiddleware:
         elif outcome is Outcome.ROLLBACK:
             base = d.fallback or self.baseline
             a = replace(a, label="rollback", key=replace(a.key, variant=base))
-            self._set(hdrs, set_headers, self.headers.variant, base)
+            if self.headers.variant:
+                # Set even when the variant came from default_key (as fusehttp).
+                set_headers[self.headers.variant] = base
             if self.rollback_model is not None:
                 to = self.rollback_model(key.model, base)
                 if to and to != key.model:
@@ -312,7 +314,8 @@ class FuseMiddleware:
         new_headers = []
         for k, v in scope.get("headers", []):
             name = k.decode("latin-1").lower()
-            if name == "content-length" or name in set_headers:
+            # The body is whole now: its length replaces both framings.
+            if name in ("content-length", "transfer-encoding") or name in set_headers:
                 continue
             new_headers.append((k, v))
         for name, value in set_headers.items():
