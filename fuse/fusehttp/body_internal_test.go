@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/fusebox-dev/fusebox/fuse"
@@ -58,5 +59,26 @@ func TestCountersHoldEveryLabel(t *testing.T) {
 	var c Counters
 	if len(c.n) != len(Labels) {
 		t.Fatalf("Counters holds %d labels, Labels has %d", len(c.n), len(Labels))
+	}
+}
+
+// A host that wraps the body in http.MaxBytesReader under the
+// middleware's own limit gets 413 when its limit is passed, not 400.
+func TestHostMaxBytesReaderIs413(t *testing.T) {
+	mw, err := New(noCommands{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mw.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { t.Error("the handler behind was called") }))
+	host := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 8)
+		h.ServeHTTP(w, r)
+	})
+	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(`{"model":"gpt-4o"}`))
+	r.ContentLength = -1
+	rec := httptest.NewRecorder()
+	host.ServeHTTP(rec, r)
+	if rec.Code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status %d, want 413: %s", rec.Code, rec.Body)
 	}
 }

@@ -102,7 +102,8 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 
 func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	body, err := m.readBody(r)
-	if errors.Is(err, errTooLarge) {
+	// A host's own http.MaxBytesReader limit is over a limit too: 413.
+	if mbe := new(http.MaxBytesError); errors.Is(err, errTooLarge) || errors.As(err, &mbe) {
 		m.refuse(w, LabelTooLarge, http.StatusRequestEntityTooLarge, 0,
 			fmt.Sprintf("request body is over the gateway's limit of %d bytes", m.cfg.maxBody), "invalid_request_error", "request_too_large")
 		return
