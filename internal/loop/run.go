@@ -439,6 +439,9 @@ loop:
 		}
 	}
 
+	// The users are done: let the probe copies in flight finish, so that
+	// what is read below is final (none is still running when Run returns).
+	with.gw.Drain()
 	res := &Result{Counters: with.gw.Counters.Snapshot()}
 	emu.Lock()
 	res.Effects = append(res.Effects, effects...)
