@@ -204,8 +204,19 @@ type ruleResult struct {
 }
 
 // Evaluate emits a page and a ticket verdict for every key that had calls
-// in the last longest-short-window, in key order, then forgets keys idle
-// for longer than the longest window.
+// in [now − longest short window, now), in key order, and forgets keys
+// idle for longer than the longest window.
+//
+// Only calls before now decide: the worker may have applied calls at or
+// after now already (up to the allowed lateness ahead of the watermark),
+// and whether it has depends on how the router interleaved the source
+// partitions. A key whose only recent calls are ahead of now (a key's
+// first calls, or a key back from idle) therefore gets no verdict yet, and
+// a key back after more than the longest window starts its statistics
+// afresh whether or not its new calls were applied before this
+// evaluation: the verdicts are the same for every interleaving (they
+// differed at a key's first boundary when a run's partitions moved
+// between processes: pipeline's TestScaleOutSameVerdictsAsOneProcess).
 func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 	for k, ks := range p.keys {
 		if ks.last < now-p.longest {
@@ -215,8 +226,14 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 	budget := 1 - p.cfg.Target
 	for _, k := range processors.SortedKeys(p.keys, &p.order) {
 		ks := p.keys[k]
-		if ks.last < now-p.emitWithin {
-			continue // idle lately: no verdict, state kept for the long windows
+		if g, b := p.window(ks, now, p.emitWithin); g+b == 0 {
+			// Idle lately: no verdict, state kept for the long windows.
+			if ks.last >= now && p.stale(ks, now) {
+				// Only calls ahead of now are left of it: as the key
+				// dropped above and made anew by those calls would be.
+				ks.cusum, ks.cusumAt = 0, 0
+			}
+			continue
 		}
 		rate := func(d time.Duration) (burn, total, bad float64) {
 			g, b := p.window(ks, now, int64(d))
@@ -250,6 +267,12 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 			emit.Verdict(p.verdict(k, now, set.metric, res))
 		}
 	}
+}
+
+// stale reports whether ks had no call in [now − longest window, now).
+func (p *Processor) stale(ks *keyState, now int64) bool {
+	g, b := p.window(ks, now, p.longest)
+	return g+b == 0
 }
 
 // foldCUSUM adds the intervals since the key's last evaluation (at most
