@@ -143,6 +143,28 @@ func (c *clusterCollector) missing(want *clusterOutput, until int64) (int, strin
 	return n, example
 }
 
+// missingReport lists (sorted, at most max) want's verdicts not seen yet
+// whose window ends at or before until: id, processor, metric, key, the
+// keyed partition its tenant routes to (of keyedPartitions), window end
+// (offset from the traffic's start), status and N of the reference.
+func (c *clusterCollector) missingReport(want *clusterOutput, until int64, keyedPartitions uint32, max int) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for id, v := range want.parsed {
+		if _, ok := c.out.verdicts[id]; ok || v.WindowEndUnixNano > until {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s %s %s key %s (keyed partition %d) window end +%v: %s n=%d", id, v.Processor, v.Metric, v.Key.String(),
+			schemas.TenantHash(v.Key.Tenant)%keyedPartitions, time.Duration(v.WindowEndUnixNano-enginebench.Start.UnixNano()), v.Status, v.N))
+	}
+	slices.Sort(out)
+	if len(out) > max {
+		out = append(out[:max], fmt.Sprintf("... and %d more", len(out)-max))
+	}
+	return out
+}
+
 // missingCommands returns how many of want's fuse commands (target and
 // version) have not been seen yet, and one of them.
 func (c *clusterCollector) missingCommands(want *clusterOutput) (int, string) {

@@ -2,6 +2,10 @@ package pipeline_test
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,31 +38,58 @@ func TestScaleOutSameVerdictsAsOneProcess(t *testing.T) {
 	col := startClusterCollector(t, k)
 	cp := newClusterCheckpoints()
 	total := len(want.verdicts)
+	tl := newScaleTimeline(cp)
+	var procs []*pipeline.Pipeline
+	// report is what a failure prints: the missing verdicts, the
+	// timeline of the processes and of the keyed partitions' hand-offs,
+	// the newest checkpoints, and what each process owns now.
+	report := func() string {
+		var b strings.Builder
+		for _, m := range col.missingReport(want, 1<<62, 4, 20) {
+			fmt.Fprintf(&b, "\n  missing %s", m)
+		}
+		b.WriteString(tl.String())
+		fmt.Fprintf(&b, "\n  newest checkpoints (keyed partition: next offset): %v; keyed topic ends %v", cp.snapshot(), keyedEnds(t, k))
+		for i, p := range procs {
+			st := p.Keyed().Stats()
+			fmt.Fprintf(&b, "\n  process %d owns %s; %d records, %d spans (%d late), %d corrections (%d late), %d verdicts",
+				i+1, ownedWatermarks(p.Keyed().Partitions()), st.Records, st.Spans, st.LateSpans, st.Corrections, st.LateCorrections, st.Verdicts)
+		}
+		return b.String()
+	}
 
-	p1, stop1 := startClusterPipeline(t, cfg, cp.record)
-	p2, stop2 := startClusterPipeline(t, cfg, cp.record)
+	tl.add("process 1 starts")
+	p1, stop1 := startClusterPipeline(t, cfg, tl.onCheckpoint(1))
+	tl.add("process 2 starts")
+	p2, stop2 := startClusterPipeline(t, cfg, tl.onCheckpoint(2))
+	procs = append(procs, p1, p2)
+	tl.add("publishing starts")
 	published := publishPaced(t, k, 21*time.Second, 200*time.Millisecond)
 
 	waitShare := func(name string, share float64) {
 		t.Helper()
 		target := int(share * float64(total))
 		if !clusterWait(90*time.Second, func() bool { return col.count() >= target }) {
-			t.Fatalf("%s: %d distinct verdicts after 90s, waiting for %d", name, col.count(), target)
+			t.Fatalf("%s: %d distinct verdicts after 90s, waiting for %d:%s", name, col.count(), target, report())
 		}
 		t.Logf("%s at %d of %d distinct verdicts", name, col.count(), total)
+		tl.add(fmt.Sprintf("%s at %d of %d distinct verdicts", name, col.count(), total))
 	}
 	waitShare("a third process joins", 0.3)
-	p3, stop3 := startClusterPipeline(t, cfg, cp.record)
+	p3, stop3 := startClusterPipeline(t, cfg, tl.onCheckpoint(3))
+	procs = append(procs, p3)
 	waitShare("the first process leaves", 0.6)
 	if err := stop1(); err != nil {
 		t.Fatalf("first process stopping: %v", err)
 	}
+	tl.add("process 1 stopped")
 	if err := <-published; err != nil {
 		t.Fatalf("publishing: %v", err)
 	}
+	tl.add("publishing done")
 	if !clusterWait(90*time.Second, func() bool { n, _ := col.missing(want, 1<<62); return n == 0 }) {
-		n, example := col.missing(want, 1<<62)
-		t.Fatalf("%d verdicts of the single process still missing after 90s (e.g. %s)", n, example)
+		n, _ := col.missing(want, 1<<62)
+		t.Fatalf("%d verdicts of the single process still missing after 90s:%s", n, report())
 	}
 	ends := cp.waitDrained(t, k, col, 60*time.Second)
 	for i, stop := range []func() error{stop2, stop3} {
@@ -114,4 +145,67 @@ func publishPaced(t *testing.T, k *testharness.Kafka, step, every time.Duration)
 		done <- nil
 	}()
 	return done
+}
+
+// scaleTimeline records, with the time since the test began, what the
+// scale-out test did and every hand-off of a keyed partition as the
+// checkpoints show it (the first checkpoint of a partition by a process
+// other than the one that checkpointed it last), for the failure message.
+type scaleTimeline struct {
+	cp     *clusterCheckpoints
+	start  time.Time
+	mu     sync.Mutex
+	events []string
+	owner  map[int32]int // keyed partition: process that checkpointed it last
+}
+
+func newScaleTimeline(cp *clusterCheckpoints) *scaleTimeline {
+	return &scaleTimeline{cp: cp, start: time.Now(), owner: map[int32]int{}}
+}
+
+func (tl *scaleTimeline) add(event string) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	tl.events = append(tl.events, fmt.Sprintf("%6.2fs %s", time.Since(tl.start).Seconds(), event))
+}
+
+// onCheckpoint is process i's pipeline.Options.OnCheckpoint.
+func (tl *scaleTimeline) onCheckpoint(i int) func(int32, int64) {
+	return func(partition int32, next int64) {
+		tl.cp.record(partition, next)
+		tl.mu.Lock()
+		prev, ok := tl.owner[partition]
+		tl.owner[partition] = i
+		tl.mu.Unlock()
+		if !ok || prev != i {
+			tl.add(fmt.Sprintf("keyed partition %d: checkpoint by process %d at next offset %d (last by process %d; 0: none)", partition, i, next, prev))
+		}
+	}
+}
+
+func (tl *scaleTimeline) String() string {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return "\n  timeline:\n    " + strings.Join(tl.events, "\n    ")
+}
+
+// ownedWatermarks formats Keyed.Partitions: each owned keyed partition
+// with its watermark (offset from the traffic's start).
+func ownedWatermarks(parts map[int32]int64) string {
+	var b strings.Builder
+	for p := int32(0); p < 16; p++ {
+		wm, ok := parts[p]
+		if !ok {
+			continue
+		}
+		at := "unknown"
+		if wm != math.MinInt64 {
+			at = fmt.Sprintf("+%v", time.Duration(wm-enginebench.Start.UnixNano()))
+		}
+		fmt.Fprintf(&b, "[%d wm %s]", p, at)
+	}
+	if b.Len() == 0 {
+		return "no keyed partition"
+	}
+	return b.String()
 }
