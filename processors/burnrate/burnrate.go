@@ -226,7 +226,7 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 	budget := 1 - p.cfg.Target
 	for _, k := range processors.SortedKeys(p.keys, &p.order) {
 		ks := p.keys[k]
-		if g, b := p.window(ks, now, p.emitWithin); g+b == 0 {
+		if !p.hadCalls(ks, now, p.emitWithin) {
 			// Idle lately: no verdict, state kept for the long windows.
 			if ks.last >= now && p.stale(ks, now) {
 				// Only calls ahead of now are left of it: as the key
@@ -270,9 +270,27 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 }
 
 // stale reports whether ks had no call in [now − longest window, now).
-func (p *Processor) stale(ks *keyState, now int64) bool {
-	g, b := p.window(ks, now, p.longest)
-	return g+b == 0
+func (p *Processor) stale(ks *keyState, now int64) bool { return !p.hadCalls(ks, now, p.longest) }
+
+// hadCalls reports whether ks counted a call in [now − d, now), as window
+// does (beyond the fine ring, at the coarse ring's hour granularity),
+// looking from now backwards and stopping at the first.
+func (p *Processor) hadCalls(ks *keyState, now, d int64) bool {
+	from := now - d
+	fineFrom := from
+	if d > fineSpan && ks.coarse != nil {
+		fineFrom = now - fineSpan
+	}
+	for t := now - p.every; t >= fineFrom; t -= p.every {
+		if b := &ks.fine[processors.FloorMod(t/p.every, int64(len(ks.fine)))]; b.Start == t && b.Good+b.Bad > 0 {
+			return true
+		}
+	}
+	if fineFrom == from {
+		return false
+	}
+	g, b := p.sumCoarse(ks, from, fineFrom)
+	return g+b > 0
 }
 
 // foldCUSUM adds the intervals since the key's last evaluation (at most
