@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -196,6 +197,12 @@ func TestE2EKilledBeforeCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The source topics exist before the publisher and the child start:
+	// left to the publisher's auto-creation racing the child's, a loaded
+	// Apache broker answered UNKNOWN_TOPIC_OR_PARTITION past the producer's
+	// retries, the publisher stopped, and the child never reached its crash.
+	createSourceTopics(t, k, cfg)
+
 	// The traffic arrives while the child runs (20 minutes of event time in
 	// about 8 s), so that evaluations, sink writes and checkpoints
 	// interleave as in production, and the crash (armed at 60% of the
@@ -285,5 +292,40 @@ func TestE2EKilledBeforeCommit(t *testing.T) {
 		if got[id] != w {
 			t.Fatalf("rollup %s: ClickHouse %+v, replay %+v", id, got[id], w)
 		}
+	}
+}
+
+// createSourceTopics creates cfg's span and correction topics with the
+// pipeline's default 6 partitions and waits until the broker serves every
+// partition of them (Apache Kafka answers UNKNOWN_TOPIC_OR_PARTITION for a
+// while after a create).
+func createSourceTopics(t *testing.T, k *testharness.Kafka, cfg *config.File) {
+	t.Helper()
+	const partitions = 6
+	topics := append(slices.Clone(cfg.Topics.Spans), cfg.Topics.Corrections...)
+	for _, topic := range topics {
+		k.CreateTopic(t, topic, partitions, nil)
+	}
+	adm := kadm.NewClient(k.Client(t))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		lo, err := adm.ListEndOffsets(ctx, topics...)
+		cancel()
+		served := 0
+		if err == nil {
+			lo.Each(func(o kadm.ListedOffset) {
+				if o.Err == nil {
+					served++
+				}
+			})
+		}
+		if served == partitions*len(topics) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the broker serves %d of the %d partitions of %v 30 s after creating them (%v)", served, partitions*len(topics), topics, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
