@@ -206,15 +206,28 @@ func TestE2EKilledBeforeCommit(t *testing.T) {
 	// The traffic arrives while the child runs (20 minutes of event time in
 	// about 8 s), so that evaluations, sink writes and checkpoints
 	// interleave as in production, and the crash (armed at 60% of the
-	// spans) falls between two checkpoints of a running stream.
-	pubDone := make(chan int64, 1)
-	go func() { pubDone <- publishScenario(ctx, t, k, sc, 150).Spans }()
+	// spans) falls between two checkpoints of a running stream. The
+	// publisher starts once the child's groups hold every partition: on a
+	// loaded machine the child took longer than the 8 s to start, found the
+	// whole traffic waiting as one backlog, caught up on it in a few large
+	// batches and wrote nearly all its verdicts in one burst, so that no
+	// flush came when a saved snapshot covered verdicts and more were
+	// written after it (a run ended without the crash).
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestE2EKilledBeforeCommitChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), envCrashConfig+"="+path, envCrashAfterSpans+"="+strconv.FormatInt(total*6/10, 10))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	err = cmd.Run()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	childDone := make(chan error, 1)
+	go func() { childDone <- cmd.Wait() }()
+	pubDone := make(chan int64, 1)
+	if waitGroupsAssigned(t, k, cfg, childDone) {
+		go func() { pubDone <- publishScenario(ctx, t, k, sc, 150).Spans }()
+	}
+	err = <-childDone
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL ||
 		!strings.Contains(out.String(), crashLine) {
@@ -325,6 +338,56 @@ func createSourceTopics(t *testing.T, k *testharness.Kafka, cfg *config.File) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the broker serves %d of the %d partitions of %v 30 s after creating them (%v)", served, partitions*len(topics), topics, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitGroupsAssigned waits until the child's router group holds every
+// partition of the span topics and its engine group every keyed partition,
+// and reports true; false if the child exited first (childDone then holds
+// its error again). It fails the test after a minute, the child's own limit.
+func waitGroupsAssigned(t *testing.T, k *testharness.Kafka, cfg *config.File, childDone chan error) bool {
+	t.Helper()
+	adm := kadm.NewClient(k.Client(t))
+	router, engineGroup := cfg.Kafka.Group+".router", cfg.Kafka.Group+".engine"
+	want := map[string]map[string]int{
+		router:      {},
+		engineGroup: {cfg.Topics.Keyed: int(cfg.Topics.KeyedPartitions)},
+	}
+	for _, topic := range cfg.Topics.Spans {
+		want[router][topic] = 6 // createSourceTopics
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		select {
+		case err := <-childDone:
+			childDone <- err
+			return false
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		groups, err := adm.DescribeGroups(ctx, router, engineGroup)
+		cancel()
+		ready := err == nil
+		for g, topics := range want {
+			d, ok := groups[g]
+			if !ready || !ok || d.Err != nil || d.State != "Stable" {
+				ready = false
+				break
+			}
+			assigned := d.AssignedPartitions()
+			for topic, n := range topics {
+				if len(assigned[topic]) != n {
+					ready = false
+				}
+			}
+		}
+		if ready {
+			return true
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the child's groups %s and %s do not hold every partition after a minute (%v): %+v", router, engineGroup, err, groups)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
