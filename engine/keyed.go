@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/ingest"
+	"github.com/fusebox-dev/fusebox/processors"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -92,6 +93,10 @@ type Keyed struct {
 	foreign atomic.Int64
 	// reported holds the restore outcomes already logged.
 	reported map[string]bool
+	// starved holds, per owned partition, its starved half-open targets;
+	// starvedSLOs the SLOs ever seen in it (see StarvedTargets).
+	starved     map[int32][]processors.StarvedProbe
+	starvedSLOs map[string]bool
 }
 
 // firstReport reports whether no partition restored with the same outcome
@@ -124,7 +129,7 @@ func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
 	if cfg.WatermarkStallEvaluations <= 0 {
 		cfg.WatermarkStallEvaluations = 10
 	}
-	return &Keyed{cfg: cfg, stats: map[int32]WorkerStats{}, stalled: map[int32]string{}}, nil
+	return &Keyed{cfg: cfg, stats: map[int32]WorkerStats{}, stalled: map[int32]string{}, starved: map[int32][]processors.StarvedProbe{}}, nil
 }
 
 // Stats sums the counters of every worker this stage ran, as of the end of
@@ -218,6 +223,8 @@ type keyedPartition struct {
 	keysOver int64    // key-bound overflows already logged
 	// foreign holds the other deployments already logged.
 	foreign map[string]bool
+	// starved holds the starved targets already logged (watchStarved).
+	starved map[starvedID]processors.StarvedProbe
 }
 
 // Start restores the partition's checkpoint and starts after it.
@@ -266,6 +273,7 @@ func (p *keyedPartition) setWorker(w *Worker) {
 	p.overflow = w.guard.overflowed()
 	p.keysOver = w.guard.keysOverflowed
 	p.publish()
+	p.watchStarved() // a restored half-open may be starved already
 }
 
 // Handle applies the batch, hands the output to the sinks, and checkpoints
@@ -292,6 +300,7 @@ func (p *keyedPartition) Handle(ctx context.Context, b *ingest.Batch) error {
 	p.unacked += len(b.Records)
 	p.watchWatermark(live, time.Now())
 	p.publish()
+	p.watchStarved()
 	if err := p.write(ctx); err != nil {
 		return p.soft(ctx, err)
 	}
@@ -454,6 +463,7 @@ func (p *keyedPartition) Close(ctx context.Context, reason ingest.CloseReason) {
 	}
 	p.k.mu.Lock()
 	delete(p.k.stalled, p.partition)
+	delete(p.k.starved, p.partition)
 	if _, ok := p.k.stats[p.partition]; ok {
 		delete(p.k.stats, p.partition)
 		p.k.retired.Add(p.w.Stats())

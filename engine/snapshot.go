@@ -190,7 +190,7 @@ func RestoreWorker(cfg WorkerConfig, partition int32, snap []byte) (w *Worker, r
 	if w.breaker != nil && len(breaker) > 0 {
 		if breakerID == cfg.BreakerStateID {
 			if err := w.breaker.UnmarshalBinary(breaker); err != nil {
-				return nil, rep, fmt.Errorf("engine: restore breaker: %w", err)
+				return nil, rep, partError(partition, "the breaker's state", err)
 			}
 			rep.Breaker = Kept
 		} else {
@@ -199,7 +199,7 @@ func RestoreWorker(cfg WorkerConfig, partition int32, snap []byte) (w *Worker, r
 	}
 	if w.effects != nil && len(effects) > 0 {
 		if err := w.effects.UnmarshalBinary(effects); err != nil {
-			return nil, rep, fmt.Errorf("engine: restore effect judge: %w", err)
+			return nil, rep, partError(partition, "the effect judge's state", err)
 		}
 	}
 	old := map[string]saved{}
@@ -215,7 +215,7 @@ func RestoreWorker(cfg WorkerConfig, partition int32, snap []byte) (w *Worker, r
 		case ok && o.stateID == s.spec.StateID:
 			s.next = o.next
 			if err := s.proc.UnmarshalBinary(o.b); err != nil {
-				return nil, rep, fmt.Errorf("engine: restore SLO %q: %w", name, err)
+				return nil, rep, partError(partition, fmt.Sprintf("SLO %q's state", name), err)
 			}
 			rep.SLOs = append(rep.SLOs, SLOChange{SLO: name, Change: Kept})
 		default:
@@ -237,6 +237,17 @@ func RestoreWorker(cfg WorkerConfig, partition int32, snap []byte) (w *Worker, r
 		}
 	}
 	return w, rep, nil
+}
+
+// partError is the error of a part of a checkpoint (an SLO's, the
+// breaker's or the effect judge's state) that does not decode: damaged, or
+// in a format this fusebox does not read. Like a damaged or unsupported
+// checkpoint it is refused — the partition does not start rather than
+// drop state silently (README, "Upgrades") — and it wraps
+// ErrCorruptSnapshot and the part's own error.
+func partError(partition int32, part string, err error) error {
+	return fmt.Errorf("%w: partition %d's checkpoint: %s does not decode (%w). "+
+		"To start this partition's state empty, give the deployment a new topics.state", ErrCorruptSnapshot, partition, part, err)
 }
 
 func (w *Worker) specStateID(name string) string {

@@ -70,6 +70,14 @@ type ProbeSource interface {
 	ProbesFor(slo string) map[schemas.Key]int64
 }
 
+// StarvationSource is implemented by a Breaker that reports the
+// half-open targets its probes cannot judge (processors/breaker): the
+// keyed stage logs each one once, WARN, when it begins and INFO when it
+// ends, and counts them per SLO (Keyed.StarvedTargets).
+type StarvationSource interface {
+	StarvedProbes() []processors.StarvedProbe
+}
+
 // Effects judges what every fuse command did (processors/effect): the
 // worker hands it, after every evaluation boundary, the verdicts of the
 // SLOs due there and the commands the breaker issued there, and puts the
@@ -239,6 +247,16 @@ func (w *Worker) Stats() WorkerStats {
 	s.LiveKeys = int64(w.guard.liveKeys())
 	s.Watermark = w.watermark
 	return s
+}
+
+// StarvedProbes returns the half-open targets whose probes are too few to
+// judge them (see processors.StarvedProbe); nil without a breaker that
+// reports them.
+func (w *Worker) StarvedProbes() []processors.StarvedProbe {
+	if s, ok := w.breaker.(StarvationSource); ok {
+		return s.StarvedProbes()
+	}
+	return nil
 }
 
 // TakeOutput returns what the worker produced since the last call and

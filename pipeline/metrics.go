@@ -149,6 +149,10 @@ func (p *Pipeline) collect(s *observe.Snapshot) {
 		observe.CounterSample, float64(p.keyed.ForeignRecords()), observe.Label{Name: "kind", Value: "keyed"})
 	extra("fusebox_foreign_records_total", "Records of another deployment skipped: keyed records (its router writes this keyed topic) and checkpoint records (it shares this state topic).",
 		observe.CounterSample, float64(p.stateForeign()), observe.Label{Name: "kind", Value: "state"})
+	for slo, n := range p.keyed.StarvedTargets() {
+		extra("fusebox_breaker_starved_targets", "Half-open targets whose probes are too few to judge them (a full probe window of the SLO that tripped them was insufficient_data): they neither close nor re-trip while the traffic stays that thin; per SLO, a series seen once stays, at 0 when none.",
+			observe.GaugeSample, float64(n), observe.Label{Name: "slo", Value: slo})
+	}
 	extra("fusebox_checkpoints_total", "Keyed-partition checkpoints (sinks flushed, state saved, input acknowledged).", observe.CounterSample, float64(p.tr.checkpoints.Load()))
 
 	p.tr.mu.Lock()

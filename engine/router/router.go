@@ -43,9 +43,11 @@ var ErrProduce = errors.New("router: keyed produce failed")
 
 // Router re-keys source records onto the keyed topic.
 type Router struct {
-	cfg        Config
-	cl         *kgo.Client
-	partitions int32
+	cfg Config
+	cl  *kgo.Client
+	// partitions is the keyed topic's partition count: refresh (Run's
+	// goroutine) stores it, every source partition's handler loads it.
+	partitions atomic.Int32
 	topics     atomic.Pointer[string]
 	failed     atomic.Pointer[error]
 
@@ -81,7 +83,7 @@ func (r *Router) refresh(ctx context.Context) error {
 	if !ok || k.Err != nil || len(k.Partitions) == 0 {
 		return fmt.Errorf("router: keyed topic %q missing", r.cfg.KeyedTopic)
 	}
-	r.partitions = int32(len(k.Partitions))
+	r.partitions.Store(int32(len(k.Partitions)))
 	srcs := slices.Clone(r.cfg.SourceTopics)
 	slices.Sort(srcs)
 	var b strings.Builder
@@ -177,7 +179,7 @@ func (r *Router) markIdle(ctx context.Context, now time.Time) {
 func (r *Router) Handler(topic string, partition int32) ingest.PartitionHandler {
 	h := &handler{
 		r: r, topic: topic, partition: partition, lastSeen: time.Now(), lastBatch: time.Now(), next: -1,
-		split: NewSplitter(topic, partition, r.partitions, SplitterConfig{
+		split: NewSplitter(topic, partition, r.partitions.Load(), SplitterConfig{
 			ByTenant: r.cfg.ByTenant, HeartbeatEvery: r.cfg.HeartbeatEvery, MaxRecordBytes: r.cfg.MaxRecordBytes,
 		}),
 	}
@@ -236,7 +238,7 @@ func (h *handler) Handle(ctx context.Context, b *ingest.Batch) error {
 	now := time.Now()
 	h.lastBatch = now
 	h.next = b.NextOffset
-	h.split.SetPartitions(h.r.partitions)
+	h.split.SetPartitions(h.r.partitions.Load())
 	for i := range b.Records {
 		rec := &b.Records[i]
 		if len(rec.Spans) > 0 || len(rec.Corrections) > 0 {

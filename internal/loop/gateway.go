@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -46,6 +47,10 @@ type Gateway struct {
 	srv     *httptest.Server
 	targets map[string]*url.URL
 	hc      *http.Client
+	// shadows counts the probe copies in flight: Drain waits for them, so
+	// none outlives the gateway (nor records a call after the run read
+	// ProbeCalls).
+	shadows sync.WaitGroup
 
 	exp *exporter
 }
@@ -92,10 +97,21 @@ func NewGateway(mw *fusehttp.Middleware, counters *fusehttp.Counters, routes map
 // URL is the gateway's base URL.
 func (g *Gateway) URL() string { return g.srv.URL }
 
-// Close stops the server and the exporter (after a last flush).
+// Drain stops the server, waiting for the requests in flight, and then
+// for the probe copies in flight (each bounded by the copy client's 30 s
+// timeout): after it, ProbeCalls and SpanStats no longer change. The
+// exporter goes on until Close. Drain may be called more than once.
+func (g *Gateway) Drain() {
+	g.srv.Close() // no handler runs after it, so no copy starts after it
+	g.shadows.Wait()
+}
+
+// Close drains the gateway (Drain), then stops the exporter (after a last
+// flush) and closes the copies' idle connections.
 func (g *Gateway) Close() {
-	g.srv.Close()
+	g.Drain()
 	g.exp.close()
+	g.hc.CloseIdleConnections()
 }
 
 // ProbeCalls returns the shadow probes sent so far.
@@ -148,17 +164,25 @@ func (g *Gateway) record(next http.Handler) http.Handler {
 
 // shadowProbe sends a copy of the probe r as asked and returns r turned
 // into what the command does to the requests it does not probe: to the
-// fallback model (degrade, trip) or to the baseline variant (rollback).
+// fallback model (degrade, trip) or to the baseline variant (rollback). A
+// probe whose body cannot be sent to another model (absent, JSON null, not
+// a JSON object: its model came from the header) is served as the probe it
+// is, to the model asked for, and not copied (as fusehttp passes a degrade
+// it cannot rewrite).
 func (g *Gateway) shadowProbe(r *http.Request, a fusehttp.Applied) (*http.Request, fusehttp.Applied) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return r, a
+	var body []byte
+	if r.Body != nil && r.Body != http.NoBody {
+		var err error
+		if body, err = io.ReadAll(r.Body); err != nil {
+			return r, a
+		}
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	g.shadow(a.Requested, r.Header.Clone(), body)
+	h := r.Header.Clone()
 	d := a.Decision
 	switch d.Outcome {
 	case fuse.Rollback:
+		g.shadow(a.Requested, h, body)
 		base := d.Fallback
 		if base == "" {
 			base = fusehttp.DefaultBaseline
@@ -174,6 +198,7 @@ func (g *Gateway) shadowProbe(r *http.Request, a fusehttp.Applied) (*http.Reques
 		if err != nil {
 			return r, a
 		}
+		g.shadow(a.Requested, h, body)
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(nb)), int64(len(nb))
 		r.Header.Set("Content-Length", strconv.Itoa(len(nb)))
 		a.Key.Model = to
@@ -189,7 +214,9 @@ func (g *Gateway) shadow(key schemas.Key, h http.Header, body []byte) {
 		return
 	}
 	g.Shadows.Add(1)
+	g.shadows.Add(1) // on the handler's goroutine: before Drain's Wait (see Drain)
 	go func() {
+		defer g.shadows.Done()
 		req, err := http.NewRequest(http.MethodPost, t.String()+"/v1/chat/completions", bytes.NewReader(body))
 		if err != nil {
 			return
@@ -213,10 +240,15 @@ func (g *Gateway) shadow(key schemas.Key, h http.Header, body []byte) {
 	}()
 }
 
+// errNotObject: a body whose model cannot be rewritten.
+var errNotObject = errors.New("loop: the request body is not a JSON object")
+
+// setModel returns body with its "model" set to model; errNotObject when
+// body is absent, JSON null or not a JSON object.
 func setModel(body []byte, model string) ([]byte, error) {
 	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(body, &obj); err != nil {
-		return nil, err
+	if err := json.Unmarshal(body, &obj); err != nil || obj == nil {
+		return nil, errNotObject // null decodes into a nil map without an error
 	}
 	obj["model"], _ = json.Marshal(model)
 	return json.Marshal(obj)

@@ -69,7 +69,7 @@ type Options struct {
 }
 
 // DefaultOptions is the scenario of the test and of `fusebox bench loop`:
-// 60 s, a latency tail on acme's "big" from 8 s to 34 s, an error burst
+// 60 s, a latency tail (10% of calls) on acme's "big" from 8 s to 34 s, an error burst
 // on globex's "large" from 10 s to 36 s and a confidence drift of
 // initech's "mid" canary (30% of its requests) from 12 s to 38 s, 60
 // requests per second each (and 10 straight to the provider).
@@ -78,7 +78,7 @@ func DefaultOptions() Options {
 		Duration: 60 * time.Second,
 		Incidents: []traffic.Incident{
 			{Name: "latency tail", Kind: traffic.TailBlowup, Start: 8 * time.Second, End: 34 * time.Second,
-				Target: traffic.Target{Tenant: "acme", Model: "big"}, Magnitude: 0.05},
+				Target: traffic.Target{Tenant: "acme", Model: "big"}, Magnitude: 0.1},
 			{Name: "provider errors", Kind: traffic.ErrorBurst, Start: 10 * time.Second, End: 36 * time.Second,
 				Target: traffic.Target{Tenant: "globex", Model: "large"}, Magnitude: 0.3},
 			{Name: "canary confidence", Kind: traffic.CanaryDrift, Start: 12 * time.Second, End: 38 * time.Second,
@@ -439,6 +439,9 @@ loop:
 		}
 	}
 
+	// The users are done: let the probe copies in flight finish, so that
+	// what is read below is final (none is still running when Run returns).
+	with.gw.Drain()
 	res := &Result{Counters: with.gw.Counters.Snapshot()}
 	emu.Lock()
 	res.Effects = append(res.Effects, effects...)

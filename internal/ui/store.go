@@ -121,10 +121,26 @@ func (s *Store) addVerdict(v *schemas.Verdict) {
 		se.points = insertBounded(se.points, i, p, s.cfg.MaxPoints)
 	}
 	if se.latest == nil || v.WindowEndUnixNano >= se.latest.WindowEndUnixNano {
+		// A copy that shares nothing with the producer's verdict: the
+		// store's history must not change when the producer reuses or
+		// edits what it wrote.
 		c := *v
 		c.Details = slices.Clone(v.Details)
+		c.Evidence = cloneEvidence(v.Evidence)
 		se.latest = &c
 	}
+}
+
+// cloneEvidence is a deep copy of e (nil for nil).
+func cloneEvidence(e *schemas.Evidence) *schemas.Evidence {
+	if e == nil {
+		return nil
+	}
+	c := *e
+	for _, p := range []*schemas.Points{&c.Current, &c.Reference, &c.Exceedances} {
+		p.X, p.P = slices.Clone(p.X), slices.Clone(p.P)
+	}
+	return &c
 }
 
 func (s *Store) evictSeries() {
@@ -206,6 +222,9 @@ func cmpInt(a, b int64) int {
 	return 0
 }
 
+// keyLess orders keys by tenant, service, model, variant. It is the same
+// order as engine's compareKeys (engine/guard.go); ui does not import the
+// engine for it.
 func keyLess(a, b schemas.Key) int {
 	for _, p := range [][2]string{{a.Tenant, b.Tenant}, {a.Service, b.Service}, {a.Model, b.Model}, {a.Variant, b.Variant}} {
 		if c := strings.Compare(p[0], p[1]); c != 0 {

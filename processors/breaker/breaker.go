@@ -68,7 +68,8 @@ func (b *Breaker) Targets() int { return len(b.targets) }
 // most one per target, ordered as the rules that produced them. A verdict
 // that fails Validate, matches no rule, is insufficient_data, or repeats
 // (its window end is not after the last one seen for its series) changes
-// nothing and returns nil.
+// no state machine and returns nil; an insufficient_data one may mark a
+// half-open target's probes starved (StarvedProbes).
 func (b *Breaker) Observe(v schemas.Verdict) []schemas.FuseCommand {
 	b.stats.Verdicts++
 	if err := v.Validate(); err != nil {
@@ -99,6 +100,9 @@ func (b *Breaker) Observe(v schemas.Verdict) []schemas.FuseCommand {
 	}
 	if v.Status == schemas.StatusInsufficientData {
 		b.stats.Insufficient++
+		for _, g := range groups {
+			b.starve(g.key, &v)
+		}
 		return nil
 	}
 	if v.WindowEndUnixNano > b.clock {

@@ -54,6 +54,13 @@ type signalSnap struct {
 	Healthy   []reasonSnap  `json:"healthy"`
 	HealthyAt int64         `json:"healthy_at"`
 	BlockedAt int64         `json:"blocked_at"`
+	// The starvation fields were added after the first release of this
+	// format (absent: not starved).
+	StarvedAt    int64 `json:"starved_at,omitempty"`
+	StarvedSince int64 `json:"starved_since,omitempty"`
+	Probes       int64 `json:"probes,omitempty"`
+	MinSamples   int64 `json:"min_samples,omitempty"`
+	FedAt        int64 `json:"fed_at,omitempty"`
 }
 
 type targetSnap struct {
@@ -119,7 +126,8 @@ func (b *Breaker) MarshalBinary() ([]byte, error) {
 		}
 		ts.HalfOpenAt, ts.StateSince = tg.halfOpenAt, tg.stateSince
 		for _, g := range tg.tripped {
-			ts.Tripped = append(ts.Tripped, signalSnap{Processor: g.Processor, SLO: g.SLO, Metric: g.Metric, Keys: slices.Clone(g.Keys), Healthy: toReasonSnaps(g.Healthy), HealthyAt: g.HealthyAt, BlockedAt: g.BlockedAt})
+			ts.Tripped = append(ts.Tripped, signalSnap{Processor: g.Processor, SLO: g.SLO, Metric: g.Metric, Keys: slices.Clone(g.Keys), Healthy: toReasonSnaps(g.Healthy), HealthyAt: g.HealthyAt, BlockedAt: g.BlockedAt,
+				StarvedAt: g.StarvedAt, StarvedSince: g.StarvedSince, Probes: g.Probes, MinSamples: g.MinSamples, FedAt: g.FedAt})
 		}
 		for k, se := range tg.series {
 			ts.Series = append(ts.Series, seriesSnap{
@@ -170,7 +178,8 @@ func (b *Breaker) UnmarshalBinary(data []byte) error {
 			series: make(map[seriesKey]*series, len(ts.Series)), halfOpenAt: ts.HalfOpenAt, stateSince: ts.StateSince,
 		}
 		for _, g := range ts.Tripped {
-			tg.tripped = append(tg.tripped, signal{Processor: g.Processor, SLO: g.SLO, Metric: g.Metric, Keys: g.Keys, Healthy: fromReasonSnaps(g.Healthy), HealthyAt: g.HealthyAt, BlockedAt: g.BlockedAt})
+			tg.tripped = append(tg.tripped, signal{Processor: g.Processor, SLO: g.SLO, Metric: g.Metric, Keys: g.Keys, Healthy: fromReasonSnaps(g.Healthy), HealthyAt: g.HealthyAt, BlockedAt: g.BlockedAt,
+				StarvedAt: g.StarvedAt, StarvedSince: g.StarvedSince, Probes: g.Probes, MinSamples: g.MinSamples, FedAt: g.FedAt})
 		}
 		for _, ss := range ts.Series {
 			ri := b.ruleIndex(ss.Rule)

@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/fusebox-dev/fusebox/processors"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -59,6 +61,26 @@ type signal struct {
 	Healthy   []schemas.Reason `json:"healthy"`
 	HealthyAt int64            `json:"healthy_at"`
 	BlockedAt int64            `json:"blocked_at"`
+	// StarvedAt is the evaluation time of the signal's last
+	// insufficient_data verdict on a full probe window (see starve),
+	// StarvedSince the first of that streak, Probes and MinSamples its n
+	// and min_samples detail; FedAt the evaluation time of its last ok or
+	// warn of the half-open. The signal is starved while StarvedAt >
+	// FedAt. All 0 outside a half-open.
+	StarvedAt    int64 `json:"starved_at,omitempty"`
+	StarvedSince int64 `json:"starved_since,omitempty"`
+	Probes       int64 `json:"probes,omitempty"`
+	MinSamples   int64 `json:"min_samples,omitempty"`
+	FedAt        int64 `json:"fed_at,omitempty"`
+}
+
+// starved reports whether the signal's probes are too few to judge it.
+func (g *signal) starved() bool { return g.StarvedAt > g.FedAt }
+
+// resetProbe forgets the half-open's streak and starvation.
+func (g *signal) resetProbe() {
+	g.Healthy, g.BlockedAt = g.Healthy[:0], 0
+	g.StarvedAt, g.StarvedSince, g.Probes, g.MinSamples, g.FedAt = 0, 0, 0, 0, 0
 }
 
 func (g *signal) is(v *schemas.Verdict) bool {
@@ -274,6 +296,7 @@ func (b *Breaker) observeTarget(tk schemas.Key, ruleIdx []int, v *schemas.Verdic
 			} else if g := tg.signalOf(v); g != nil {
 				g.Healthy = g.Healthy[:0]
 				g.BlockedAt = t
+				g.FedAt = t
 			}
 		case schemas.StatusOK:
 			if len(tg.tripped) == 0 {
@@ -284,6 +307,7 @@ func (b *Breaker) observeTarget(tk schemas.Key, ruleIdx []int, v *schemas.Verdic
 			if g == nil {
 				break // another series' ok neither closes nor resets
 			}
+			g.FedAt = t
 			if (len(g.Healthy) > 0 && t <= g.HealthyAt) || t <= g.BlockedAt {
 				break // this evaluation is counted already, or it warned
 			}
@@ -297,6 +321,70 @@ func (b *Breaker) observeTarget(tk schemas.Key, ruleIdx []int, v *schemas.Verdic
 	}
 	c, ok := b.emit(tg, t, changed)
 	return c, ok, true
+}
+
+// starve notes an insufficient_data verdict v of target tk: when tk is
+// half-open, v is of a signal that tripped it and v's window began after
+// the half-open did — a full probe window, no longer growing from the
+// half-open's start (processors.Prober), or a non-probing processor's
+// window that has slid past it — the probes of a whole window were too few
+// to judge the signal, and they will stay too few while the traffic does:
+// the signal is starved until an ok or warn of it comes (see
+// processors.StarvedProbe). The state machine itself does not change.
+func (b *Breaker) starve(tk schemas.Key, v *schemas.Verdict) {
+	tg := b.targets[tk]
+	if tg == nil || tg.state != schemas.StateHalfOpen || v.WindowStartUnixNano <= tg.halfOpenAt {
+		return
+	}
+	g := tg.signalOf(v)
+	if g == nil {
+		return
+	}
+	t := v.WindowEndUnixNano
+	if t < g.StarvedAt {
+		return // an older evaluation (a replay): the newer one stands
+	}
+	if !g.starved() {
+		g.StarvedSince = t
+	}
+	g.StarvedAt, g.Probes, g.MinSamples = t, v.N, 0
+	for _, d := range v.Details {
+		if d.Name == "min_samples" {
+			g.MinSamples = int64(d.Value)
+		}
+	}
+}
+
+// StarvedProbes returns the tripping signals of half-open targets that
+// their probes cannot judge (see processors.StarvedProbe), sorted by
+// target, processor, SLO and metric; nil when there is none. The engine
+// logs and counts them.
+func (b *Breaker) StarvedProbes() []processors.StarvedProbe {
+	var out []processors.StarvedProbe
+	for _, tg := range b.targets {
+		if tg.state != schemas.StateHalfOpen {
+			continue
+		}
+		for i := range tg.tripped {
+			g := &tg.tripped[i]
+			if !g.starved() {
+				continue
+			}
+			out = append(out, processors.StarvedProbe{
+				Target: tg.key, Processor: g.Processor, SLO: g.SLO, Metric: g.Metric,
+				Probes: g.Probes, MinSamples: g.MinSamples, Since: g.StarvedSince, At: g.StarvedAt,
+			})
+		}
+	}
+	slices.SortFunc(out, func(a, c processors.StarvedProbe) int {
+		for _, p := range [][2]string{{a.Target.String(), c.Target.String()}, {a.Processor, c.Processor}, {a.SLO, c.SLO}, {a.Metric, c.Metric}} {
+			if d := strings.Compare(p[0], p[1]); d != 0 {
+				return d
+			}
+		}
+		return 0
+	})
+	return out
 }
 
 // signalOf returns the tripping series v belongs to, or nil.
@@ -398,7 +486,7 @@ func (b *Breaker) trip(tg *target, r *rule, t int64, reasons []schemas.Reason, v
 	tg.healthy = tg.healthy[:0]
 	tg.halfOpenAt = 0
 	for i := range tg.tripped {
-		tg.tripped[i].Healthy, tg.tripped[i].BlockedAt = tg.tripped[i].Healthy[:0], 0
+		tg.tripped[i].resetProbe()
 	}
 	tg.lastActive = t
 	// Histories of rules at or below the active level start afresh (they
@@ -431,7 +519,7 @@ func (b *Breaker) expireCoolDown(tg *target, t int64) bool {
 	tg.halfOpenAt = t
 	tg.healthy = tg.healthy[:0]
 	for i := range tg.tripped {
-		tg.tripped[i].Healthy, tg.tripped[i].BlockedAt = tg.tripped[i].Healthy[:0], 0
+		tg.tripped[i].resetProbe()
 	}
 	tg.lastActive = t
 	cd := time.Duration(b.coolDown(tg.trips)).String()

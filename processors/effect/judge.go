@@ -209,11 +209,13 @@ func (j *Judge) Evaluate(now int64, verdicts []schemas.Verdict, cmds []schemas.F
 		}
 	}
 	for k, g := range j.targets {
-		if !g.Pending && (k.probe || g.Role == schemas.ActionClose || now-g.IssuedAt >= int64(j.cfg.EvictAfter)) {
-			// A decided close or half-open needs nothing more (the next
-			// trip has its own cause); other decided judgements are kept
-			// for the half-open that inherits their signal, until
-			// EvictAfter.
+		if !g.Pending && (g.Role == schemas.ActionClose || now-g.IssuedAt >= int64(j.cfg.EvictAfter)) {
+			// A decided close needs nothing more (the next trip has its
+			// own cause); other decided judgements are kept until
+			// EvictAfter: an open one for the half-open that inherits its
+			// signal, a half-open one so that the breaker's refreshes of
+			// that half-open are known as refreshes and not judged again
+			// (the next non-probe command of the target drops it).
 			delete(j.targets, k)
 			j.stats.Evictions++
 		}
