@@ -31,7 +31,7 @@ func TestGatewayRebuildsFuseStateAfterCompaction(t *testing.T) {
 		{Name: "errors-globex", Kind: traffic.ErrorBurst, Start: 8 * time.Minute, End: 14 * time.Minute,
 			Target: traffic.Target{Tenant: "globex", Service: "search"}, Magnitude: 0.5},
 	}
-	publish(t, k, sc, time.Unix(1_800_000_000, 0), 30*time.Minute)
+	end := publish(t, k, sc, time.Unix(1_800_000_000, 0), 30*time.Minute)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	p, err := pipeline.New(ctx, pipeline.Options{Config: cfg, Logger: testLogger(t)})
@@ -41,11 +41,25 @@ func TestGatewayRebuildsFuseStateAfterCompaction(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
 
-	// Wait until fusebox has worked through the traffic: the fuse topic
-	// stops growing for 5 s.
+	// Wait until fusebox has worked through the traffic: every keyed
+	// partition's watermark is within 2 minutes of its end (the incidents
+	// end at 14 of 30 minutes), then the fuse topic stops growing for 5 s.
+	// The quiet period alone passed at once, with no command, when the
+	// pipeline was still joining its groups on a loaded machine.
+	deadline := time.Now().Add(3 * time.Minute)
+	want := end.Add(-2 * time.Minute).UnixNano()
+	for caughtUp := false; !caughtUp; time.Sleep(100 * time.Millisecond) {
+		wms := p.Keyed().Partitions()
+		caughtUp = len(wms) == int(cfg.Topics.KeyedPartitions)
+		for _, wm := range wms {
+			caughtUp = caughtUp && wm >= want
+		}
+		if !caughtUp && time.Now().After(deadline) {
+			t.Fatalf("keyed watermarks %v after 3m, want all %d partitions at %v or later", wms, cfg.Topics.KeyedPartitions, time.Unix(0, want).UTC())
+		}
+	}
 	topic := cfg.Topics.Fuse
 	n, stable := 0, time.Now()
-	deadline := time.Now().Add(3 * time.Minute)
 	for time.Since(stable) < 5*time.Second {
 		if time.Now().After(deadline) {
 			t.Fatalf("the fuse topic still grows after 3m (%d records)", n)

@@ -241,20 +241,34 @@ func (c *clusterCheckpoints) record(partition int32, nextOffset int64) {
 	c.next[partition] = max(c.next[partition], nextOffset)
 }
 
-// waitDrained waits until the output has not grown for 3 s while the
-// keyed topic's end has not moved for 1 s (the router has routed
-// everything and marked the sources idle), and returns those ends. The
-// keyed stage checkpoints only when records arrive, so the last records are
-// covered by the checkpoint taken at shutdown: call requireCovers with the
-// ends after stopping the pipeline, to prove every record up to them was
-// applied. (Idle markers written later, if the router repeats them, do
-// not matter.)
+// waitDrained waits until the router has consumed and committed every
+// published source record (group clusterRouterGroup at the source topics'
+// ends), every keyed partition holding records has been checkpointed at
+// least once, and then the output has not grown for 3 s while the keyed
+// topic's end has not moved for 1 s (the router has routed everything and
+// marked the sources idle); it returns those ends. The keyed stage
+// checkpoints only when records arrive, so the last records are covered by
+// the checkpoint taken at shutdown: call requireCovers with the ends after
+// stopping the pipeline, to prove every record up to them was applied.
+// (Idle markers written later, if the router repeats them, do not matter.)
+//
+// Quiet output alone is no sign of a drained stage: a pipeline still
+// joining its groups on a loaded machine writes nothing for seconds, and
+// the wait returned at once with empty keyed ends (an uninterrupted run of
+// 0 verdicts, seen under two CPU burners).
 func (c *clusterCheckpoints) waitDrained(t *testing.T, k *testharness.Kafka, col *clusterCollector, timeout time.Duration) map[int32]int64 {
 	t.Helper()
+	adm := kadm.NewClient(k.Client(t))
 	var last map[int32]int64
 	lastCount := -1
 	stableSince, quietSince := time.Now(), time.Now()
+	routed := false
 	ok := clusterWait(timeout, func() bool {
+		if !routed {
+			if routed = sourcesRouted(t, k, adm, clusterRouterGroup); !routed {
+				return false
+			}
+		}
 		now := keyedEnds(t, k)
 		if !maps.Equal(now, last) {
 			last, stableSince = now, time.Now()
@@ -262,12 +276,59 @@ func (c *clusterCheckpoints) waitDrained(t *testing.T, k *testharness.Kafka, col
 		if n := col.count(); n != lastCount {
 			lastCount, quietSince = n, time.Now()
 		}
-		return time.Since(stableSince) >= time.Second && time.Since(quietSince) >= 3*time.Second
+		return c.checkpointed(now) && time.Since(stableSince) >= time.Second && time.Since(quietSince) >= 3*time.Second
 	})
 	if !ok {
-		t.Fatalf("keyed stage not drained after %v: keyed topic ends %v", timeout, last)
+		t.Fatalf("keyed stage not drained after %v: source records all routed %v; keyed topic ends %v, checkpointed %v; %d distinct verdicts",
+			timeout, routed, last, c.snapshot(), col.count())
 	}
 	return last
+}
+
+// clusterRouterGroup is the router's consumer group of clusterYAML's
+// deployment (kafka.group "fusebox", the default, plus ".router").
+const clusterRouterGroup = "fusebox.router"
+
+// sourcesRouted reports whether group has committed every partition of
+// the source topics at its end offset (the router commits a batch once its
+// keyed records are acknowledged, so they are all in the keyed topic). A
+// group that does not exist yet has routed nothing.
+func sourcesRouted(t *testing.T, k *testharness.Kafka, adm *kadm.Client, group string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	offs, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return false // GROUP_ID_NOT_FOUND until the router's first commit
+	}
+	for _, topic := range []string{enginebench.SpanTopic, enginebench.CorrectionTopic} {
+		for p, end := range endOffsets(t, k, topic) {
+			got, ok := offs.Lookup(topic, p)
+			if end > 0 && (!ok || got.Err != nil || got.At < end) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// checkpointed reports whether every keyed partition with records in ends
+// has been checkpointed at least once (its keyed stage is running).
+func (c *clusterCheckpoints) checkpointed(ends map[int32]int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for p, end := range ends {
+		if _, ok := c.next[p]; end > 0 && !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *clusterCheckpoints) snapshot() map[int32]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.next)
 }
 
 // requireCovers fails unless the newest checkpoint of every keyed

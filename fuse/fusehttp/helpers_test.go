@@ -31,6 +31,12 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvClock(t, time.Now)
+}
+
+// newEnvClock is newEnv with the fuse client judging expiry by clock.
+func newEnvClock(t *testing.T, clock func() time.Time) *env {
+	t.Helper()
 	k := fusetest.Setup(t)
 	key, err := fuse.NewKey("k1", fusetest.Secret("k1"), time.Time{})
 	if err != nil {
@@ -40,7 +46,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw := fusetest.Start(t, fuse.NewKgoSource(fusetest.Topic, kgo.SeedBrokers(k.Brokers...)), fuse.WithKeyring(ring))
+	gw := fusetest.Start(t, fuse.NewKgoSource(fusetest.Topic, kgo.SeedBrokers(k.Brokers...)), fuse.WithKeyring(ring), fuse.WithClock(clock))
 	return &env{k: k, gw: gw, up: newUpstream(t), next: 1}
 }
 

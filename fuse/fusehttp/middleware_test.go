@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -248,13 +249,18 @@ func TestRollbackRoutesToTheBaseline(t *testing.T) {
 }
 
 func TestExpiredCommandFailsOpen(t *testing.T) {
-	e := newEnv(t)
+	// The client's clock is the wall clock plus skip: the trip expires
+	// when the test moves the clock past it, not after a sleep, so that a
+	// slow apply on a loaded machine cannot expire it before the first
+	// request (it was 1.5 s of wall time between issue and that request).
+	var skip atomic.Int64
+	e := newEnvClock(t, func() time.Time { return time.Now().Add(time.Duration(skip.Load())) })
 	h, _ := e.handler(t)
-	e.publish(t, e.command(bigAll, schemas.ActionTrip, 1500*time.Millisecond))
+	e.publish(t, e.command(bigAll, schemas.ActionTrip, time.Minute))
 	if w := do(h, chat("big", acme, nil)); w.Code != 503 {
 		t.Fatalf("status %d while the trip is in effect", w.Code)
 	}
-	time.Sleep(1600 * time.Millisecond)
+	skip.Store(int64(time.Minute))
 	if w := do(h, chat("big", acme, nil)); w.Code != 200 || w.Header().Get("X-Fusebox-Decision") != "pass" {
 		t.Fatalf("after expiry: status %d decision %q, want 200 pass", w.Code, w.Header().Get("X-Fusebox-Decision"))
 	}
