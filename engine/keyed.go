@@ -157,6 +157,21 @@ func (k *Keyed) Partitions() map[int32]int64 {
 	return out
 }
 
+// PartitionStats returns, per keyed partition this process owns now, the
+// worker's counters as of the end of its last batch (Watermark included).
+// Called from an OnCheckpoint callback, the checkpointed partition's entry
+// holds what the snapshot just saved holds: no record is applied between
+// the end of a batch and its checkpoint.
+func (k *Keyed) PartitionStats() map[int32]WorkerStats {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make(map[int32]WorkerStats, len(k.stats))
+	for p, ws := range k.stats {
+		out[p] = ws
+	}
+	return out
+}
+
 // publish records the worker's counters for Stats and Partitions.
 func (p *keyedPartition) publish() {
 	st := p.w.Stats()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +37,9 @@ const (
 	envCrashAfterSpans = "FUSEBOX_E2E_CRASH_AFTER_SPANS"
 	// crashLine starts the line the child prints just before it dies.
 	crashLine = "e2e-child: SIGKILL"
+	// crashCovered precedes, in the crash line, how many verdicts the
+	// saved snapshots cover (then the count per partition).
+	crashCovered = "verdicts covered by the saved snapshots"
 )
 
 // crashKgoOpts shorten the consumer-group session, so that the killed
@@ -49,9 +53,20 @@ var crashKgoOpts = []kgo.Opt{kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatI
 // everything written so far is durable in ClickHouse and Kafka and the
 // checkpoint is not yet taken. Once armed, it kills the process there with
 // SIGKILL, provided verdicts were written since the previous flush (by
-// partitions that therefore have not checkpointed them) and earlier
-// verdicts were checkpointed (so that the restart has verdicts to resume
-// after, however slow the machine made the first checkpoints).
+// partitions that therefore have not checkpointed them) and the saved
+// snapshot of some partition already covers verdicts of its own (so that
+// the restart has verdicts to resume after, however slow the machine made
+// the first checkpoints).
+//
+// Coverage is counted per partition, from the partition's own counters at
+// its checkpoint: the sink is shared, so a checkpoint of one partition
+// flushes what the others wrote without saving their state. (Counting
+// every flushed verdict as checkpointed at the next checkpoint of any
+// partition let the crash come when no snapshot covered a single verdict:
+// on a loaded machine the workers catch up on a backlog, their watermarks
+// and so their verdicts come in bursts between checkpoints, and keyed
+// partition 0, which holds no key of the scenario, checkpoints the others'
+// verdicts every 200 ms. The restart then rightly replayed every verdict.)
 type crashSink struct {
 	afterSpans int64
 	keyed      atomic.Pointer[engine.Keyed]
@@ -60,9 +75,9 @@ type crashSink struct {
 	mu                 sync.Mutex
 	checkpointed       map[int32]int
 	verdictsSinceFlush int
-	// flushedVerdicts were flushed by a checkpoint not yet taken;
-	// checkpointedVerdicts by checkpoints taken since.
-	flushedVerdicts, checkpointedVerdicts int
+	// covered is, per partition, how many verdicts its newest saved
+	// snapshot holds (WorkerStats.Verdicts at its checkpoint).
+	covered map[int32]int64
 }
 
 func (s *crashSink) Write(_ context.Context, out schemas.Output) error {
@@ -72,12 +87,30 @@ func (s *crashSink) Write(_ context.Context, out schemas.Output) error {
 	return nil
 }
 
+// onCheckpoint runs on partition p's goroutine right after its snapshot
+// was saved; no record is applied in between, so the partition's published
+// counters are the snapshot's.
 func (s *crashSink) onCheckpoint(p int32, _ int64) {
+	k := s.keyed.Load()
+	if k == nil {
+		return
+	}
+	st, ok := k.PartitionStats()[p]
 	s.mu.Lock()
 	s.checkpointed[p]++
-	s.checkpointedVerdicts += s.flushedVerdicts
-	s.flushedVerdicts = 0
+	if ok {
+		s.covered[p] = st.Verdicts
+	}
 	s.mu.Unlock()
+}
+
+// coveredTotal sums covered (s.mu held).
+func (s *crashSink) coveredTotal() int64 {
+	var n int64
+	for _, v := range s.covered {
+		n += v
+	}
+	return n
 }
 
 func (s *crashSink) Flush(context.Context) error {
@@ -88,13 +121,12 @@ func (s *crashSink) Flush(context.Context) error {
 		return nil
 	}
 	st := k.Stats()
-	if st.Spans >= s.afterSpans && len(s.checkpointed) == s.partitions && s.verdictsSinceFlush > 0 && s.checkpointedVerdicts > 0 {
-		fmt.Printf("%s after %d spans applied, %d verdicts written since the last flush, checkpoints %v\n",
-			crashLine, st.Spans, s.verdictsSinceFlush, s.checkpointed)
+	if st.Spans >= s.afterSpans && len(s.checkpointed) == s.partitions && s.verdictsSinceFlush > 0 && s.coveredTotal() > 0 {
+		fmt.Printf("%s after %d spans applied, %d verdicts written since the last flush, checkpoints %v, %s %d %v\n",
+			crashLine, st.Spans, s.verdictsSinceFlush, s.checkpointed, crashCovered, s.coveredTotal(), s.covered)
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // SIGKILL is not deliverable late; wait for it
 	}
-	s.flushedVerdicts += s.verdictsSinceFlush
 	s.verdictsSinceFlush = 0
 	return nil
 }
@@ -118,7 +150,7 @@ func TestE2EKilledBeforeCommitChild(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%s: %v", envCrashAfterSpans, err)
 	}
-	cs := &crashSink{afterSpans: after, partitions: int(cfg.Topics.KeyedPartitions), checkpointed: map[int32]int{}}
+	cs := &crashSink{afterSpans: after, partitions: int(cfg.Topics.KeyedPartitions), checkpointed: map[int32]int{}, covered: map[int32]int64{}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	p, err := pipeline.New(ctx, pipeline.Options{Config: cfg, InsecureUnsigned: true, ExtraSinks: []engine.Sink{cs},
@@ -165,24 +197,50 @@ func TestE2EKilledBeforeCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The source topics exist before the publisher and the child start:
+	// left to the publisher's auto-creation racing the child's, a loaded
+	// Apache broker answered UNKNOWN_TOPIC_OR_PARTITION past the producer's
+	// retries, the publisher stopped, and the child never reached its crash.
+	createSourceTopics(t, k, cfg)
+
 	// The traffic arrives while the child runs (20 minutes of event time in
 	// about 8 s), so that evaluations, sink writes and checkpoints
 	// interleave as in production, and the crash (armed at 60% of the
-	// spans) falls between two checkpoints of a running stream.
-	pubDone := make(chan int64, 1)
-	go func() { pubDone <- publishScenario(ctx, t, k, sc, 150).Spans }()
+	// spans) falls between two checkpoints of a running stream. The
+	// publisher starts once the child's groups hold every partition: on a
+	// loaded machine the child took longer than the 8 s to start, found the
+	// whole traffic waiting as one backlog, caught up on it in a few large
+	// batches and wrote nearly all its verdicts in one burst, so that no
+	// flush came when a saved snapshot covered verdicts and more were
+	// written after it (a run ended without the crash).
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestE2EKilledBeforeCommitChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), envCrashConfig+"="+path, envCrashAfterSpans+"="+strconv.FormatInt(total*6/10, 10))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	err = cmd.Run()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	childDone := make(chan error, 1)
+	go func() { childDone <- cmd.Wait() }()
+	pubDone := make(chan int64, 1)
+	if waitGroupsAssigned(t, k, cfg, childDone) {
+		go func() { pubDone <- publishScenario(ctx, t, k, sc, 150).Spans }()
+	}
+	err = <-childDone
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL ||
 		!strings.Contains(out.String(), crashLine) {
 		t.Fatalf("the child did not die by its crash sink's SIGKILL (%v); its output:\n%s", err, out.String())
 	}
-	t.Logf("child: %s", strings.TrimSpace(out.String()[strings.Index(out.String(), crashLine):]))
+	line := strings.TrimSpace(out.String()[strings.Index(out.String(), crashLine):])
+	t.Logf("child: %s", line)
+	var covered int64
+	if i := strings.Index(line, crashCovered); i < 0 {
+		t.Fatalf("the crash line lacks %q: %s", crashCovered, line)
+	} else if _, err := fmt.Sscan(line[i+len(crashCovered):], &covered); err != nil || covered <= 0 {
+		t.Fatalf("the crash line's covered verdicts (%d, %v): %s", covered, err, line)
+	}
 	time.Sleep(time.Second) // an insert the server was committing at the kill settles
 	atCrash := chCount(t, conn, "SELECT count() FROM "+db+".verdicts")
 	adm := kadm.NewClient(k.Client(t))
@@ -221,8 +279,12 @@ func TestE2EKilledBeforeCommit(t *testing.T) {
 	if raw != atCrash+reinserted {
 		t.Fatalf("%d rows stored, but %d were there at the crash and the restarted sink inserted %d", raw, atCrash, reinserted)
 	}
-	if reinserted >= uint64(len(refV)) {
-		t.Fatalf("the restarted run inserted %d verdicts of %d: it did not resume from the checkpoints", reinserted, len(refV))
+	// The snapshots the child saved cover covered verdicts (a save in
+	// flight at the kill may have landed too, covering more): a restart
+	// that resumes from them does not produce those again.
+	if reinserted+uint64(covered) > uint64(len(refV)) {
+		t.Fatalf("the restarted run inserted %d verdicts of %d although the child's saved snapshots covered %d: it did not resume from the checkpoints",
+			reinserted, len(refV), covered)
 	}
 	if raw <= uint64(len(refV)) {
 		t.Fatalf("%d rows stored for %d verdicts: no verdict was replayed, the crash came after a commit", raw, len(refV))
@@ -243,5 +305,90 @@ func TestE2EKilledBeforeCommit(t *testing.T) {
 		if got[id] != w {
 			t.Fatalf("rollup %s: ClickHouse %+v, replay %+v", id, got[id], w)
 		}
+	}
+}
+
+// createSourceTopics creates cfg's span and correction topics with the
+// pipeline's default 6 partitions and waits until the broker serves every
+// partition of them (Apache Kafka answers UNKNOWN_TOPIC_OR_PARTITION for a
+// while after a create).
+func createSourceTopics(t *testing.T, k *testharness.Kafka, cfg *config.File) {
+	t.Helper()
+	const partitions = 6
+	topics := append(slices.Clone(cfg.Topics.Spans), cfg.Topics.Corrections...)
+	for _, topic := range topics {
+		k.CreateTopic(t, topic, partitions, nil)
+	}
+	adm := kadm.NewClient(k.Client(t))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		lo, err := adm.ListEndOffsets(ctx, topics...)
+		cancel()
+		served := 0
+		if err == nil {
+			lo.Each(func(o kadm.ListedOffset) {
+				if o.Err == nil {
+					served++
+				}
+			})
+		}
+		if served == partitions*len(topics) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the broker serves %d of the %d partitions of %v 30 s after creating them (%v)", served, partitions*len(topics), topics, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitGroupsAssigned waits until the child's router group holds every
+// partition of the span topics and its engine group every keyed partition,
+// and reports true; false if the child exited first (childDone then holds
+// its error again). It fails the test after a minute, the child's own limit.
+func waitGroupsAssigned(t *testing.T, k *testharness.Kafka, cfg *config.File, childDone chan error) bool {
+	t.Helper()
+	adm := kadm.NewClient(k.Client(t))
+	router, engineGroup := cfg.Kafka.Group+".router", cfg.Kafka.Group+".engine"
+	want := map[string]map[string]int{
+		router:      {},
+		engineGroup: {cfg.Topics.Keyed: int(cfg.Topics.KeyedPartitions)},
+	}
+	for _, topic := range cfg.Topics.Spans {
+		want[router][topic] = 6 // createSourceTopics
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		select {
+		case err := <-childDone:
+			childDone <- err
+			return false
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		groups, err := adm.DescribeGroups(ctx, router, engineGroup)
+		cancel()
+		ready := err == nil
+		for g, topics := range want {
+			d, ok := groups[g]
+			if !ready || !ok || d.Err != nil || d.State != "Stable" {
+				ready = false
+				break
+			}
+			assigned := d.AssignedPartitions()
+			for topic, n := range topics {
+				if len(assigned[topic]) != n {
+					ready = false
+				}
+			}
+		}
+		if ready {
+			return true
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the child's groups %s and %s do not hold every partition after a minute (%v): %+v", router, engineGroup, err, groups)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
