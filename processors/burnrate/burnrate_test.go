@@ -30,24 +30,11 @@ func traffic(r *rand.Rand, t0 int64, minutes, rate int, errRate func(t int64) fl
 	return out
 }
 
+// run evaluates every minute after t0 for minutes, each evaluation after
+// the calls before it (runAhead with nothing ahead).
 func run(t *testing.T, cfg Config, spans []schemas.Span, t0 int64, minutes int) []schemas.Verdict {
 	t.Helper()
-	p, err := New(processors.Meta{SLO: "avail", ConfigVersion: "v1"}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out proctest.Collector
-	i := 0
-	for m := 1; m <= minutes; m++ {
-		now := t0 + int64(m)*minute
-		for i < len(spans) && spans[i].EndUnixNano < now {
-			p.ObserveSpan(key, &spans[i])
-			i++
-		}
-		p.Evaluate(now, &out)
-	}
-	proctest.ValidateAll(t, out.Verdicts)
-	return out.Verdicts
+	return runAhead(t, cfg, spans, t0, minutes, 0)
 }
 
 func sorted(xs []schemas.Span) []schemas.Span {
