@@ -27,9 +27,16 @@ func (p *keyedPartition) watchStarved() {
 		if _, logged := p.starved[id]; logged {
 			continue
 		}
-		p.k.cfg.Logger.Warn("half-open target starved: its probes are too few to judge it, so it neither closes nor re-trips and stays half-open while the traffic stays this thin; raise breaker.half_open_fraction or the SLO's window, or lower its min_samples",
-			"partition", p.partition, "target", s.Target.String(), "slo", s.SLO, "processor", s.Processor, "metric", s.Metric,
-			"probes", s.Probes, "min_samples", s.MinSamples, "since", time.Unix(0, s.Since).UTC())
+		attrs := []any{"partition", p.partition, "target", s.Target.String(), "slo", s.SLO, "processor", s.Processor, "metric", s.Metric,
+			"probes", s.Probes}
+		if s.MinSamples > 0 {
+			// Only tail and drift verdicts carry their min_samples; a
+			// burn-rate verdict's minimum is min_events, and it says n=0.
+			attrs = append(attrs, "min_samples", s.MinSamples)
+		}
+		attrs = append(attrs, "since", time.Unix(0, s.Since).UTC())
+		p.k.cfg.Logger.Warn("half-open target starved: its probes are too few to judge it, so it neither closes nor re-trips and stays half-open while the traffic stays this thin; raise breaker.half_open_fraction or the SLO's window, or lower its minimum (min_samples; min_events for burnrate)",
+			attrs...)
 	}
 	for id, s := range p.starved {
 		if _, still := cur[id]; !still {

@@ -98,7 +98,7 @@ func TestPartitionStatsAtCheckpointAreTheSnapshots(t *testing.T) {
 	// checkpoints on close, with the partition no longer owned, are not
 	// what the test is about.
 	want := end.Add(-2 * time.Minute).UnixNano()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(120 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		sink.mu.Lock()
 		reached := int64(0)
 		for _, v := range sink.verdicts {

@@ -71,13 +71,16 @@ func TestScaleOutSameVerdictsAsOneProcess(t *testing.T) {
 	tl.add(fmt.Sprintf("%d slices encoded", len(slices)))
 	publishSlices(t, k, slices[:1])
 	tl.add("first slice published")
+	// Paced publishing goes on while the processes start (pipeline.New
+	// can take seconds under load): a pause of more than the 2 s idle
+	// timeout after the first slice would bring the idle markers back.
+	tl.add("paced publishing starts")
+	published := publishPaced(t, k, slices[1:], 200*time.Millisecond)
 	tl.add("process 1 starts")
 	p1, stop1 := startClusterPipeline(t, cfg, tl.onCheckpoint(1))
 	tl.add("process 2 starts")
 	p2, stop2 := startClusterPipeline(t, cfg, tl.onCheckpoint(2))
 	procs = append(procs, p1, p2)
-	tl.add("paced publishing starts")
-	published := publishPaced(t, k, slices[1:], 200*time.Millisecond)
 
 	waitShare := func(name string, share float64) {
 		t.Helper()

@@ -67,9 +67,9 @@ type Policy struct {
 	// lapses while fusebox runs; if fusebox stops, gateways fall back to
 	// normal within one TTL. Default 15m.
 	CommandTTL time.Duration `yaml:"command_ttl"`
-	// EvictAfter drops a target's state once it has had no breach and no
-	// state change for this long. Default 24h; must exceed MaxCoolDown and
-	// be at least FlapWindow.
+	// EvictAfter drops a target's state once it has had no breach, no
+	// state change and (half-open) no starved probe verdict for this long.
+	// Default 24h; must exceed MaxCoolDown and be at least FlapWindow.
 	EvictAfter time.Duration `yaml:"evict_after"`
 	// MaxTargets bounds the targets held; a breach for a new target beyond
 	// it is dropped and counted (Stats.TargetOverflow). Default 100000.

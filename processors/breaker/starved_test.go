@@ -89,3 +89,30 @@ func checkStarved(t *testing.T, step string, got, want []processors.StarvedProbe
 		}
 	}
 }
+
+// TestStarvedTargetIsNotEvicted: a starved half-open target keeps getting
+// insufficient_data verdicts; it stays half-open past EvictAfter (24 h by
+// default) instead of being dropped as inactive, which let its last
+// command expire at the gateways (the model got all the traffic without
+// evidence that it recovered) and ended the starvation report.
+func TestStarvedTargetIsNotEvicted(t *testing.T) {
+	b := newBreaker(t, onlyRules(Rule{Processor: "tail", Action: schemas.ActionTrip, K: 1}))
+	one(t, b.Observe(tail(0, B)))
+	checkCmds(t, "half-open", b.Advance(at(5)), &want{schemas.ActionHalfOpen, schemas.StateHalfOpen, 2})
+	last := 0.0
+	for m := 10.0; m <= 26*60; m += 5 {
+		b.Observe(probeVerdict(m-2, m, I, 64))
+		for _, c := range b.Advance(at(m)) {
+			if c.State != schemas.StateHalfOpen {
+				t.Fatalf("at %v min: %s/%s, want only half-open refreshes", m, c.Action, c.State)
+			}
+		}
+		last = m
+	}
+	if s := b.StarvedProbes(); len(s) != 1 || s[0].At != at(last) {
+		t.Fatalf("after 26 h of thin probe windows: starved %+v, want the target starved at %v min", s, last)
+	}
+	if st := b.Stats(); st.Evictions != 0 {
+		t.Fatalf("a starved half-open target was evicted (%d evictions)", st.Evictions)
+	}
+}

@@ -348,6 +348,13 @@ func (b *Breaker) starve(tk schemas.Key, v *schemas.Verdict) {
 		g.StarvedSince = t
 	}
 	g.StarvedAt, g.Probes, g.MinSamples = t, v.N, 0
+	// A starved target is still watched: it stays half-open (refreshed)
+	// rather than being evicted as inactive after EvictAfter, which would
+	// let its last command expire at the gateways and send the model all
+	// the traffic without evidence it recovered (and end the starvation
+	// alert as if it were solved). A target that gets no verdict at all
+	// is still evicted.
+	tg.lastActive = max(tg.lastActive, t)
 	for _, d := range v.Details {
 		if d.Name == "min_samples" {
 			g.MinSamples = int64(d.Value)

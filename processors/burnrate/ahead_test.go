@@ -101,3 +101,36 @@ func firstDifference(want, got []schemas.Verdict) string {
 	}
 	return fmt.Sprintf("%d verdicts, want %d", len(got), len(want))
 }
+
+// TestReturnNearTheLongestWindowIgnoresCallsAhead: with the default rules
+// (the ticket's 3 d window reaches into the hourly buckets) a key whose
+// last call lies in the hourly bucket the 3 d window's start cuts, and
+// which comes back 5 s after the boundary at which its last call is
+// exactly 3 d old, was forgotten at that boundary when its return was not
+// applied yet and kept (its CUSUM and the cut bucket carried on) when it
+// was: a ticket warn against an ok, a CUSUM page breach against an ok.
+func TestReturnNearTheLongestWindowIgnoresCallsAhead(t *testing.T) {
+	t0 := int64(1_700_000_000) / 3600 * 3600 * int64(time.Second)
+	k := schemas.Key{Tenant: "acme", Service: "chat", Model: "m", Variant: "baseline"}
+	var spans []schemas.Span
+	for i := range 60 {
+		spans = append(spans, schemas.Span{Key: k, EndUnixNano: t0 + 9*minute + int64(i)*int64(time.Second), DurationMs: 100, Error: i%2 == 0})
+	}
+	const days3 = 3 * 24 * 60 * minute
+	back := t0 + 10*minute + days3 + 5*int64(time.Second)
+	for i := range 120 {
+		spans = append(spans, schemas.Span{Key: k, EndUnixNano: back + int64(i)*int64(time.Second)/2, DurationMs: 100, Error: i%3 == 0})
+	}
+	proctest.SortByEnd(spans)
+	minutes := int((back-t0)/minute) + 5
+	for _, cfg := range []Config{DefaultConfig(), cusumConfig()} {
+		want := runAhead(t, cfg, spans, t0, minutes, 0)
+		got := runAhead(t, cfg, spans, t0, minutes, int64(15*time.Second))
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: with calls 15s ahead of each evaluation: %s", cfg.Method, firstDifference(want, got))
+		}
+		if len(want) == 0 {
+			t.Errorf("%s: no verdict at all", cfg.Method)
+		}
+	}
+}

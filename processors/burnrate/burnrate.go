@@ -205,7 +205,7 @@ type ruleResult struct {
 
 // Evaluate emits a page and a ticket verdict for every key that had calls
 // in [now − longest short window, now), in key order, and forgets keys
-// idle for longer than the longest window.
+// with no call counted in the longest window (see expired).
 //
 // Only calls before now decide: the worker may have applied calls at or
 // after now already (up to the allowed lateness ahead of the watermark),
@@ -219,7 +219,12 @@ type ruleResult struct {
 // between processes: pipeline's TestScaleOutSameVerdictsAsOneProcess).
 func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 	for k, ks := range p.keys {
-		if ks.last < now-p.longest {
+		// Forgotten by the same rule as the reset below (no call counted
+		// in the longest window, as window counts them: a partly covered
+		// hourly bucket still counts), so that a key kept because its
+		// return was applied ahead of now and one forgotten because it was
+		// not end in the same state.
+		if ks.last < now && p.expired(ks, now) {
 			delete(p.keys, k)
 		}
 	}
@@ -271,6 +276,20 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 
 // stale reports whether ks had no call in [now − longest window, now).
 func (p *Processor) stale(ks *keyState, now int64) bool { return !p.hadCalls(ks, now, p.longest) }
+
+// expired is stale for a key whose calls are all before now (ks.last is
+// then its last call), without the bucket walk unless the last call lies
+// within an hourly bucket of the window's start: a call later than that is
+// counted at any granularity, one earlier by none.
+func (p *Processor) expired(ks *keyState, now int64) bool {
+	switch from := now - p.longest; {
+	case ks.last >= from+coarseWidth:
+		return false
+	case ks.last < from-coarseWidth:
+		return true
+	}
+	return p.stale(ks, now)
+}
 
 // hadCalls reports whether ks counted a call in [now − d, now), as window
 // does (beyond the fine ring, at the coarse ring's hour granularity),
