@@ -225,6 +225,13 @@ type keyedPartition struct {
 	foreign map[string]bool
 	// starved holds the starved targets already logged (watchStarved).
 	starved map[starvedID]processors.StarvedProbe
+	// starvedSeen is the worker's evaluation and command counts at the
+	// last watchStarved walk (valid when starvedWalked): starvation only
+	// changes when an evaluation's verdicts reach the breaker or its
+	// commands change a target, so a batch without either skips the walk
+	// over every target.
+	starvedSeen   [3]int64
+	starvedWalked bool
 }
 
 // Start restores the partition's checkpoint and starts after it.
@@ -270,6 +277,7 @@ func (p *keyedPartition) Start(ctx context.Context, committed int64) (int64, err
 
 func (p *keyedPartition) setWorker(w *Worker) {
 	p.w = w
+	p.starvedWalked = false
 	p.overflow = w.guard.overflowed()
 	p.keysOver = w.guard.keysOverflowed
 	p.publish()

@@ -19,6 +19,11 @@ type starvedID struct {
 // after every batch, so the WARN comes within the evaluation that made the
 // starvation sure (see processors.StarvedProbe).
 func (p *keyedPartition) watchStarved() {
+	seen := [3]int64{p.w.stats.Evaluations, p.w.stats.SkippedEvaluations, p.w.stats.Commands}
+	if p.starvedWalked && seen == p.starvedSeen {
+		return
+	}
+	p.starvedSeen, p.starvedWalked = seen, true
 	now := p.w.StarvedProbes()
 	cur := make(map[starvedID]processors.StarvedProbe, len(now))
 	for _, s := range now {
