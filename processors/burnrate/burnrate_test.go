@@ -37,6 +37,32 @@ func run(t *testing.T, cfg Config, spans []schemas.Span, t0 int64, minutes int) 
 	return runAhead(t, cfg, spans, t0, minutes, 0)
 }
 
+// runRestoredAt is run, with the processor marshalled and restored into a
+// new one after evaluation at; it returns the restored processor and the
+// verdicts of both.
+func runRestoredAt(t *testing.T, cfg Config, spans []schemas.Span, t0 int64, minutes, at int) (*Processor, []schemas.Verdict) {
+	t.Helper()
+	p, _ := New(processors.Meta{SLO: "avail", ConfigVersion: "v1"}, cfg)
+	var out proctest.Collector
+	i := 0
+	for m := 1; m <= minutes; m++ {
+		now := t0 + int64(m)*minute
+		for i < len(spans) && spans[i].EndUnixNano < now {
+			p.ObserveSpan(spans[i].Key, &spans[i])
+			i++
+		}
+		p.Evaluate(now, &out)
+		if m == at {
+			b, _ := p.MarshalBinary()
+			p, _ = New(processors.Meta{SLO: "avail", ConfigVersion: "v1"}, cfg)
+			if err := p.UnmarshalBinary(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return p, out.Verdicts
+}
+
 func sorted(xs []schemas.Span) []schemas.Span {
 	proctest.SortByEnd(xs)
 	return xs
@@ -233,25 +259,8 @@ func TestSnapshotContinuesIdentically(t *testing.T) {
 	cfg := DefaultConfig()
 	want := run(t, cfg, spans, t0, 120)
 
-	p, _ := New(processors.Meta{SLO: "avail", ConfigVersion: "v1"}, cfg)
-	var out proctest.Collector
-	i := 0
-	for m := 1; m <= 120; m++ {
-		now := t0 + int64(m)*minute
-		for i < len(spans) && spans[i].EndUnixNano < now {
-			p.ObserveSpan(key, &spans[i])
-			i++
-		}
-		p.Evaluate(now, &out)
-		if m == 60 {
-			b, _ := p.MarshalBinary()
-			p, _ = New(processors.Meta{SLO: "avail", ConfigVersion: "v1"}, cfg)
-			if err := p.UnmarshalBinary(b); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if !reflect.DeepEqual(out.Verdicts, want) {
+	p, got := runRestoredAt(t, cfg, spans, t0, 120, 60)
+	if !reflect.DeepEqual(got, want) {
 		t.Fatal("restored processor diverged")
 	}
 	snap, _ := p.MarshalBinary()

@@ -123,25 +123,8 @@ func TestCUSUMSnapshotContinuesIdentically(t *testing.T) {
 	spans := sorted(traffic(r, t0, 120, 50, func(int64) float64 { return 0.01 }))
 	cfg := cusumConfig()
 	want := run(t, cfg, spans, t0, 120)
-	p, _ := New(processors.Meta{SLO: "avail", ConfigVersion: "v1"}, cfg)
-	var out proctest.Collector
-	i := 0
-	for m := 1; m <= 120; m++ {
-		now := t0 + int64(m)*minute
-		for i < len(spans) && spans[i].EndUnixNano < now {
-			p.ObserveSpan(key, &spans[i])
-			i++
-		}
-		p.Evaluate(now, &out)
-		if m == 60 {
-			b, _ := p.MarshalBinary()
-			p, _ = New(processors.Meta{SLO: "avail", ConfigVersion: "v1"}, cfg)
-			if err := p.UnmarshalBinary(b); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if !reflect.DeepEqual(out.Verdicts, want) {
+	p, got := runRestoredAt(t, cfg, spans, t0, 120, 60)
+	if !reflect.DeepEqual(got, want) {
 		t.Fatal("restored processor diverged")
 	}
 	breached := false
