@@ -13,8 +13,7 @@ import (
 
 	"github.com/fusebox-dev/fusebox/fuse"
 	"github.com/fusebox-dev/fusebox/internal/config"
-	"github.com/fusebox-dev/fusebox/internal/gen"
-	"github.com/fusebox-dev/fusebox/pipeline"
+	"github.com/fusebox-dev/fusebox/internal/sim/gen"
 )
 
 // root is the repository root, where docker-compose.yml lives.
@@ -284,7 +283,7 @@ func TestFuseboxConfigAgreesWithCompose(t *testing.T) {
 	c := loadCompose(t)
 	f := fuseboxConfig(t, c)
 	// The processors accept their sections, as `fusebox run` builds them.
-	if _, err := pipeline.WorkerConfig(f); err != nil {
+	if _, err := config.WorkerConfig(f); err != nil {
 		t.Errorf("deploy/fusebox.yaml: %v", err)
 	}
 	def := config.Default()

@@ -7,30 +7,30 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/engine"
-	"github.com/fusebox-dev/fusebox/internal/enginebench"
-	"github.com/fusebox-dev/fusebox/internal/traffic"
+	"github.com/fusebox-dev/fusebox/internal/sim/replay"
+	"github.com/fusebox-dev/fusebox/internal/sim/traffic"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
 // orderedRun is the determinism scenario routed in time order, computed
 // once per test binary and compared with every other run below.
 var orderedRun = sync.OnceValues(func() (determinismRun, error) {
-	cfg, _, err := enginebench.Production()
+	cfg, _, err := replay.Production()
 	if err != nil {
 		return determinismRun{}, err
 	}
-	src, err := enginebench.Generate(enginebench.CompactScenario(), enginebench.Start, enginebench.CompactDuration, enginebench.GenConfig{})
+	src, err := replay.Generate(replay.CompactScenario(), replay.Start, replay.CompactDuration, replay.GenConfig{})
 	if err != nil {
 		return determinismRun{}, err
 	}
-	res, err := enginebench.Drive(cfg, enginebench.Route(src, enginebench.RouteConfig{}))
+	res, err := replay.Drive(cfg, replay.Route(src, replay.RouteConfig{}))
 	return determinismRun{cfg: cfg, src: src, res: res}, err
 })
 
 type determinismRun struct {
 	cfg engine.WorkerConfig
-	src enginebench.Sources
-	res enginebench.Result
+	src replay.Sources
+	res replay.Result
 }
 
 // TestSameInputSameVerdicts: the same records in the same order, twice,
@@ -52,7 +52,7 @@ func TestSameInputSameVerdicts(t *testing.T) {
 	if breaches == 0 || len(a.Output.Commands) == 0 || len(a.Output.Rollups) == 0 {
 		t.Fatalf("the comparison is too weak: %d breaches, %d commands, %d rollups", breaches, len(a.Output.Commands), len(a.Output.Rollups))
 	}
-	b := mustDrive(t, want.cfg, enginebench.Route(want.src, enginebench.RouteConfig{}))
+	b := mustDrive(t, want.cfg, replay.Route(want.src, replay.RouteConfig{}))
 	requireEqualOutput(t, "second run", a, b)
 	t.Logf("%d verdicts (%d breaches), %d commands, %d rollups", len(a.Output.Verdicts), breaches, len(a.Output.Commands), len(a.Output.Rollups))
 }
@@ -72,20 +72,20 @@ func TestOutOfOrderWithinLatenessSameVerdicts(t *testing.T) {
 	if want.cfg.AllowedLateness != 10*time.Second {
 		t.Fatalf("allowed lateness %v: the shuffles below assume 10s", want.cfg.AllowedLateness)
 	}
-	shuffled, err := enginebench.Shuffle(want.src, 5*time.Second, 60, 3)
+	shuffled, err := replay.Shuffle(want.src, 5*time.Second, 60, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
 		name  string
-		src   enginebench.Sources
-		order enginebench.Interleaving
+		src   replay.Sources
+		order replay.Interleaving
 	}{
-		{"random interleaving", want.src, enginebench.Random(1)},
-		{"shuffled within 5s, corrections first", shuffled, enginebench.Reversed},
-		{"shuffled within 5s, random interleaving", shuffled, enginebench.Random(2)},
+		{"random interleaving", want.src, replay.Random(1)},
+		{"shuffled within 5s, corrections first", shuffled, replay.Reversed},
+		{"shuffled within 5s, random interleaving", shuffled, replay.Random(2)},
 	} {
-		got := mustDrive(t, want.cfg, enginebench.Route(c.src, enginebench.RouteConfig{Order: c.order}))
+		got := mustDrive(t, want.cfg, replay.Route(c.src, replay.RouteConfig{Order: c.order}))
 		if got.Stats.LateSpans != 0 || got.Stats.LateCorrections != 0 {
 			t.Fatalf("%s: %d late spans, %d late corrections within the lateness", c.name, got.Stats.LateSpans, got.Stats.LateCorrections)
 		}
@@ -99,11 +99,11 @@ func TestOutOfOrderWithinLatenessSameVerdicts(t *testing.T) {
 // late, none is folded in, and every span is accounted for.
 func TestStragglerBeyondLatenessIsCounted(t *testing.T) {
 	t.Parallel()
-	cfg, _, err := enginebench.Production()
+	cfg, _, err := replay.Production()
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := mustGenerate(t, enginebench.CompactScenario(), 10*time.Minute)
+	src := mustGenerate(t, replay.CompactScenario(), 10*time.Minute)
 	p := &src[0]
 	i := len(p.Messages) / 5
 	straggler := p.Messages[i]
@@ -111,7 +111,7 @@ func TestStragglerBeyondLatenessIsCounted(t *testing.T) {
 	for j := range p.Messages {
 		p.Messages[j].Offset = int64(j)
 	}
-	got := mustDrive(t, cfg, enginebench.Route(src, enginebench.RouteConfig{}))
+	got := mustDrive(t, cfg, replay.Route(src, replay.RouteConfig{}))
 	if got.Stats.LateSpans != int64(len(straggler.Spans)) {
 		t.Fatalf("%d late spans, want the straggler's %d", got.Stats.LateSpans, len(straggler.Spans))
 	}
@@ -120,18 +120,18 @@ func TestStragglerBeyondLatenessIsCounted(t *testing.T) {
 	}
 }
 
-func mustGenerate(t *testing.T, sc traffic.Scenario, d time.Duration) enginebench.Sources {
+func mustGenerate(t *testing.T, sc traffic.Scenario, d time.Duration) replay.Sources {
 	t.Helper()
-	src, err := enginebench.Generate(sc, enginebench.Start, d, enginebench.GenConfig{})
+	src, err := replay.Generate(sc, replay.Start, d, replay.GenConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return src
 }
 
-func mustDrive(t *testing.T, cfg engine.WorkerConfig, keyed [][]engine.KeyedRecord) enginebench.Result {
+func mustDrive(t *testing.T, cfg engine.WorkerConfig, keyed [][]engine.KeyedRecord) replay.Result {
 	t.Helper()
-	res, err := enginebench.Drive(cfg, keyed)
+	res, err := replay.Drive(cfg, keyed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func mustDrive(t *testing.T, cfg engine.WorkerConfig, keyed [][]engine.KeyedReco
 }
 
 // requireEqualOutput fails with the first difference between two runs.
-func requireEqualOutput(t *testing.T, name string, want, got enginebench.Result) {
+func requireEqualOutput(t *testing.T, name string, want, got replay.Result) {
 	t.Helper()
 	for p := range want.Partitions {
 		w, g := want.Partitions[p], got.Partitions[p]

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/engine"
-	"github.com/fusebox-dev/fusebox/internal/enginebench"
+	"github.com/fusebox-dev/fusebox/internal/sim/replay"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -31,7 +31,7 @@ func TestEffectVerdictsSurviveRestarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyed := enginebench.Route(want.src, enginebench.RouteConfig{})
+	keyed := replay.Route(want.src, replay.RouteConfig{})
 	ids := map[string]bool{}
 	tested := 0
 	for p, out := range want.res.Partitions {

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/internal/enginebench"
+	"github.com/fusebox-dev/fusebox/internal/sim/replay"
 )
 
 // TestResumeAfterAllIdleKeepsRecordsOnTime: the publishers pause for
@@ -14,14 +14,14 @@ import (
 // newest of its own source by more than the lateness, so none should be
 // late and the verdicts should be those of the run without the pause.
 func TestResumeAfterAllIdleKeepsRecordsOnTime(t *testing.T) {
-	cfg, _, err := enginebench.Production()
+	cfg, _, err := replay.Production()
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := mustGenerate(t, enginebench.CompactScenario(), 20*time.Minute)
-	want := mustDrive(t, cfg, enginebench.Route(src, enginebench.RouteConfig{}))
-	pause := enginebench.Pause{At: enginebench.Start.Add(10 * time.Minute).UnixNano(), Order: enginebench.Sequential}
-	got := mustDrive(t, cfg, enginebench.Route(src, enginebench.RouteConfig{Pauses: []enginebench.Pause{pause}}))
+	src := mustGenerate(t, replay.CompactScenario(), 20*time.Minute)
+	want := mustDrive(t, cfg, replay.Route(src, replay.RouteConfig{}))
+	pause := replay.Pause{At: replay.Start.Add(10 * time.Minute).UnixNano(), Order: replay.Sequential}
+	got := mustDrive(t, cfg, replay.Route(src, replay.RouteConfig{Pauses: []replay.Pause{pause}}))
 	if got.Stats.LateSpans != 0 || got.Stats.LateCorrections != 0 {
 		t.Errorf("%d of %d spans and %d of %d corrections counted late after the pause", got.Stats.LateSpans, src.Spans(), got.Stats.LateCorrections, src.Corrections())
 	}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/internal/config"
-	"github.com/fusebox-dev/fusebox/internal/enginebench"
+	"github.com/fusebox-dev/fusebox/internal/sim/replay"
 	"github.com/fusebox-dev/fusebox/processors/drift"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
@@ -27,16 +27,16 @@ var updateGolden = flag.Bool("update", false, "rewrite engine/testdata golden fi
 // goldenRun is the golden scenario through the router's splitters and one
 // worker per keyed partition, with every processor of the production SLO
 // file; it is computed once per test binary (about 15 s of CPU).
-var goldenRun = sync.OnceValues(func() (enginebench.Result, error) {
-	cfg, _, err := enginebench.Production()
+var goldenRun = sync.OnceValues(func() (replay.Result, error) {
+	cfg, _, err := replay.Production()
 	if err != nil {
-		return enginebench.Result{}, err
+		return replay.Result{}, err
 	}
-	src, err := enginebench.Generate(enginebench.GoldenScenario(), enginebench.Start, enginebench.GoldenDuration, enginebench.GenConfig{})
+	src, err := replay.Generate(replay.GoldenScenario(), replay.Start, replay.GoldenDuration, replay.GenConfig{})
 	if err != nil {
-		return enginebench.Result{}, err
+		return replay.Result{}, err
 	}
-	return enginebench.Drive(cfg, enginebench.Route(src, enginebench.RouteConfig{}))
+	return replay.Drive(cfg, replay.Route(src, replay.RouteConfig{}))
 })
 
 // TestGoldenIncidentsAllProcessors: every scripted incident is caught by
@@ -49,11 +49,11 @@ func TestGoldenIncidentsAllProcessors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, f, err := enginebench.Production()
+	_, f, err := replay.Production()
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := enginebench.GoldenScenario()
+	sc := replay.GoldenScenario()
 	vs := res.Output.Verdicts
 	if res.Stats.LateSpans != 0 || res.Stats.LateCorrections != 0 {
 		t.Fatalf("in-order traffic gave %d late spans and %d late corrections", res.Stats.LateSpans, res.Stats.LateCorrections)
@@ -64,10 +64,10 @@ func TestGoldenIncidentsAllProcessors(t *testing.T) {
 		}
 	}
 
-	var detections []enginebench.Detection
+	var detections []replay.Detection
 	for _, inc := range sc.Incidents {
-		proc := enginebench.ProcessorFor(inc.Kind)
-		slo, every, ok := enginebench.SLOFor(f, proc)
+		proc := replay.ProcessorFor(inc.Kind)
+		slo, every, ok := replay.SLOFor(f, proc)
 		if !ok {
 			t.Fatalf("incident %q: the SLO file has no %s SLO", inc.Name, proc)
 		}
@@ -75,7 +75,7 @@ func TestGoldenIncidentsAllProcessors(t *testing.T) {
 		if proc == "corrections" {
 			metrics = []string{"correction_rate"} // the spike hits both variants: no canary difference
 		}
-		d := enginebench.Detect(vs, enginebench.Start, inc, proc, every, metrics...)
+		d := replay.Detect(vs, replay.Start, inc, proc, every, metrics...)
 		detections = append(detections, d)
 		switch {
 		case !d.Found:
@@ -112,13 +112,13 @@ func TestGoldenIncidentsAllProcessors(t *testing.T) {
 		if v.Status != schemas.StatusBreach {
 			continue
 		}
-		if v.WindowEndUnixNano <= enginebench.Start.Add(firstStart).UnixNano() {
+		if v.WindowEndUnixNano <= replay.Start.Add(firstStart).UnixNano() {
 			t.Errorf("breach before any incident: %s", verdictLine(v))
 			continue
 		}
 		hit := false
 		for _, inc := range sc.Incidents {
-			hit = hit || enginebench.Hits(inc.Target, v.Key)
+			hit = hit || replay.Hits(inc.Target, v.Key)
 		}
 		if !hit {
 			t.Errorf("breach on a key no incident touches: %s", verdictLine(v))
@@ -146,10 +146,10 @@ func driftConsecutive(t *testing.T, f *config.File) int {
 // verdict counts, every warn and breach, every fuse command, and a digest
 // of every verdict line per processor (so a change in any ok verdict shows
 // too, without a multi-megabyte file).
-func goldenText(res enginebench.Result, ds []enginebench.Detection) []byte {
+func goldenText(res replay.Result, ds []replay.Detection) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# engine golden run: internal/enginebench production.yaml on GoldenScenario (traffic.Demo seed 42,\n")
-	fmt.Fprintf(&b, "# 100 calls/s, plus an error burst), %v of event time from %s, 3 span partitions + 1\n", enginebench.GoldenDuration, enginebench.Start.UTC().Format("2006-01-02T15:04Z"))
+	fmt.Fprintf(&b, "# engine golden run: internal/sim/replay production.yaml on GoldenScenario (traffic.Demo seed 42,\n")
+	fmt.Fprintf(&b, "# 100 calls/s, plus an error burst), %v of event time from %s, 3 span partitions + 1\n", replay.GoldenDuration, replay.Start.UTC().Format("2006-01-02T15:04Z"))
 	fmt.Fprintf(&b, "# correction partition, 4 keyed partitions. Times are offsets from the start. Regenerate: -update.\n")
 	fmt.Fprintf(&b, "\n## detection (first warn or breach of the processor on the incident's keys; deadline = 2 evaluations)\n")
 	for _, d := range ds {
@@ -162,7 +162,7 @@ func goldenText(res enginebench.Result, ds []enginebench.Detection) []byte {
 			breach = "+" + offset(d.BreachAt)
 		}
 		fmt.Fprintf(&b, "%-17s %-16s +%s..+%s %-11s deadline +%s first %s; first breach %s\n", d.Incident.Name, d.Incident.Kind,
-			offset(d.Start), offset(enginebench.Start.Add(d.Incident.End).UnixNano()), d.Processor, offset(d.Deadline), at, breach)
+			offset(d.Start), offset(replay.Start.Add(d.Incident.End).UnixNano()), d.Processor, offset(d.Deadline), at, breach)
 	}
 	fmt.Fprintf(&b, "\n## stats\nspans %d late %d corrections %d late %d evaluations %d verdicts %d commands %d\n",
 		res.Stats.Spans, res.Stats.LateSpans, res.Stats.Corrections, res.Stats.LateCorrections,
@@ -234,7 +234,7 @@ func verdictLine(v *schemas.Verdict) string {
 
 // offset renders a Unix ns time as minutes (and seconds) after the start.
 func offset(t int64) string {
-	d := t - enginebench.Start.UnixNano()
+	d := t - replay.Start.UnixNano()
 	m, s := d/60e9, (d%60e9)/1e9
 	if s == 0 {
 		return fmt.Sprintf("%dm", m)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/engine"
-	"github.com/fusebox-dev/fusebox/internal/enginebench"
+	"github.com/fusebox-dev/fusebox/internal/sim/replay"
 )
 
 // TestSourcesIdleAtStartMissNoVerdict replays the order that reproduces
@@ -27,39 +27,39 @@ import (
 // exactly the 2 verdicts missing here).
 func TestSourcesIdleAtStartMissNoVerdict(t *testing.T) {
 	t.Parallel()
-	cfg, _, err := enginebench.Production()
+	cfg, _, err := replay.Production()
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The pipeline tests' traffic (internal clusterTraffic), 10 minutes.
-	sc := enginebench.CompactScenario()
+	sc := replay.CompactScenario()
 	sc.Seed, sc.Rate = 11, 60
-	src, err := enginebench.Generate(sc, enginebench.Start, 10*time.Minute, enginebench.GenConfig{SpanPartitions: 3, SpansPerMessage: 100})
+	src, err := replay.Generate(sc, replay.Start, 10*time.Minute, replay.GenConfig{SpanPartitions: 3, SpansPerMessage: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := enginebench.Start.UnixNano()
+	st := replay.Start.UnixNano()
 	cut := st + int64(21*time.Second)
 	// Partition 0 and the corrections first up to cut, then all by time.
-	order := func(remaining []int, s enginebench.Sources, next []int) int {
+	order := func(remaining []int, s replay.Sources, next []int) int {
 		for _, i := range remaining {
-			if (s[i].Topic != enginebench.SpanTopic || s[i].Partition == 0) && s[i].Messages[next[i]].Spans != nil && s[i].Messages[next[i]].Spans[0].EndUnixNano < cut {
+			if (s[i].Topic != replay.SpanTopic || s[i].Partition == 0) && s[i].Messages[next[i]].Spans != nil && s[i].Messages[next[i]].Spans[0].EndUnixNano < cut {
 				return i
 			}
-			if s[i].Topic == enginebench.CorrectionTopic && s[i].Messages[next[i]].Corrections[0].TimeUnixNano < cut {
+			if s[i].Topic == replay.CorrectionTopic && s[i].Messages[next[i]].Corrections[0].TimeUnixNano < cut {
 				return i
 			}
 		}
-		return enginebench.ByTime(remaining, s, next)
+		return replay.ByTime(remaining, s, next)
 	}
-	keyed := enginebench.Route(src, enginebench.RouteConfig{Order: order})
+	keyed := replay.Route(src, replay.RouteConfig{Order: order})
 	for p, recs := range keyed {
 		var out []engine.KeyedRecord
 		for i, r := range recs {
 			out = append(out, r)
 			if i == 0 {
 				for _, sp := range []int32{1, 2} {
-					out = append(out, engine.KeyedRecord{Source: engine.SourceRef{Topic: enginebench.SpanTopic, Partition: sp, Offset: -1},
+					out = append(out, engine.KeyedRecord{Source: engine.SourceRef{Topic: replay.SpanTopic, Partition: sp, Offset: -1},
 						SourceMaxEventTime: math.MinInt64, SourceTopics: r.SourceTopics, Idle: true})
 				}
 			}
@@ -69,7 +69,7 @@ func TestSourcesIdleAtStartMissNoVerdict(t *testing.T) {
 		}
 		keyed[p] = out
 	}
-	want := mustDrive(t, cfg, enginebench.Route(src, enginebench.RouteConfig{}))
+	want := mustDrive(t, cfg, replay.Route(src, replay.RouteConfig{}))
 	got := mustDrive(t, cfg, keyed)
 	if got.Stats.LateSpans == 0 {
 		t.Fatal("no late span: the order below does not hold the idle partitions' first spans back")

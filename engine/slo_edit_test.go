@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/fusebox-dev/fusebox/engine"
-	"github.com/fusebox-dev/fusebox/internal/enginebench"
+	"github.com/fusebox-dev/fusebox/internal/sim/replay"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"go.yaml.in/yaml/v3"
 )
@@ -16,13 +16,13 @@ import (
 // editTraffic is the compact scenario (an incident of every kind in 35
 // minutes) at 60 calls/s, routed to 2 keyed partitions.
 var editTraffic = sync.OnceValues(func() ([][]engine.KeyedRecord, error) {
-	sc := enginebench.CompactScenario()
+	sc := replay.CompactScenario()
 	sc.Seed, sc.Rate = 5, 60
-	src, err := enginebench.Generate(sc, enginebench.Start, enginebench.CompactDuration, enginebench.GenConfig{SpanPartitions: 2, SpansPerMessage: 100})
+	src, err := replay.Generate(sc, replay.Start, replay.CompactDuration, replay.GenConfig{SpanPartitions: 2, SpansPerMessage: 100})
 	if err != nil {
 		return nil, err
 	}
-	return enginebench.Route(src, enginebench.RouteConfig{KeyedPartitions: 2}), nil
+	return replay.Route(src, replay.RouteConfig{KeyedPartitions: 2}), nil
 })
 
 // editedProduction is the production SLO file with edit applied to its
@@ -30,7 +30,7 @@ var editTraffic = sync.OnceValues(func() ([][]engine.KeyedRecord, error) {
 func editedProduction(t *testing.T, edit func(doc map[string]any)) engine.WorkerConfig {
 	t.Helper()
 	var doc map[string]any
-	if err := yaml.Unmarshal(enginebench.ProductionYAML, &doc); err != nil {
+	if err := yaml.Unmarshal(replay.ProductionYAML, &doc); err != nil {
 		t.Fatal(err)
 	}
 	delete(doc, "version") // the default: a hash of what decides verdicts
@@ -41,7 +41,7 @@ func editedProduction(t *testing.T, edit func(doc map[string]any)) engine.Worker
 	if err != nil {
 		t.Fatal(err)
 	}
-	wc, _, err := enginebench.ParseWorkerConfig("edited.yaml", b)
+	wc, _, err := replay.ParseWorkerConfig("edited.yaml", b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/engine/router"
-	"github.com/fusebox-dev/fusebox/internal/traffic"
+	"github.com/fusebox-dev/fusebox/internal/sim/traffic"
 	"github.com/fusebox-dev/fusebox/processors"
 	"github.com/fusebox-dev/fusebox/processors/burnrate"
 	"github.com/fusebox-dev/fusebox/processors/corrections"

@@ -11,7 +11,6 @@ import (
 
 	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/internal/config"
-	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -25,7 +24,7 @@ func keysConfig(t testing.TB, maxKeys int) engine.WorkerConfig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wc, err := pipeline.WorkerConfig(f)
+	wc, err := config.WorkerConfig(f)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/internal/config"
+	"github.com/fusebox-dev/fusebox/internal/sim/traffic"
 	"github.com/fusebox-dev/fusebox/internal/testharness"
-	"github.com/fusebox-dev/fusebox/internal/traffic"
 	"github.com/fusebox-dev/fusebox/pipeline"
 )
 

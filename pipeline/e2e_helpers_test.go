@@ -20,9 +20,9 @@ import (
 
 	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/internal/config"
-	"github.com/fusebox-dev/fusebox/internal/gen"
+	"github.com/fusebox-dev/fusebox/internal/sim/gen"
+	"github.com/fusebox-dev/fusebox/internal/sim/traffic"
 	"github.com/fusebox-dev/fusebox/internal/testharness"
-	"github.com/fusebox-dev/fusebox/internal/traffic"
 	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
@@ -144,7 +144,7 @@ func e2eScenario(rate float64, d time.Duration) traffic.Scenario {
 	return sc
 }
 
-// publishScenario publishes sc through internal/gen as fast as the broker
+// publishScenario publishes sc through internal/sim/gen as fast as the broker
 // takes it (speedup 0) or paced, and returns what the broker acknowledged.
 func publishScenario(ctx context.Context, t testing.TB, k *testharness.Kafka, sc traffic.Scenario, speedup float64) gen.Summary {
 	t.Helper()

@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/fusebox-dev/fusebox/internal/gen"
+	"github.com/fusebox-dev/fusebox/internal/sim/gen"
 	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/sinks/clickhousesink"
 )

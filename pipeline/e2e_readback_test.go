@@ -90,7 +90,7 @@ type reference struct {
 // commands with signer when set.
 func referenceRun(t testing.TB, cfg *config.File, recs []*kgo.Record, upTo map[int32]int64, signer engine.Signer) *reference {
 	t.Helper()
-	wc, err := pipeline.WorkerConfig(cfg)
+	wc, err := config.WorkerConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

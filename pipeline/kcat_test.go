@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fusebox-dev/fusebox/internal/enginebench"
+	"github.com/fusebox-dev/fusebox/internal/sim/replay"
 )
 
 // envRequireKcat, when "1", turns the skip without kcat into a failure
@@ -38,13 +38,13 @@ func TestKcatPublishedTrafficSameVerdicts(t *testing.T) {
 	corrPart := int32(-1)
 	for i, r := range clusterRecords(t, 0, 0) {
 		switch r.Topic {
-		case enginebench.SpanTopic:
+		case replay.SpanTopic:
 			path := filepath.Join(dir, fmt.Sprintf("spans-%d-%05d.pb", r.Partition, i))
 			if err := os.WriteFile(path, r.Value, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			spanFiles[r.Partition] = append(spanFiles[r.Partition], path)
-		case enginebench.CorrectionTopic:
+		case replay.CorrectionTopic:
 			if strings.Contains(string(r.Value), "\n") {
 				t.Fatalf("a correction's JSON holds a newline: it cannot be one line of a JSON-lines file")
 			}
@@ -70,11 +70,11 @@ func TestKcatPublishedTrafficSameVerdicts(t *testing.T) {
 	n := 0
 	for p, files := range spanFiles {
 		// Files mode: each file is one message, sent in argument order.
-		run(append([]string{"-t", enginebench.SpanTopic, "-p", fmt.Sprint(p)}, files...)...)
+		run(append([]string{"-t", replay.SpanTopic, "-p", fmt.Sprint(p)}, files...)...)
 		n += len(files)
 	}
 	if corrPart >= 0 {
-		run("-t", enginebench.CorrectionTopic, "-p", fmt.Sprint(corrPart), "-l", corrPath)
+		run("-t", replay.CorrectionTopic, "-p", fmt.Sprint(corrPart), "-l", corrPath)
 	}
 	t.Logf("kcat published %d OTLP files to %d partitions and %d corrections (%s broker)", n, len(spanFiles),
 		strings.Count(corrections.String(), "\n"), k.Kind)

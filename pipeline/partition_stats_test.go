@@ -10,8 +10,9 @@ import (
 
 	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/ingest"
+	"github.com/fusebox-dev/fusebox/internal/config"
+	"github.com/fusebox-dev/fusebox/internal/sim/traffic"
 	"github.com/fusebox-dev/fusebox/internal/testharness"
-	"github.com/fusebox-dev/fusebox/internal/traffic"
 	"github.com/fusebox-dev/fusebox/pipeline"
 )
 
@@ -132,7 +133,7 @@ func TestPartitionStatsAtCheckpointAreTheSnapshots(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 
-	wcfg, err := pipeline.WorkerConfig(cfg)
+	wcfg, err := config.WorkerConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/fusebox-dev/fusebox/engine/statestore"
 	"github.com/fusebox-dev/fusebox/fuse"
 	"github.com/fusebox-dev/fusebox/ingest"
+	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/sinks/clickhousesink"
 	"github.com/fusebox-dev/fusebox/sinks/jsonlsink"
 	"github.com/fusebox-dev/fusebox/sinks/kafkasink"
@@ -115,7 +116,7 @@ func open(ctx context.Context, o Options) (_ Parts, _ opened, err error) {
 		groupOpts = append(groupOpts, kgo.InstanceID(instanceID))
 	}
 	// Fail on the SLOs before connecting anywhere.
-	if _, err := WorkerConfig(f); err != nil {
+	if _, err := config.WorkerConfig(f); err != nil {
 		return Parts{}, op, err
 	}
 

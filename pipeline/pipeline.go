@@ -142,7 +142,7 @@ func Assemble(ctx context.Context, f *config.File, parts Parts, log *slog.Logger
 	if parts.Store == nil || parts.Producer == nil || parts.NewConsumer == nil {
 		return nil, errors.New("pipeline: Parts needs a Store, a Producer and NewConsumer")
 	}
-	wc, err := WorkerConfig(f)
+	wc, err := config.WorkerConfig(f)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +171,7 @@ func Assemble(ctx context.Context, f *config.File, parts Parts, log *slog.Logger
 	sources := slices.Concat(f.Topics.Spans, f.Topics.Corrections, logTopics)
 	if p.router, err = router.New(ctx, parts.Producer, router.Config{
 		KeyedTopic: f.Topics.Keyed, SourceTopics: sources, ByTenant: wc.KeyDims.Tenant,
-		HeartbeatEvery: min(time.Second, minEvery(f)/10), IdleTimeout: f.Time.IdleSourceTimeout,
+		HeartbeatEvery: min(time.Second, config.MinEvery(f)/10), IdleTimeout: f.Time.IdleSourceTimeout,
 		Deployment: f.Deployment(), Logger: log.With("component", "router"),
 	}); err != nil {
 		return nil, WrapKafkaAuth(err, f.Kafka.SASL.Mechanism != "")

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/internal/enginebench"
+	"github.com/fusebox-dev/fusebox/internal/sim/replay"
 	"github.com/fusebox-dev/fusebox/pipeline"
 )
 
@@ -19,7 +19,7 @@ func TestScaleOutPhased(t *testing.T) {
 	cp := newClusterCheckpoints()
 	waitPhase := func(name string, end time.Duration) {
 		t.Helper()
-		until := enginebench.Start.Add(end - clusterLateness).UnixNano()
+		until := replay.Start.Add(end - clusterLateness).UnixNano()
 		if end == 0 {
 			until = 1 << 62
 		}

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/internal/config"
+	"github.com/fusebox-dev/fusebox/internal/sim/traffic"
 	"github.com/fusebox-dev/fusebox/internal/testharness"
-	"github.com/fusebox-dev/fusebox/internal/traffic"
 	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/fusebox-dev/fusebox/sinks"

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/internal/config"
-	"github.com/fusebox-dev/fusebox/internal/enginebench"
+	"github.com/fusebox-dev/fusebox/internal/sim/replay"
 	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/schemas"
@@ -33,12 +33,12 @@ const (
 )
 
 // clusterTraffic is what the restart and scale-out tests publish:
-// enginebench.CompactScenario (an incident of every kind in 35 minutes) at
+// replay.CompactScenario (an incident of every kind in 35 minutes) at
 // 60 calls/s, on 3 span partitions and 1 correction partition.
-var clusterTraffic = sync.OnceValues(func() (enginebench.Sources, error) {
-	sc := enginebench.CompactScenario()
+var clusterTraffic = sync.OnceValues(func() (replay.Sources, error) {
+	sc := replay.CompactScenario()
 	sc.Seed, sc.Rate = 11, 60
-	return enginebench.Generate(sc, enginebench.Start, enginebench.CompactDuration, enginebench.GenConfig{SpanPartitions: 3, SpansPerMessage: 100})
+	return replay.Generate(sc, replay.Start, replay.CompactDuration, replay.GenConfig{SpanPartitions: 3, SpansPerMessage: 100})
 })
 
 // startTestCluster starts the harness's broker (FUSEBOX_KAFKA) whose groups
@@ -57,8 +57,8 @@ func createClusterTopics(t *testing.T, k *testharness.Kafka) *testharness.Kafka 
 	if err != nil {
 		t.Fatal(err)
 	}
-	k.CreateTopic(t, enginebench.SpanTopic, int32(src.SpanPartitions()), nil)
-	k.CreateTopic(t, enginebench.CorrectionTopic, 1, nil)
+	k.CreateTopic(t, replay.SpanTopic, int32(src.SpanPartitions()), nil)
+	k.CreateTopic(t, replay.CorrectionTopic, 1, nil)
 	return k
 }
 
@@ -91,24 +91,24 @@ func clusterRecords(t *testing.T, from, to time.Duration) []*kgo.Record {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lo, hi := enginebench.Start.Add(from).UnixNano(), enginebench.Start.Add(to).UnixNano()
-	part := make(enginebench.Sources, len(src))
+	lo, hi := replay.Start.Add(from).UnixNano(), replay.Start.Add(to).UnixNano()
+	part := make(replay.Sources, len(src))
 	for i, p := range src {
-		part[i] = enginebench.Partition{Topic: p.Topic, Partition: p.Partition}
+		part[i] = replay.Partition{Topic: p.Topic, Partition: p.Partition}
 		for _, m := range p.Messages {
 			if ft := messageStart(&m); ft >= lo && (to <= 0 || ft < hi) {
 				part[i].Messages = append(part[i].Messages, m)
 			}
 		}
 	}
-	recs, err := enginebench.Records(part)
+	recs, err := replay.Records(part)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return recs
 }
 
-func messageStart(m *enginebench.Message) int64 {
+func messageStart(m *replay.Message) int64 {
 	t := int64(1<<63 - 1)
 	for i := range m.Spans {
 		t = min(t, m.Spans[i].EndUnixNano)
@@ -119,14 +119,14 @@ func messageStart(m *enginebench.Message) int64 {
 	return t
 }
 
-// clusterYAML is enginebench's production SLO file with what a deployment
+// clusterYAML is replay's production SLO file with what a deployment
 // adds: the brokers, wall-clock settings short enough for a test (sources
 // idle after 2 s, checkpoints every 300 ms), 4 keyed partitions, the Kafka
 // sink, unsigned commands.
 func clusterYAML(t *testing.T, brokers []string) []byte {
 	t.Helper()
 	var doc map[string]any
-	if err := yaml.Unmarshal(enginebench.ProductionYAML, &doc); err != nil {
+	if err := yaml.Unmarshal(replay.ProductionYAML, &doc); err != nil {
 		t.Fatal(err)
 	}
 	doc["kafka"] = map[string]any{"brokers": brokers}
@@ -301,7 +301,7 @@ func sourcesRouted(t *testing.T, k *testharness.Kafka, adm *kadm.Client, group s
 	if err != nil {
 		return false // GROUP_ID_NOT_FOUND until the router's first commit
 	}
-	for _, topic := range []string{enginebench.SpanTopic, enginebench.CorrectionTopic} {
+	for _, topic := range []string{replay.SpanTopic, replay.CorrectionTopic} {
 		for p, end := range endOffsets(t, k, topic) {
 			got, ok := offs.Lookup(topic, p)
 			if end > 0 && (!ok || got.Err != nil || got.At < end) {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/internal/enginebench"
+	"github.com/fusebox-dev/fusebox/internal/sim/replay"
 	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/fusebox-dev/fusebox/sinks"
@@ -137,7 +137,7 @@ func (c *clusterCollector) missing(want *clusterOutput, until int64) (int, strin
 		}
 		if _, ok := c.out.verdicts[id]; !ok {
 			n++
-			example = fmt.Sprintf("%s %s %s window end +%v", v.Processor, v.Metric, v.Key.String(), time.Duration(v.WindowEndUnixNano-enginebench.Start.UnixNano()))
+			example = fmt.Sprintf("%s %s %s window end +%v", v.Processor, v.Metric, v.Key.String(), time.Duration(v.WindowEndUnixNano-replay.Start.UnixNano()))
 		}
 	}
 	return n, example
@@ -156,7 +156,7 @@ func (c *clusterCollector) missingReport(want *clusterOutput, until int64, keyed
 			continue
 		}
 		out = append(out, fmt.Sprintf("%s %s %s key %s (keyed partition %d) window end +%v: %s n=%d", id, v.Processor, v.Metric, v.Key.String(),
-			schemas.TenantHash(v.Key.Tenant)%keyedPartitions, time.Duration(v.WindowEndUnixNano-enginebench.Start.UnixNano()), v.Status, v.N))
+			schemas.TenantHash(v.Key.Tenant)%keyedPartitions, time.Duration(v.WindowEndUnixNano-replay.Start.UnixNano()), v.Status, v.N))
 	}
 	slices.Sort(out)
 	if len(out) > max {
@@ -262,7 +262,7 @@ func compareClusterOutputs(t *testing.T, name string, want, got *clusterOutput) 
 		switch {
 		case !ok:
 			v := want.parsed[id]
-			report("verdict %s missing (%s %s %s at +%v)", id, v.Processor, v.Metric, v.Key.String(), time.Duration(v.WindowEndUnixNano-enginebench.Start.UnixNano()))
+			report("verdict %s missing (%s %s %s at +%v)", id, v.Processor, v.Metric, v.Key.String(), time.Duration(v.WindowEndUnixNano-replay.Start.UnixNano()))
 		case !bytes.Equal(w, g):
 			report("verdict %s differs:\n got: %s\nwant: %s", id, g, w)
 		}

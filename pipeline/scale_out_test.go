@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/internal/enginebench"
+	"github.com/fusebox-dev/fusebox/internal/sim/replay"
 	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -139,7 +139,7 @@ func pacedSlices(t *testing.T, step time.Duration) [][]*kgo.Record {
 		t.Fatal(err)
 	}
 	var slices [][]*kgo.Record
-	for from := time.Duration(0); enginebench.Start.Add(from).UnixNano() <= src.MaxEventTime(); from += step {
+	for from := time.Duration(0); replay.Start.Add(from).UnixNano() <= src.MaxEventTime(); from += step {
 		slices = append(slices, clusterRecords(t, from, from+step))
 	}
 	return slices
@@ -237,7 +237,7 @@ func ownedWatermarks(parts map[int32]int64) string {
 		}
 		at := "unknown"
 		if wm != math.MinInt64 {
-			at = fmt.Sprintf("+%v", time.Duration(wm-enginebench.Start.UnixNano()))
+			at = fmt.Sprintf("+%v", time.Duration(wm-replay.Start.UnixNano()))
 		}
 		fmt.Fprintf(&b, "[%d wm %s]", p, at)
 	}

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/pipeline"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fusebox-dev/fusebox/internal/config"
+	"github.com/fusebox-dev/fusebox/pipeline"
 )
 
 // syncBuffer is a log destination safe for the pipeline's goroutines.
@@ -44,7 +46,7 @@ func (s *syncBuffer) lines() []map[string]any {
 // window changed (reset), an SLO added, one removed, the breaker's target
 // dimensions unchanged (kept) — and checks that the keyed stage says so
 // at start, once for all partitions, in the words of `fusebox config
-// diff` (pipeline.PlanEdit).
+// diff` (config.PlanEdit).
 func TestRestartUnderAnEditedSLOFileLogsWhatItKept(t *testing.T) {
 	t.Parallel()
 	k := startTestCluster(t)
@@ -80,7 +82,7 @@ func TestRestartUnderAnEditedSLOFileLogsWhatItKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	edited := parseYAML(t, "edited.yaml", b)
-	plan, err := pipeline.PlanEdit(old, edited)
+	plan, err := config.PlanEdit(old, edited)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/internal/study"
+	"github.com/fusebox-dev/fusebox/cmd/fusebox/internal/study"
 	"github.com/fusebox-dev/fusebox/stats"
 )
 

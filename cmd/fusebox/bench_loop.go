@@ -6,10 +6,10 @@ import (
 	"io"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/internal/loop"
+	"github.com/fusebox-dev/fusebox/cmd/fusebox/internal/loop"
 )
 
-// benchLoop is `fusebox bench loop`: internal/loop's run, its table on
+// benchLoop is `fusebox bench loop`: cmd/fusebox/internal/loop's run, its table on
 // stdout.
 func benchLoop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("bench loop", "[flags]",

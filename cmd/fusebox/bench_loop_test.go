@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// The run itself is internal/loop's TestLoopCloses (60 s); here the flags.
+// The run itself is cmd/fusebox/internal/loop's TestLoopCloses (60 s); here the flags.
 func TestBenchLoopUsage(t *testing.T) {
 	if code, stdout, stderr := runCmd(t, "bench", "--help"); code != exitOK || !strings.Contains(stdout, "loop ") {
 		t.Errorf("bench --help does not list loop: exit %d\n%s%s", code, stdout, stderr)

@@ -7,7 +7,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/internal/calibrate"
+	"github.com/fusebox-dev/fusebox/cmd/fusebox/internal/calibrate"
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/schemas"
 )

@@ -10,7 +10,6 @@ import (
 
 	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/internal/config"
-	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -78,7 +77,7 @@ func cmdConfigCheck(_ context.Context, args []string, stdout, stderr io.Writer) 
 		printConfigErrors(stderr, "fusebox config check", path, err)
 		return exitFailure
 	}
-	if _, err := pipeline.WorkerConfig(f); err != nil {
+	if _, err := config.WorkerConfig(f); err != nil {
 		fmt.Fprintf(stderr, "fusebox config check: %s: %v\n", path, err)
 		return exitFailure
 	}
@@ -133,7 +132,7 @@ func cmdConfigDiff(_ context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		files[i] = f
 	}
-	rep, err := pipeline.PlanEdit(files[0], files[1])
+	rep, err := config.PlanEdit(files[0], files[1])
 	if err != nil {
 		fmt.Fprintf(stderr, "fusebox config diff: %v\n", err)
 		return exitFailure

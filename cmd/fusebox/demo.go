@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/fusebox-dev/fusebox/internal/demo"
+	"github.com/fusebox-dev/fusebox/cmd/fusebox/internal/demo"
 )
 
 const demoDescription = `Runs everything in one process, nothing to install: an embedded Kafka

@@ -7,11 +7,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/internal/loop"
+	"github.com/fusebox-dev/fusebox/cmd/fusebox/internal/loop"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
-// demoLoop is `fusebox demo --loop`: internal/loop's run with a line per
+// demoLoop is `fusebox demo --loop`: cmd/fusebox/internal/loop's run with a line per
 // command the gateway applies, then the table.
 func demoLoop(ctx context.Context, stdout, stderr io.Writer) int {
 	o := loop.DefaultOptions()

@@ -13,7 +13,7 @@ import (
 // TestDemoCommandHeadless runs `fusebox demo --headless` for a few seconds
 // of wall time: it exits 0, prints only verdict and fuse lines on stdout,
 // names its JSONL file on stderr and writes to it. The full scenario is
-// tested in internal/demo.
+// tested in cmd/fusebox/internal/demo.
 func TestDemoCommandHeadless(t *testing.T) {
 	jsonl := filepath.Join(t.TempDir(), "demo.jsonl")
 	code, stdout, stderr := runCmd(t, "demo", "--headless", "--duration", "6s", "--speedup", "150", "--jsonl", jsonl, "--http", "127.0.0.1:0")

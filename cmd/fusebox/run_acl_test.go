@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
-	"github.com/fusebox-dev/fusebox/internal/gen"
+	"github.com/fusebox-dev/fusebox/internal/sim/gen"
 )
 
 // readmeACLs parses the kafka-acls.sh lines of the README's Security

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fusebox-dev/fusebox/internal/sim/traffic"
 	"github.com/fusebox-dev/fusebox/internal/testharness"
-	"github.com/fusebox-dev/fusebox/internal/traffic"
 )
 
 // promtool returns the path of Prometheus's promtool. Missing, the test

@@ -17,9 +17,9 @@ import (
 	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/engine/statestore"
 	"github.com/fusebox-dev/fusebox/internal/config"
-	"github.com/fusebox-dev/fusebox/internal/gen"
+	"github.com/fusebox-dev/fusebox/internal/sim/gen"
+	"github.com/fusebox-dev/fusebox/internal/sim/traffic"
 	"github.com/fusebox-dev/fusebox/internal/testharness"
-	"github.com/fusebox-dev/fusebox/internal/traffic"
 	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/sinks"
 )
@@ -152,7 +152,7 @@ func TestRunSIGTERMLosesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wc, err := pipeline.WorkerConfig(f)
+	wc, err := config.WorkerConfig(f)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 // TestRefreshWhileHandling: the metadata refresh (Run's goroutine, every
 // 30 s) and the source partitions' handlers (the consumer's goroutines)
 // share the keyed partition count; run under -race, this fails when it is
-// a plain field (it did: internal/loop's TestLoopCloses under -race).
+// a plain field (it did: cmd/fusebox/internal/loop's TestLoopCloses under -race).
 func TestRefreshWhileHandling(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "keyed", "spans"))
 	if err != nil {

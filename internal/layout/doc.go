@@ -1,3 +1,3 @@
 // Package layout holds no code: its test checks that the module's
-// dependencies point the way DESIGN.md and the README's Layout section say.
+// dependencies point down, the way docs/architecture.md's layers say.
 package layout

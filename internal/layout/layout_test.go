@@ -16,7 +16,8 @@ const module = "github.com/fusebox-dev/fusebox/"
 // import (by path prefix), and which outside import paths they must not.
 type rule struct {
 	dir       string   // relative to the module root; "engine/" is engine and below, "engine" only engine
-	allow     []string // module-relative prefixes
+	allow     []string // module-relative prefixes; nil: any package of the module not denied
+	deny      []string // module-relative prefixes, checked when allow is nil
 	forbid    []string // external prefixes
 	withTests bool     // check _test.go files too
 }
@@ -37,6 +38,24 @@ var rules = []rule{
 	// The live page reads verdicts and commands (schemas) from its own
 	// store; run and demo wire it. No engine, pipeline or Kafka types.
 	{dir: "internal/ui/", allow: []string{"schemas", "internal/ui"}, forbid: []string{"github.com/twmb/franz-go"}},
+	// Product libraries under internal/: the SLO file (and what every
+	// partition worker runs, built from it), logs and metrics, the embedded
+	// broker. Below pipeline: none of them imports it or a command.
+	{dir: "internal/config/", allow: []string{"internal/config", "engine", "processors", "schemas", "stats"}},
+	{dir: "internal/observe/", allow: []string{"internal/observe"}},
+	{dir: "internal/broker/", allow: []string{"internal/broker"}},
+	// Simulation: generated traffic, its publisher and the engine replay
+	// (benchmarks, studies, calibrate). It drives the engine directly,
+	// never the Kafka and ClickHouse assembly.
+	{dir: "internal/sim/", allow: []string{"internal/sim", "internal/config", "engine", "processors", "schemas", "stats"}},
+	// Test tooling: brokers and ClickHouse servers for tests, and the
+	// Python suites' harness. It assembles nothing of the product.
+	{dir: "internal/testharness/", allow: []string{"internal/testharness", "fuse", "schemas"}},
+	// Nothing under internal/ (tests included) imports pipeline or a
+	// command: the commands under cmd/ assemble and run the product.
+	{dir: "internal/", deny: []string{"pipeline", "cmd"}, withTests: true},
+	// The pipeline is assembled by commands; it imports none.
+	{dir: "pipeline/", deny: []string{"cmd"}, withTests: true},
 }
 
 func TestDependenciesPointOneWay(t *testing.T) {
@@ -67,8 +86,11 @@ func TestDependenciesPointOneWay(t *testing.T) {
 			for _, im := range f.Imports {
 				p, _ := strconv.Unquote(im.Path.Value)
 				if own, ok := strings.CutPrefix(p, module); ok {
-					if !allowed(own, r.allow) {
+					switch {
+					case r.allow != nil && !allowed(own, r.allow):
 						t.Errorf("%s imports %s: %s may import only %v of the module", rel, own, r.dir, r.allow)
+					case r.allow == nil && allowed(own, r.deny):
+						t.Errorf("%s imports %s: %s must not import %v", rel, own, r.dir, r.deny)
 					}
 				}
 				for _, f := range r.forbid {

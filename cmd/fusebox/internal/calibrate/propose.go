@@ -1,0 +1,394 @@
+package calibrate
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/internal/sim/replay"
+	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/stats"
+)
+
+// Config configures Propose. Zero fields take defaults.
+type Config struct {
+	// Margin is added to the upper end of each P99.9's 95% interval to make
+	// its budget: budget = upper * (1 + Margin), rounded up to two
+	// significant digits. Default 0.25.
+	Margin float64
+	// FalseTrips is the false-trip target per 1,000 key-days the
+	// per-evaluation significance levels are derived from. Default 1.
+	FalseTrips float64
+	// ErrorHeadroom: the burn-rate objective leaves this many times the
+	// observed error ratio as the error budget, so normal traffic burns at
+	// 1/ErrorHeadroom. Default 4.
+	ErrorHeadroom float64
+}
+
+func (c *Config) defaults() {
+	if c.Margin == 0 {
+		c.Margin = 0.25
+	}
+	if c.FalseTrips == 0 {
+		c.FalseTrips = 1
+	}
+	if c.ErrorHeadroom == 0 {
+		c.ErrorHeadroom = 4
+	}
+}
+
+// ErrNoTraffic is returned by Propose when the input holds no LLM-call span.
+var ErrNoTraffic = errors.New("calibrate: no LLM-call spans in the input")
+
+// Proposal is a proposed SLO file and the numbers behind it.
+type Proposal struct {
+	YAML     string   // the SLO file
+	Duration float64  // seconds of event time the input covers
+	Notes    []string // how each number was derived, one line each
+}
+
+// Processor windows and cadences the proposal uses (the processors'
+// defaults), for evaluations per key-day and the breaker's cool-down.
+const (
+	tailWindow, tailEvery               = 10 * time.Minute, time.Minute
+	driftWindow, driftEvery             = 5 * time.Minute, time.Minute
+	decayWindow, decayEvery             = time.Hour, 5 * time.Minute
+	correctionsWindow, correctionsEvery = 10 * time.Minute, time.Minute
+	consecutive                         = 3 // drift's default
+)
+
+// Propose derives an SLO file from in (sorted by Sort):
+//
+//   - tail, one SLO per (service, model, operation) — match.operation
+//     is gen_ai.operation.name, left out for calls without one: budget = upper end of the 95%
+//     interval of the P99.9 of the successful calls' duration_ms over the
+//     whole input, times 1+Margin, rounded up (a window's interval lies
+//     above it only when the tail really moved); min_samples the default.
+//   - burnrate: objective 1 - ErrorHeadroom x the observed error ratio
+//     (rounded to 1, 2 or 5 x a power of ten, at most 0.999), so normal
+//     traffic burns at about 1/ErrorHeadroom of the budget.
+//   - drift (canary vs baseline confidence when the input has canaries,
+//     else the reference mode), decay (alignment) and corrections: the
+//     per-evaluation alpha is FalseTrips / (1000 x evaluations per
+//     key-day) times the consecutive count (drift) — a Bonferroni bound
+//     over a key's day that gives the overlapping windows' k-in-a-row
+//     rule credit for no more than a factor k — clamped to [1e-6, the
+//     default]; min_samples (min_responses) the larger of the default and
+//     a tenth of the median key's count per window, so keys with a tenth
+//     of typical traffic are insufficient_data rather than noisy (canary
+//     drift: at least 20 and a third of the median canary key's count,
+//     the canary side being small by design).
+//   - scaling (verdicts only, no breaker rule: scale-out is an action to
+//     wire deliberately): the recording replayed through the scaling
+//     processor at its defaults gives every window's latency standard
+//     deviation and normalised mix entropy per scope key (tenant,
+//     service); stddev_budget_ms = the largest clean window's standard
+//     deviation × (1 + Margin), rounded up, so no clean window is "high";
+//     entropy_high and entropy_low stay at their defaults (0.8, 0.5) and
+//     the observed range is noted; min_samples the larger of 50 and a
+//     tenth of the median scope key's calls per window.
+//   - breaker: a rule per SLO kind, cool_down the longest window a rule
+//     waits on (no shorter than 5m).
+func Propose(in *Input, cfg Config) (Proposal, error) {
+	cfg.defaults()
+	if len(in.Spans) == 0 {
+		return Proposal{}, ErrNoTraffic
+	}
+	first, last := in.span()
+	dur := max(float64(last-first)/1e9, 1)
+	p := Proposal{Duration: dur}
+	var y strings.Builder
+	note := func(format string, args ...any) { p.Notes = append(p.Notes, fmt.Sprintf(format, args...)) }
+	fmt.Fprintf(&y, "# Proposed by `fusebox calibrate` from %s of traffic (%d spans, %d corrections).\n", fmtDur(dur), len(in.Spans), len(in.Corrections))
+	fmt.Fprintf(&y, "# Margin %.0f%% over each P99.9's 95%% upper bound; false-trip target %g per 1,000 key-days.\n", 100*cfg.Margin, cfg.FalseTrips)
+	y.WriteString("keys:\n  dimensions: [tenant, service, model, variant]\nslos:\n")
+
+	// Per-key counts, and the groups the tail SLOs are made of: service,
+	// model and operation (gen_ai.operation.name; chat and embeddings of
+	// one model have latencies orders of magnitude apart).
+	type group struct{ service, model, operation string }
+	clean := map[group][]float64{}
+	perKey := map[schemas.Key]int{}
+	perKeyAlign := map[schemas.Key]int{}
+	perKeyConf := map[schemas.Key]int{}
+	errs := 0
+	canary := false
+	for i := range in.Spans {
+		s := &in.Spans[i]
+		perKey[s.Key]++
+		if s.Key.Variant == "canary" {
+			canary = true
+		}
+		if s.Has&schemas.HasAlignment != 0 {
+			perKeyAlign[s.Key]++
+		}
+		if s.Has&schemas.HasConfidence != 0 {
+			perKeyConf[s.Key]++
+		}
+		if s.Error {
+			errs++
+			continue
+		}
+		g := group{s.Key.Service, s.Key.Model, s.Operation}
+		clean[g] = append(clean[g], s.DurationMs)
+	}
+	groups := make([]group, 0, len(clean))
+	for g := range clean {
+		groups = append(groups, g)
+	}
+	slices.SortFunc(groups, func(a, b group) int {
+		return strings.Compare(a.service+"\x00"+a.model+"\x00"+a.operation, b.service+"\x00"+b.model+"\x00"+b.operation)
+	})
+	for _, g := range groups {
+		v := clean[g]
+		est, err := stats.TailQuantile(v, stats.DefaultTailConfig())
+		if err != nil {
+			return Proposal{}, fmt.Errorf("calibrate: P99.9 of %s/%s %s: %w", g.service, g.model, g.operation, err)
+		}
+		upper := est.Upper
+		basis := "95% upper bound"
+		if est.UpperUnbounded {
+			upper = 2 * est.Estimate
+			basis = "2x the estimate (the data do not bound it above)"
+		}
+		budget := roundUp2(upper * (1 + cfg.Margin))
+		name := sloName("latency", g.service, g.model)
+		match := fmt.Sprintf("service: [%s], model: [%s]", yamlStr(g.service), yamlStr(g.model))
+		if g.operation != "" {
+			name = sloName("latency", g.service, g.model, g.operation)
+			match += fmt.Sprintf(", operation: [%s]", yamlStr(g.operation))
+		}
+		fmt.Fprintf(&y, "  # %s/%s %s: %d successful calls, P99.9 %.0f ms [%.0f, %.0f] (%s); budget = %s x %.2f\n",
+			g.service, g.model, cmp.Or(g.operation, "(no operation)"), len(v), est.Estimate, est.Lower, est.Upper, est.Method, basis, 1+cfg.Margin)
+		fmt.Fprintf(&y, "  - name: %s\n    match: {%s}\n    tail: {metric: duration_ms, include_errors: false, p: 0.999, budget: %s}\n",
+			name, match, fmtNum(budget))
+		note("%s: budget %s ms (P99.9 %.0f ms, %s %.0f ms, n=%d)", name, fmtNum(budget), est.Estimate, basis, upper, len(v))
+	}
+
+	// Burn rate.
+	ratio := float64(errs) / float64(len(in.Spans))
+	target := 0.999
+	if b := niceUp(cfg.ErrorHeadroom * ratio); b > 0.001 {
+		target = 1 - b
+	}
+	if target < 0.5 {
+		target = 0.5
+	}
+	fmt.Fprintf(&y, "  # observed error ratio %.3g%% (%d of %d): objective %s leaves %.3gx of it as budget\n",
+		100*ratio, errs, len(in.Spans), fmtNum(target), (1-target)/math.Max(ratio, 1e-12))
+	fmt.Fprintf(&y, "  - name: availability\n    burnrate: {target: %s}\n", fmtNum(target))
+	note("availability: target %s (error ratio %.3g%%; normal burn %.2f)", fmtNum(target), 100*ratio, ratio/(1-target))
+
+	perDay := func(every time.Duration) float64 { return 24 * float64(time.Hour) / float64(every) }
+	alpha := func(every time.Duration, credit, def float64) float64 {
+		a := credit * cfg.FalseTrips / (1000 * perDay(every))
+		return math.Min(math.Max(roundDown1(a), 1e-6), def)
+	}
+	perWindow := func(counts map[schemas.Key]int, window time.Duration) float64 {
+		if len(counts) == 0 {
+			return 0
+		}
+		xs := make([]float64, 0, len(counts))
+		for _, n := range counts {
+			xs = append(xs, float64(n)/dur*window.Seconds())
+		}
+		slices.Sort(xs)
+		return xs[len(xs)/2]
+	}
+	hasRule := map[string]bool{"tail": true, "burnrate": true}
+	coolDown := 5 * time.Minute
+	coolDown = max(coolDown, tailWindow)
+
+	if len(perKeyConf) > 0 {
+		a := alpha(driftEvery, consecutive, 0.001)
+		med := perWindow(perKeyConf, driftWindow)
+		minS := max(50, int(math.Ceil(med/10)))
+		mode := "reference"
+		if canary {
+			// The canary side is small by design: its median key's count
+			// per window decides, and a third of it may be judged.
+			mode = "canary"
+			canaries := map[schemas.Key]int{}
+			for k, n := range perKeyConf {
+				if k.Variant == "canary" {
+					canaries[k] = n
+				}
+			}
+			med = perWindow(canaries, driftWindow)
+			minS = max(20, int(math.Ceil(med/3)))
+		}
+		fmt.Fprintf(&y, "  # drift: alpha = %d x %g / (1000 x %g evaluations per key-day); median (canary) key %.0f values per window\n",
+			consecutive, cfg.FalseTrips, perDay(driftEvery), med)
+		fmt.Fprintf(&y, "  - name: confidence-drift\n    drift: {metric: confidence, mode: %s, alpha: %s, consecutive: %d, min_samples: %d}\n",
+			mode, fmtNum(a), consecutive, minS)
+		note("confidence-drift: %s mode, alpha %s, min_samples %d", mode, fmtNum(a), minS)
+		hasRule["drift"] = true
+		coolDown = max(coolDown, driftWindow)
+	}
+	if len(perKeyAlign) > 0 {
+		a := alpha(decayEvery, 1, 0.01)
+		med := perWindow(perKeyAlign, decayWindow)
+		minS := max(30, int(math.Ceil(med/10)))
+		fmt.Fprintf(&y, "  # decay: alpha = %g / (1000 x %g evaluations per key-day); median key %.0f scores per window\n",
+			cfg.FalseTrips, perDay(decayEvery), med)
+		fmt.Fprintf(&y, "  - name: alignment-decay\n    decay: {metric: alignment, alpha: %s, min_samples: %d}\n", fmtNum(a), minS)
+		note("alignment-decay: alpha %s, min_samples %d (verdicts only: no breaker rule, a degrade needs a fallback model)", fmtNum(a), minS)
+	}
+	if len(in.Corrections) > 0 {
+		a := alpha(correctionsEvery, 1, 0.001)
+		rate := float64(len(in.Corrections)) / float64(len(in.Spans))
+		maxRate := math.Max(0.05, roundUp2(3*rate))
+		med := perWindow(perKey, correctionsWindow)
+		minR := max(50, int(math.Ceil(med/10)))
+		fmt.Fprintf(&y, "  # corrections: observed rate %.3g%%, max_rate 3x it (at least 5%%); alpha = %g / (1000 x %g); median key %.0f responses per window\n",
+			100*rate, cfg.FalseTrips, perDay(correctionsEvery), med)
+		fmt.Fprintf(&y, "  - name: user-corrections\n    corrections: {max_rate: %s, alpha: %s, min_responses: %d}\n", fmtNum(maxRate), fmtNum(a), minR)
+		note("user-corrections: max_rate %s, alpha %s, min_responses %d", fmtNum(maxRate), fmtNum(a), minR)
+		hasRule["corrections"] = true
+		coolDown = max(coolDown, correctionsWindow)
+	}
+	if err := proposeScaling(in, cfg, &y, note); err != nil {
+		return Proposal{}, err
+	}
+	fmt.Fprintf(&y, "breaker:\n  # cool_down: the longest window a rule waits on (%s)\n  cool_down: %s\n  rules:\n", coolDown, fmtDuration(coolDown))
+	y.WriteString("    - {processor: tail, action: trip}\n    - {processor: burnrate, metric: burn_rate_page, action: trip}\n")
+	if hasRule["drift"] {
+		y.WriteString("    - {processor: drift, action: rollback}\n")
+	}
+	if hasRule["corrections"] {
+		y.WriteString("    - {processor: corrections, metric: canary_correction_rate, action: rollback}\n")
+	}
+	note("breaker: cool_down %s", fmtDuration(coolDown))
+	p.YAML = y.String()
+	return p, nil
+}
+
+// sloName is prefix-service-model with characters outside [a-z0-9-] as "-".
+func sloName(prefix string, parts ...string) string {
+	var b strings.Builder
+	b.WriteString(prefix)
+	for _, p := range parts {
+		b.WriteByte('-')
+		for _, r := range strings.ToLower(p) {
+			if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' {
+				b.WriteRune(r)
+			} else {
+				b.WriteByte('-')
+			}
+		}
+	}
+	return b.String()
+}
+
+// yamlStr quotes s for a YAML flow sequence.
+func yamlStr(s string) string { return strconv.Quote(s) }
+
+// roundUp2 rounds x > 0 up to two significant digits.
+func roundUp2(x float64) float64 {
+	if !(x > 0) {
+		return x
+	}
+	e := math.Pow(10, math.Floor(math.Log10(x))-1)
+	return math.Ceil(x/e-1e-9) * e
+}
+
+// roundDown1 rounds x > 0 down to one significant digit.
+func roundDown1(x float64) float64 {
+	if !(x > 0) {
+		return x
+	}
+	e := math.Pow(10, math.Floor(math.Log10(x)))
+	return math.Floor(x/e+1e-9) * e
+}
+
+// niceUp rounds x > 0 up to 1, 2 or 5 times a power of ten.
+func niceUp(x float64) float64 {
+	if !(x > 0) {
+		return 0
+	}
+	e := math.Pow(10, math.Floor(math.Log10(x)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if x <= m*e*(1+1e-9) {
+			return m * e
+		}
+	}
+	return 10 * e
+}
+
+func fmtNum(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
+
+func fmtDur(sec float64) string { return time.Duration(sec * 1e9).Round(time.Second).String() }
+
+// fmtDuration writes d as the config's durations are written (5m, 1h).
+func fmtDuration(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	case d%time.Minute == 0:
+		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+	}
+	return d.String()
+}
+
+// scalingProbeFile runs the scaling processor at its defaults with a
+// budget no window reaches: its verdicts then carry every window's
+// stddev_ms and normalized_entropy and decide nothing.
+const scalingProbeFile = `version: calibrate-scaling-probe
+keys:
+  dimensions: [tenant, service, model, variant]
+slos:
+  - name: probe
+    scaling: {stddev_budget_ms: 1e15}
+breaker: {rules: []}
+`
+
+// proposeScaling replays in through the scaling processor (the engine's
+// worker, as run builds it) and writes the capacity SLO.
+func proposeScaling(in *Input, cfg Config, y *strings.Builder, note func(string, ...any)) error {
+	wc, _, err := replay.ParseWorkerConfig("scaling-probe.yaml", []byte(scalingProbeFile))
+	if err != nil {
+		return fmt.Errorf("calibrate: scaling probe: %w", err)
+	}
+	var sds, ents, ns []float64
+	_, err = replay.StreamBatches(wc, batches(in), func(o schemas.Output) {
+		for i := range o.Verdicts {
+			v := &o.Verdicts[i]
+			if v.SLO != "probe" || v.Status == schemas.StatusInsufficientData {
+				continue
+			}
+			var sd, e float64
+			var have int
+			for _, d := range v.Details {
+				switch d.Name {
+				case "stddev_ms":
+					sd, have = d.Value, have+1
+				case "normalized_entropy":
+					e, have = d.Value, have+1
+				}
+			}
+			if have == 2 {
+				sds, ents, ns = append(sds, sd), append(ents, e), append(ns, float64(v.N))
+			}
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("calibrate: scaling probe: %w", err)
+	}
+	if len(sds) == 0 {
+		return nil // no window judged: no proposal
+	}
+	slices.Sort(ns)
+	minS := max(50, int(math.Ceil(ns[len(ns)/2]/10)))
+	budget := roundUp2(slices.Max(sds) * (1 + cfg.Margin))
+	fmt.Fprintf(y, "  # scaling: %d windows (tenant, service; 5m every 1m): latency stddev up to %.0f ms, normalised entropy %.2f-%.2f;\n",
+		len(sds), slices.Max(sds), slices.Min(ents), slices.Max(ents))
+	fmt.Fprintf(y, "  # stddev_budget_ms = the largest x %.2f; verdicts only (add {processor: scaling, action: scale_out} to act on them)\n", 1+cfg.Margin)
+	fmt.Fprintf(y, "  - name: capacity\n    scaling: {stddev_budget_ms: %s, entropy_high: 0.8, entropy_low: 0.5, min_samples: %d}\n", fmtNum(budget), minS)
+	note("capacity: stddev_budget_ms %s (largest clean window %.0f ms), min_samples %d (verdicts only)", fmtNum(budget), slices.Max(sds), minS)
+	return nil
+}
