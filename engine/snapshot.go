@@ -243,7 +243,7 @@ func RestoreWorker(cfg WorkerConfig, partition int32, snap []byte) (w *Worker, r
 // breaker's or the effect judge's state) that does not decode: damaged, or
 // in a format this fusebox does not read. Like a damaged or unsupported
 // checkpoint it is refused — the partition does not start rather than
-// drop state silently (README, "Upgrades") — and it wraps
+// drop state silently (docs/state-and-upgrades.md, "Upgrades") — and it wraps
 // ErrCorruptSnapshot and the part's own error.
 func partError(partition int32, part string, err error) error {
 	return fmt.Errorf("%w: partition %d's checkpoint: %s does not decode (%w). "+

@@ -26,7 +26,7 @@ func (badEffects) MarshalBinary() ([]byte, error) { return []byte(damaged), nil 
 func (badProc) MarshalBinary() ([]byte, error)    { return []byte(damaged), nil }
 
 // TestCheckpointPartThatDoesNotDecodeIsRefused: the project's policy for a
-// checkpoint it cannot read (README, "Upgrades": a damaged checkpoint or an
+// checkpoint it cannot read (docs/state-and-upgrades.md, "Upgrades": a damaged checkpoint or an
 // unsupported format version) is to refuse it — the partition does not
 // start, rather than drop state silently — and a part of the checkpoint
 // (an SLO's, the breaker's or the effect judge's state) that does not

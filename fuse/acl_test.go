@@ -18,12 +18,12 @@ import (
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
-// TestACLsOnlyFuseboxWrites is the README's ACL set on a broker that
-// enforces ACLs (kfake.EnableACLs, SASL PLAIN): fusebox's principal may
-// write (and read, for its Guard) fusebox.fuse; a gateway's principal may
-// only read it. The gateway's write is refused by the broker with
-// TOPIC_AUTHORIZATION_FAILED, while its fuse.Client still reads and
-// applies fusebox's commands.
+// TestACLsOnlyFuseboxWrites is the fuse topic's ACL set of docs/gateways.md
+// on a broker that enforces ACLs (kfake.EnableACLs, SASL PLAIN): fusebox's
+// principal may write (and read, for its Guard) fusebox.fuse; a
+// gateway's principal may only read it. The gateway's write is refused by
+// the broker with TOPIC_AUTHORIZATION_FAILED, while its fuse.Client still
+// reads and applies fusebox's commands.
 func TestACLsOnlyFuseboxWrites(t *testing.T) {
 	topic := fuse.DefaultTopic
 	lit := kmsg.ACLResourcePatternTypeLiteral

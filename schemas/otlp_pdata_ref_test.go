@@ -292,7 +292,7 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 }
 
 // refDerive is Span.Derive written out again from the definitions in
-// DESIGN.md, so that the reference does not use the code under test:
+// docs/configuration.md (Time per output token), so that the reference does not use the code under test:
 // duration = end - start; TPOT = (duration - TTFT) / (output tokens - 1),
 // only with a TTFT and at least two output tokens, and not for a call that
 // says it was not streamed.

@@ -14,7 +14,7 @@ import (
 )
 
 // The reference checks read every *.json of $FUSEBOX_REFDATA (else
-// testdata/refdata, a copy of ../shared/refdata), dispatch on the file name
+// testdata/refdata, SciPy's values kept with the tests), dispatch on the file name
 // and compare every case with SciPy's values. A missing directory, an
 // unknown or malformed file, or a case with a missing or malformed field
 // fails the test: nothing is skipped.

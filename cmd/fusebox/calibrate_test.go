@@ -17,7 +17,7 @@ import (
 )
 
 // TestCalibrateCommand is the SRE: a first SLO file written from
-// the README (a 2.5 s budget over every call, errors included; the
+// docs/configuration.md's minimal file (a 2.5 s budget over every call, errors included; the
 // default 0.999 objective) on traffic with 0.5% provider failures, a third
 // of them 60 s timeouts. calibrate reads the recorded OTLP/JSON, writes a
 // file that loads, and shows that the proposed file trips nothing on this

@@ -11,7 +11,7 @@ import (
 	"github.com/fusebox-dev/fusebox/internal/config"
 )
 
-// The command-line conventions of every command (README "Command line"):
+// The command-line conventions of every command (docs/cli.md):
 //   - -h, -help and --help print the command's usage to stdout and exit 0;
 //   - a bad command line prints ONE line to stderr, naming the problem and
 //     "see fusebox CMD -h", and exits 2 (exitUsage): no usage dump that

@@ -35,7 +35,7 @@ once gen is done, and nothing is from the future. A scenario without a
 duration starts now. --start now makes event time run ahead of the wall
 clock (fuse commands then expire that much later than the wall clock, and
 fusebox dead-letters events too far ahead of their record timestamps; see
-README, "The command clock"). Messages are unkeyed (the
+docs/gateways.md, "The command clock"). Messages are unkeyed (the
 Collector's default), or one per trace keyed by its trace id with
 --key-by-trace (the Collector's partition_traces_by_id); keyed messages are
 partitioned as the Collector does (Sarama-compatible FNV-1a). Progress goes

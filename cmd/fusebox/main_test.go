@@ -115,7 +115,7 @@ func TestDispatch(t *testing.T) {
 // TestHelpListsEveryCommand: `fusebox help` lists every command, and for
 // each of them (and each config subcommand and bench study) -h, -help,
 // --help and `fusebox help CMD` print its usage to stdout — with flags
-// spelt --flag, as the README spells them — write nothing to stderr and
+// spelt --flag, as docs/cli.md spells them — write nothing to stderr and
 // exit 0.
 func TestHelpListsEveryCommand(t *testing.T) {
 	_, stdout, _ := runCmd(t, "help")

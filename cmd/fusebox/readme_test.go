@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -12,12 +13,39 @@ import (
 	"github.com/fusebox-dev/fusebox/internal/config"
 )
 
-// TestREADMEDocumentsEveryFlag: the README's "Command line" section has,
-// per command (and config subcommand, bench study), a table whose flags
-// are exactly those the command's -h lists, spelt --flag; and every
-// `fusebox CMD --flag` the README writes elsewhere is a flag CMD has.
+// The manual's pages these tests hold to the code (relative to this
+// package).
+const (
+	cliDoc     = "../../docs/cli.md"     // the flag tables
+	runningDoc = "../../docs/running.md" // the Collector section
+)
+
+// docsText is README.md and every page of docs/, concatenated: every
+// `fusebox CMD --flag` written anywhere in them must be a real flag.
+func docsText(t *testing.T) string {
+	t.Helper()
+	pages, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s strings.Builder
+	for _, p := range append([]string{"../../README.md"}, pages...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Write(b)
+		s.WriteString("\n")
+	}
+	return s.String()
+}
+
+// TestREADMEDocumentsEveryFlag: docs/cli.md has, per command (and config
+// subcommand, bench study), a table whose flags are exactly those the
+// command's -h lists, spelt --flag; and every `fusebox CMD --flag` the
+// README and docs/ write elsewhere is a flag CMD has.
 func TestREADMEDocumentsEveryFlag(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile(cliDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,10 +65,10 @@ func TestREADMEDocumentsEveryFlag(t *testing.T) {
 		// The command's table: from its heading, the usage line of its
 		// -h, to the next heading.
 		usage := strings.TrimPrefix(strings.SplitN(stdout, "\n", 2)[0], "Usage: ")
-		head := "\n#### `" + usage + "`\n"
+		head := "\n### `" + usage + "`\n"
 		i := strings.Index(readme, head)
 		if i < 0 {
-			t.Errorf("the README has no heading %q in its command-line reference", strings.TrimSpace(head))
+			t.Errorf("%s has no heading %q", cliDoc, strings.TrimSpace(head))
 			continue
 		}
 		loc := []int{i, i + len(head)}
@@ -54,41 +82,41 @@ func TestREADMEDocumentsEveryFlag(t *testing.T) {
 		}
 		for _, f := range all[name] {
 			if !slices.Contains(documented, f) {
-				t.Errorf("fusebox %s --%s is not in its README table", name, f)
+				t.Errorf("fusebox %s --%s is not in its table in %s", name, f, cliDoc)
 			}
 		}
 		for _, f := range documented {
 			if !slices.Contains(all[name], f) {
-				t.Errorf("the README's table of fusebox %s lists --%s, which it does not have", name, f)
+				t.Errorf("the table of fusebox %s in %s lists --%s, which it does not have", name, cliDoc, f)
 			}
 		}
 	}
-	// The README's invocations name real flags.
+	// The invocations of the README and docs/ name real flags.
 	inv := regexp.MustCompile("fusebox (run|demo|gen|calibrate|report|migrate|broker|config check|config diff|bench tail-accuracy|bench false-trips|bench sequential|bench loop)((?: [^`\\n]*)?)")
-	for _, m := range inv.FindAllStringSubmatch(readme, -1) {
+	for _, m := range inv.FindAllStringSubmatch(docsText(t), -1) {
 		for _, f := range regexp.MustCompile(`(?:^| )--([a-z0-9-]+)`).FindAllStringSubmatch(m[2], -1) {
 			if !slices.Contains(all[m[1]], f[1]) {
-				t.Errorf("the README writes %q: fusebox %s has no --%s", strings.TrimSpace(m[0]), m[1], f[1])
+				t.Errorf("the docs write %q: fusebox %s has no --%s", strings.TrimSpace(m[0]), m[1], f[1])
 			}
 		}
 	}
 }
 
-// TestREADMECollectorExporter: the README's Collector exporter settings
-// agree with what fusebox reads by default — the span topic, an encoding
-// it decodes, messages within its size limit, a SASL mechanism its client
-// has — and use the same keys as deploy/otel-collector.yaml (the compose
+// TestREADMECollectorExporter: the Collector exporter settings of
+// docs/running.md agree with what fusebox reads by default — the span
+// topic, an encoding it decodes, messages within its size limit, a SASL
+// mechanism its client has — and use the same keys as deploy/otel-collector.yaml (the compose
 // Collector, which deploy_test checks against the compose stack) where
 // both set one.
 func TestREADMECollectorExporter(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile(runningDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
-	i := strings.Index(s, "\n### An OpenTelemetry Collector outside compose\n")
+	i := strings.Index(s, "\n## An OpenTelemetry Collector outside compose\n")
 	if i < 0 {
-		t.Fatal("README.md has no Collector section")
+		t.Fatal(runningDoc + " has no Collector section")
 	}
 	s = s[i:]
 	j := strings.Index(s, "```yaml\n")
@@ -123,7 +151,7 @@ func TestREADMECollectorExporter(t *testing.T) {
 	}
 	block := []byte(s[j+8 : j+8+k])
 	if err := yaml.Unmarshal(block, &readme); err != nil {
-		t.Fatalf("the README's Collector config is not YAML: %v", err)
+		t.Fatalf("the Collector config of %s is not YAML: %v", runningDoc, err)
 	}
 	if err := yaml.Unmarshal(block, &typed); err != nil {
 		t.Fatal(err)
@@ -156,13 +184,13 @@ func TestREADMECollectorExporter(t *testing.T) {
 	}
 	for key, v := range compose.Exporters.Kafka {
 		if _, ok := readme.Exporters.Kafka[key]; !ok {
-			t.Errorf("deploy/otel-collector.yaml sets exporters.kafka.%s, the README's does not", key)
+			t.Errorf("deploy/otel-collector.yaml sets exporters.kafka.%s, the one in docs/running.md does not", key)
 		}
 		if sub, ok := v.(map[string]any); ok {
 			rsub, _ := readme.Exporters.Kafka[key].(map[string]any)
 			for sk := range sub {
 				if _, ok := rsub[sk]; !ok {
-					t.Errorf("deploy/otel-collector.yaml sets exporters.kafka.%s.%s, the README's does not", key, sk)
+					t.Errorf("deploy/otel-collector.yaml sets exporters.kafka.%s.%s, the one in docs/running.md does not", key, sk)
 				}
 			}
 		}

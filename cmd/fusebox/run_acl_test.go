@@ -17,18 +17,22 @@ import (
 	"github.com/fusebox-dev/fusebox/internal/sim/gen"
 )
 
-// readmeACLs parses the kafka-acls.sh lines of the README's Security
-// section into kfake ACLs per principal name.
+// securityDoc is the manual's page with the ACLs (relative to this
+// package).
+const securityDoc = "../../docs/security.md"
+
+// readmeACLs parses the kafka-acls.sh lines of the ACLs section of
+// securityDoc into kfake ACLs per principal name.
 func readmeACLs(t *testing.T) map[string][]kfake.ACL {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile(securityDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
-	i := strings.Index(s, "\n## Security\n")
+	i := strings.Index(s, "\n## ACLs\n")
 	if i < 0 {
-		t.Fatal("README.md has no Security section")
+		t.Fatal(securityDoc + " has no ACLs section")
 	}
 	s = s[i+1:]
 	if j := strings.Index(s[3:], "\n## "); j >= 0 {
@@ -58,7 +62,7 @@ func readmeACLs(t *testing.T) map[string][]kfake.ACL {
 				k++
 				op, ok := ops[f[k]]
 				if !ok {
-					t.Fatalf("README ACL line %q: unknown operation %s", line, f[k])
+					t.Fatalf("ACL line %q: unknown operation %s", line, f[k])
 				}
 				opl = append(opl, op)
 			case "--topic":
@@ -77,7 +81,7 @@ func readmeACLs(t *testing.T) map[string][]kfake.ACL {
 			}
 		}
 		if principal == "" || name == "" || len(opl) == 0 {
-			t.Fatalf("README ACL line %q: no principal, resource or operation", line)
+			t.Fatalf("ACL line %q: no principal, resource or operation", line)
 		}
 		for _, op := range opl {
 			out[principal] = append(out[principal], kfake.ACL{Resource: res, Name: name, Pattern: pattern, Operation: op, Allow: true})
@@ -85,7 +89,7 @@ func readmeACLs(t *testing.T) map[string][]kfake.ACL {
 	}
 	for _, p := range []string{"fusebox", "otel-collector", "app", "gateway"} {
 		if len(out[p]) == 0 {
-			t.Fatalf("the README's ACLs have no line for User:%s", p)
+			t.Fatalf("the ACLs of %s have no line for User:%s", securityDoc, p)
 		}
 	}
 	return out
@@ -112,7 +116,7 @@ func (p splitProducer) Flush(ctx context.Context) error {
 
 // TestRunWithTheREADMEACLs runs `fusebox run` on a broker that enforces
 // ACLs (kfake with SASL PLAIN), every principal holding exactly the
-// README's kafka-acls.sh lines: fusebox creates its topics, becomes ready,
+// kafka-acls.sh lines of docs/security.md: fusebox creates its topics, becomes ready,
 // and writes verdicts, fuse commands and a DLQ record with no sink error,
 // from spans the Collector's principal wrote and corrections the app's
 // principal wrote; the gateway's principal cannot write the fuse topic.
@@ -174,7 +178,7 @@ func TestRunWithTheREADMEACLs(t *testing.T) {
 			sumPrefix(m, "fusebox_dlq_records_total{") >= 1
 	})
 	if n := sumPrefix(m, "fusebox_sink_errors_total{"); n != 0 {
-		t.Errorf("%v sink errors with the README's ACLs", n)
+		t.Errorf("%v sink errors with the ACLs of docs/security.md", n)
 	}
 	if code, _ := get(t, "http://"+addr+"/readyz"); code != http.StatusOK {
 		t.Errorf("/readyz %d after the traffic", code)

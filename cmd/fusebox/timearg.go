@@ -9,7 +9,7 @@ import (
 
 // The time arguments of every command (report --from/--to, gen --start)
 // are read by parseTimeArg, and the lengths of time (calibrate --last) by
-// parseDays: one syntax everywhere, as the README's "Time arguments" says.
+// parseDays: one syntax everywhere, as docs/cli.md's "Time arguments" says.
 
 // parseTimeArg reads a point in time:
 //   - "now", or now plus or minus a duration: "now-1d", "now-90m",

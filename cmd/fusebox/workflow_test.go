@@ -13,7 +13,7 @@ import (
 	"github.com/fusebox-dev/fusebox/internal/testharness"
 )
 
-// TestReadmeWorkflowGenRunReport runs the README's workflow as written —
+// TestReadmeWorkflowGenRunReport runs the docs' workflow as written —
 // `fusebox run` with a ClickHouse sink, `fusebox gen --speedup N --scenario
 // examples/scenario.yaml` with its default start, then `fusebox report NAME
 // --to now` — and checks that the report shows the run's evaluations. It
@@ -47,7 +47,7 @@ func TestReadmeWorkflowGenRunReport(t *testing.T) {
 		t.Errorf("gen's event time ended at %s (%v); want it at the wall clock of gen's end", m[2], err)
 	}
 
-	// The report as the README shows it (the reports' own --from default,
+	// The report as docs/verdicts.md shows it (the reports' own --from default,
 	// now-24h, covers the run), polled until the sink has flushed.
 	args := append(append([]string{"report"}, chArgs(ch, db)...), "--to", "now", "--format", "csv", "slo_compliance_daily")
 	var rows []map[string]string

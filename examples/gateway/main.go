@@ -167,7 +167,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	for {
 		// Commands not applied, by reason, when that changes: while
 		// fusebox works through a backlog its older commands arrive
-		// already expired (see README, "The command clock").
+		// already expired (see docs/gateways.md, "The command clock").
 		if r := rejected(c.Stats()); r != lastRejected {
 			fmt.Fprintln(out, "not applied: "+r)
 			lastRejected = r

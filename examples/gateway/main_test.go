@@ -110,7 +110,7 @@ func TestGatewayRefusesWithoutKeys(t *testing.T) {
 // TestGatewayExampleShowsExpired: a command read from a backlog that
 // expired before the gateway read it is not applied and is shown as
 // such; the default keys are the generated traffic's (the latency-tail
-// incident's target), so the README's invocation decides for real keys.
+// incident's target), so the invocation of docs/gateways.md decides for real keys.
 func TestGatewayExampleShowsExpired(t *testing.T) {
 	k := testharness.StartKafka(t)
 	compact := "compact"

@@ -126,7 +126,8 @@ type Keys struct {
 	// per keyed partition: the per-dimension limits alone allow their
 	// product. New keys beyond it fold into the overflow key
 	// (__overflow__ in every dimension); known keys keep their state and
-	// verdicts. Default 2000 (see the README for the memory it bounds).
+	// verdicts. Default 2000 (docs/architecture.md, "Bounded memory", gives
+	// the memory it bounds).
 	MaxKeys int `yaml:"max_keys"`
 	// IdleTTL forgets a value unseen for this long (event time). Default 24h.
 	IdleTTL time.Duration `yaml:"idle_ttl"`

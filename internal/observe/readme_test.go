@@ -7,12 +7,16 @@ import (
 	"testing"
 )
 
-// TestREADMEMetricTableMatchesHelp checks the README's table of the fixed
+// metricsDoc is the manual's page with the table of the fixed metric
+// families (relative to this package).
+var metricsDoc = filepath.Join("..", "..", "docs", "operations.md")
+
+// TestREADMEMetricTableMatchesHelp checks the table of the fixed
 // metric families against Families: every family has one row, in order,
 // with its type, its labels and its HELP text word for word (the HELP is
-// what an operator sees in Prometheus; the README must not say otherwise).
+// what an operator sees in Prometheus; the manual must not say otherwise).
 func TestREADMEMetricTableMatchesHelp(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	b, err := os.ReadFile(metricsDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,7 +24,7 @@ func TestREADMEMetricTableMatchesHelp(t *testing.T) {
 	const header = "| metric | type | labels | HELP |\n|---|---|---|---|\n"
 	i := strings.Index(text, header)
 	if i < 0 {
-		t.Fatalf("README.md has no table headed %q", header)
+		t.Fatalf("%s has no table headed %q", metricsDoc, header)
 	}
 	body := text[i+len(header):]
 	if j := strings.Index(body, "\n\n"); j >= 0 {
@@ -29,7 +33,7 @@ func TestREADMEMetricTableMatchesHelp(t *testing.T) {
 	rows := strings.Split(strings.TrimSpace(body), "\n")
 	fams := Families()
 	if len(rows) != len(fams) {
-		t.Errorf("the README's table has %d rows, Families %d", len(rows), len(fams))
+		t.Errorf("the table of %s has %d rows, Families %d", metricsDoc, len(rows), len(fams))
 	}
 	for k, f := range fams {
 		labels := "—"
@@ -42,7 +46,7 @@ func TestREADMEMetricTableMatchesHelp(t *testing.T) {
 			continue
 		}
 		if rows[k] != want {
-			t.Errorf("README row %d:\n got %s\nwant %s", k+1, rows[k], want)
+			t.Errorf("%s row %d:\n got %s\nwant %s", metricsDoc, k+1, rows[k], want)
 		}
 	}
 }

@@ -25,7 +25,8 @@ func TestClickHouseQueryRoundTrip(t *testing.T) {
 	conn := ch.ConnDatabase(t, db)
 	ctx := context.Background()
 
-	// DDL that is valid on 18.16 and on current servers (DESIGN.md).
+	// DDL that is valid on 18.16 and on current servers (docs/testing.md,
+	// "ClickHouse 18.16 and current servers").
 	if err := conn.Exec(ctx, `CREATE TABLE spans (
 		ts DateTime, tenant String, latency_ms Float64, tokens UInt32
 	) ENGINE = MergeTree PARTITION BY toYYYYMM(ts) ORDER BY (tenant, ts)`); err != nil {

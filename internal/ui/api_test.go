@@ -217,7 +217,7 @@ func TestStoreBounds(t *testing.T) {
 // TestStoreMemoryBounded fills a store with the defaults far beyond its
 // bounds (every series with full drift and tail evidence, ids and details
 // as large as the processors write) and checks the heap it holds stays
-// under the README's figure.
+// under the figure of docs/running.md (the live page).
 func TestStoreMemoryBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fills 1.5 million points")

@@ -13,17 +13,21 @@ import (
 	"github.com/fusebox-dev/fusebox/sinks/jsonlsink"
 )
 
-// readmeSection returns the README's "## The JSONL file" section.
+// verdictsDoc is the manual's page with the JSONL section (relative to
+// this package).
+const verdictsDoc = "../../docs/verdicts.md"
+
+// readmeSection returns the "## The JSONL file" section of verdictsDoc.
 func readmeSection(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile(verdictsDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
 	i := strings.Index(s, "\n## The JSONL file\n")
 	if i < 0 {
-		t.Fatal(`README.md has no "## The JSONL file" section`)
+		t.Fatal(verdictsDoc + ` has no "## The JSONL file" section`)
 	}
 	s = s[i+1:]
 	if j := strings.Index(s[3:], "\n## "); j >= 0 {
@@ -32,7 +36,7 @@ func readmeSection(t *testing.T) string {
 	return s
 }
 
-// TestREADMEJSONLExample: the example lines of the README's JSONL section
+// TestREADMEJSONLExample: the example lines of the manual's JSONL section
 // decode with Read (one verdict, one fuse command), and a Sink given what
 // they decode to writes exactly those lines; every member of both objects
 // (and of key, target and reasons) is documented in the section's tables.
@@ -46,7 +50,7 @@ func TestREADMEJSONLExample(t *testing.T) {
 	example := sec[i+len("```jsonl\n") : i+1+j+1]
 	vs, cs, err := jsonlsink.Read([]byte(example))
 	if err != nil {
-		t.Fatalf("the README's example does not decode: %v", err)
+		t.Fatalf("the example of %s does not decode: %v", verdictsDoc, err)
 	}
 	if len(vs) != 1 || len(cs) != 1 {
 		t.Fatalf("the example holds %d verdicts and %d commands, want one of each", len(vs), len(cs))
@@ -67,7 +71,7 @@ func TestREADMEJSONLExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, []byte(example)) {
-		t.Errorf("the sink writes\n%s\nthe README shows\n%s", got, example)
+		t.Errorf("the sink writes\n%s\n%s shows\n%s", got, verdictsDoc, example)
 	}
 
 	// Every member is in a table row: "| `name`" or "`name`, `other`".
@@ -87,7 +91,7 @@ func TestREADMEJSONLExample(t *testing.T) {
 		for kind, obj := range outer {
 			for name, raw := range obj {
 				if !documented(name) {
-					t.Errorf("%s member %q is not documented in the README", kind, name)
+					t.Errorf("%s member %q is not documented in %s", kind, name, verdictsDoc)
 				}
 				if name == "key" || name == "target" {
 					var sub map[string]string

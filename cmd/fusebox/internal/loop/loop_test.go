@@ -87,7 +87,7 @@ func TestLoopCloses(t *testing.T) {
 			// Without the loop the users' tail stays over the budget;
 			// with it, it is back to the healthy model's (half-open probes
 			// are shadowed: the users get the fallback's answer). On an
-			// idle machine that is within the budget (README's table); the
+			// idle machine that is within the budget (the table of docs/gateways.md); the
 			// test asks for less than half of the tail without the loop,
 			// so that a loaded CI machine's scheduling delays, which both
 			// sides pay, do not decide it.
