@@ -64,7 +64,7 @@ func TestVectorsUpToDate(t *testing.T) {
 		}
 		got, err := os.ReadFile(path)
 		if err != nil {
-			t.Fatalf("%v (generate with go test ./fuse -run TestVectorsUpToDate -update)", err)
+			t.Fatalf("%v (generate with cd fuse && go test -run TestVectorsUpToDate -update .)", err)
 		}
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s differs from what package fuse produces now (rerun with -update only if the contract changed on purpose)", path)
