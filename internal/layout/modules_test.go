@@ -16,7 +16,7 @@ import (
 // root matches the packages of the root module only, never those of a
 // nested module, so without this test the fuse module's tests would not
 // run from the root. Each runs on its own go.mod (GOWORK=off: as a gateway
-// builds it), with -count=1 and -short when this test has -short.
+// builds it), with -count=1, and -short and -race when this test has them.
 //
 // It reads every file of the nested modules first, so that go test's
 // result cache (which records the files a test opens, not what its child
@@ -36,6 +36,9 @@ func TestNestedModules(t *testing.T) {
 			args := []string{"test", "-count=1"}
 			if testing.Short() {
 				args = append(args, "-short")
+			}
+			if raceBuild {
+				args = append(args, "-race")
 			}
 			args = append(args, "./...")
 			cmd := exec.Command(goTool(), args...)
