@@ -84,4 +84,13 @@
 // key (ErrNoSigningKey) unless AllowUnsigned is given (fusebox's
 // --insecure-unsigned); gateways accept unsigned commands only with
 // WithInsecureUnsigned.
+//
+// # Module
+//
+// Package fuse, fuse/fusehttp and fuse/fuseschema (the command, its Key and
+// codec: standard library only) are the module
+// github.com/fusebox-dev/fusebox/fuse, which requires franz-go and nothing
+// else (module_test.go keeps it so), so a gateway inherits none of
+// fusebox's own dependencies. fuse/kafkago, on segmentio/kafka-go, is a
+// module of its own.
 package fuse
