@@ -9,8 +9,12 @@
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 # Module downloads are cached in their own layer: they change less often
-# than the sources.
+# than the sources. The fuse module and its kafka-go adapter are modules of
+# their own that go.mod replaces with ./fuse and ./fuse/kafkago: their
+# go.mod files are part of the module graph.
 COPY go.mod go.sum ./
+COPY fuse/go.mod fuse/go.sum ./fuse/
+COPY fuse/kafkago/go.mod fuse/kafkago/go.sum ./fuse/kafkago/
 RUN go mod download
 COPY . .
 # CGO off: a static binary that needs no libc in the runtime image.

@@ -4,6 +4,8 @@ go 1.26.0
 
 require (
 	github.com/ClickHouse/clickhouse-go/v2 v2.51.0
+	github.com/fusebox-dev/fusebox/fuse v0.0.0
+	github.com/fusebox-dev/fusebox/fuse/kafkago v0.0.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.0
@@ -86,4 +88,12 @@ require (
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
+)
+
+// The fuse module (package fuse, fusehttp, fuseschema) and its kafka-go
+// adapter live in this repository: build them from here, also without the
+// workspace (GOWORK=off, the Dockerfile).
+replace (
+	github.com/fusebox-dev/fusebox/fuse => ./fuse
+	github.com/fusebox-dev/fusebox/fuse/kafkago => ./fuse/kafkago
 )

@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/fusebox-dev/fusebox/fuse"
+	"github.com/fusebox-dev/fusebox/fuse/fuseschema"
 	"github.com/fusebox-dev/fusebox/fuse/internal/fusetest"
-	"github.com/fusebox-dev/fusebox/schemas"
 )
 
 // TestACLsOnlyFuseboxWrites is the fuse topic's ACL set of docs/gateways.md
@@ -58,7 +58,7 @@ func TestACLsOnlyFuseboxWrites(t *testing.T) {
 		t.Fatalf("create topic as admin: %v", err)
 	}
 
-	cmd := fusetest.Sign(fusetest.Cmd(schemas.Key{Tenant: "t", Service: "s", Model: "m", Variant: "v"}, 1, schemas.ActionTrip, fusetest.T0, time.Hour), "k1")
+	cmd := fusetest.Sign(fusetest.Cmd(fuseschema.Key{Tenant: "t", Service: "s", Model: "m", Variant: "v"}, 1, fuseschema.ActionTrip, fusetest.T0, time.Hour), "k1")
 	rec := fusetest.Record(t, cmd)
 	rec.Topic = topic
 	if err := client(as("fusebox", "fusebox-secret")).ProduceSync(ctx, rec).FirstErr(); err != nil {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/fuse/fuseschema"
 )
 
 // DefaultTopic is the fuse topic fusebox writes.
@@ -78,11 +78,11 @@ type Client struct {
 	cfg config
 
 	mu    sync.RWMutex
-	state map[schemas.Key]schemas.FuseCommand
+	state map[fuseschema.Key]fuseschema.FuseCommand
 	// masks[m] counts the targets whose concrete (non-wildcard) dimensions
 	// are the bits of m; Decide looks up only the masks present.
 	masks    [16]int
-	handlers []func(old, new schemas.FuseCommand)
+	handlers []func(old, new fuseschema.FuseCommand)
 
 	running atomic.Bool
 	ready   chan struct{}
@@ -125,7 +125,7 @@ func NewClient(opts ...Opt) (*Client, error) {
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.DiscardHandler)
 	}
-	return &Client{cfg: cfg, state: map[schemas.Key]schemas.FuseCommand{}, ready: make(chan struct{})}, nil
+	return &Client{cfg: cfg, state: map[fuseschema.Key]fuseschema.FuseCommand{}, ready: make(chan struct{})}, nil
 }
 
 // Run opens the source (retrying every 1s to 30s while it fails), reads the
@@ -200,7 +200,7 @@ func (c *Client) handle(r *Record) {
 		c.reject(RejectMalformed, nil, errors.New("tombstone (fusebox never writes one)"))
 		return
 	}
-	cmd, err := schemas.DecodeFuseCommand(r.Value)
+	cmd, err := fuseschema.DecodeFuseCommand(r.Value)
 	if err != nil {
 		c.reject(RejectMalformed, nil, err)
 		return
@@ -223,7 +223,7 @@ func (c *Client) handle(r *Record) {
 	// The ordering contract (doc.go, Ordering): (issued-at, version); the
 	// held command stops counting once it has expired.
 	heldCounts := had && now.UnixNano() < old.ExpiresAtUnixNano
-	switch ord := schemas.CompareFuseOrder(&cmd, &old); {
+	switch ord := fuseschema.CompareFuseOrder(&cmd, &old); {
 	case had && ord == 0:
 		c.mu.Unlock()
 		c.reject(RejectDuplicate, &cmd, nil)
@@ -249,7 +249,7 @@ func (c *Client) handle(r *Record) {
 	}
 }
 
-func (c *Client) reject(reason RejectReason, cmd *schemas.FuseCommand, err error) {
+func (c *Client) reject(reason RejectReason, cmd *fuseschema.FuseCommand, err error) {
 	c.rejected[rejectIndex[reason]].Add(1)
 	level := slog.LevelWarn
 	if reason == RejectExpired || reason == RejectDuplicate {
@@ -308,7 +308,7 @@ func (c *Client) WaitReady(ctx context.Context) error {
 // runs on the Run goroutine, in topic order, during the catch-up too; it
 // must not block for long. Expiry does not call it (Decide and State
 // consult the clock).
-func (c *Client) OnChange(fn func(old, new schemas.FuseCommand)) {
+func (c *Client) OnChange(fn func(old, new fuseschema.FuseCommand)) {
 	c.mu.Lock()
 	c.handlers = append(slices.Clip(c.handlers), fn)
 	c.mu.Unlock()
@@ -316,30 +316,30 @@ func (c *Client) OnChange(fn func(old, new schemas.FuseCommand)) {
 
 // State returns the newest applied command of exactly this target, and
 // false when there is none or it has expired.
-func (c *Client) State(target schemas.Key) (schemas.FuseCommand, bool) {
+func (c *Client) State(target fuseschema.Key) (fuseschema.FuseCommand, bool) {
 	now := c.cfg.clock().UnixNano()
 	c.mu.RLock()
 	cmd, ok := c.state[target]
 	c.mu.RUnlock()
 	if !ok || now >= cmd.ExpiresAtUnixNano {
-		return schemas.FuseCommand{}, false
+		return fuseschema.FuseCommand{}, false
 	}
 	return cmd, true
 }
 
 // Snapshot returns the unexpired commands of every target, sorted by
 // target.
-func (c *Client) Snapshot() []schemas.FuseCommand {
+func (c *Client) Snapshot() []fuseschema.FuseCommand {
 	now := c.cfg.clock().UnixNano()
 	c.mu.RLock()
-	out := make([]schemas.FuseCommand, 0, len(c.state))
+	out := make([]fuseschema.FuseCommand, 0, len(c.state))
 	for _, cmd := range c.state {
 		if now < cmd.ExpiresAtUnixNano {
 			out = append(out, cmd)
 		}
 	}
 	c.mu.RUnlock()
-	slices.SortFunc(out, func(a, b schemas.FuseCommand) int { return strings.Compare(a.Target.String(), b.Target.String()) })
+	slices.SortFunc(out, func(a, b fuseschema.FuseCommand) int { return strings.Compare(a.Target.String(), b.Target.String()) })
 	return out
 }
 

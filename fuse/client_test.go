@@ -9,8 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fusebox-dev/fusebox/fuse"
+	"github.com/fusebox-dev/fusebox/fuse/fuseschema"
 	"github.com/fusebox-dev/fusebox/fuse/internal/fusetest"
-	"github.com/fusebox-dev/fusebox/schemas"
 )
 
 func kgoSource(brokers []string, topic string) fuse.Source {
@@ -42,7 +42,7 @@ func TestDefaultSourceAndMissingTopic(t *testing.T) {
 	if err := c.Run(ctx); !errors.Is(err, fuse.ErrAlreadyRunning) {
 		t.Fatalf("second Run: %v", err)
 	}
-	cmd := fusetest.Sign(fusetest.Cmd(schemas.Key{Tenant: "t", Service: "s", Model: "m", Variant: "v"}, 1, schemas.ActionTrip, fusetest.T0, time.Hour), "k1")
+	cmd := fusetest.Sign(fusetest.Cmd(fuseschema.Key{Tenant: "t", Service: "s", Model: "m", Variant: "v"}, 1, fuseschema.ActionTrip, fusetest.T0, time.Hour), "k1")
 	r := fusetest.Record(t, cmd)
 	r.Topic = "fuse.later"
 	k.Produce(t, r) // auto-creates the topic
@@ -73,10 +73,10 @@ func TestInsecureClient(t *testing.T) {
 	ring, _ := fuse.NewKeyring("", mustKey(t, "k1"))
 	g := fusetest.Start(t, kgoSource(k.Brokers, fusetest.Topic), fuse.WithInsecureUnsigned(), fuse.WithKeyring(ring),
 		fuse.WithClock(func() time.Time { return fusetest.T0 }))
-	a := schemas.Key{Tenant: "t", Service: "s", Model: "m", Variant: "v"}
-	forged := fusetest.Sign(fusetest.Cmd(a, 2, schemas.ActionClose, fusetest.T0, time.Hour), "k1")
+	a := fuseschema.Key{Tenant: "t", Service: "s", Model: "m", Variant: "v"}
+	forged := fusetest.Sign(fusetest.Cmd(a, 2, fuseschema.ActionClose, fusetest.T0, time.Hour), "k1")
 	forged.Level = 1
-	k.Produce(t, fusetest.Record(t, fusetest.Cmd(a, 1, schemas.ActionTrip, fusetest.T0, time.Hour)), fusetest.Record(t, forged))
+	k.Produce(t, fusetest.Record(t, fusetest.Cmd(a, 1, fuseschema.ActionTrip, fusetest.T0, time.Hour)), fusetest.Record(t, forged))
 	fusetest.Eventually(t, "both records", func() bool { return g.Stats().Records == 2 })
 	if st := g.Stats(); st.Applied != 1 || st.Rejected[fuse.RejectBadSignature] != 1 {
 		t.Fatalf("stats %+v", st)

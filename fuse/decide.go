@@ -4,7 +4,7 @@ import (
 	"math/bits"
 	"strings"
 
-	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/fuse/fuseschema"
 )
 
 // Outcome is what a gateway does with one request.
@@ -57,7 +57,7 @@ type Decision struct {
 	// Matched is false when no command in effect covers the key (then
 	// Outcome is Allow); Command is the command that decided.
 	Matched bool
-	Command schemas.FuseCommand
+	Command fuseschema.FuseCommand
 }
 
 // Admit resolves a Throttle or Probe decision for one request, given a
@@ -77,19 +77,19 @@ func (d Decision) Admit(u float64) Outcome {
 
 // decision maps a command in effect to a Decision; ok is false for
 // commands that do not change traffic (close, scale_out, closed state).
-func decision(c schemas.FuseCommand) (Decision, bool) {
-	if c.State == schemas.StateClosed {
+func decision(c fuseschema.FuseCommand) (Decision, bool) {
+	if c.State == fuseschema.StateClosed {
 		return Decision{}, false
 	}
-	d := Decision{Matched: true, Command: c, Probe: c.State == schemas.StateHalfOpen}
+	d := Decision{Matched: true, Command: c, Probe: c.State == fuseschema.StateHalfOpen}
 	switch c.Action {
-	case schemas.ActionTrip, schemas.ActionHalfOpen:
+	case fuseschema.ActionTrip, fuseschema.ActionHalfOpen:
 		d.Outcome = Reject
-	case schemas.ActionDegrade:
+	case fuseschema.ActionDegrade:
 		d.Outcome, d.Fallback = Degrade, c.Fallback
-	case schemas.ActionThrottle:
+	case fuseschema.ActionThrottle:
 		d.Outcome = Throttle
-	case schemas.ActionRollback:
+	case fuseschema.ActionRollback:
 		d.Outcome, d.Fallback = Rollback, c.Fallback
 	default: // close, scale_out: advisory, traffic unchanged
 		return Decision{}, false
@@ -101,19 +101,19 @@ func decision(c schemas.FuseCommand) (Decision, bool) {
 }
 
 // maskOf has bit i set when dimension i (tenant, service, model, variant)
-// of target is concrete, not schemas.Wildcard.
-func maskOf(t schemas.Key) uint8 {
+// of target is concrete, not fuseschema.Wildcard.
+func maskOf(t fuseschema.Key) uint8 {
 	var m uint8
 	for i, v := range [4]string{t.Tenant, t.Service, t.Model, t.Variant} {
-		if v != schemas.Wildcard {
+		if v != fuseschema.Wildcard {
 			m |= 1 << i
 		}
 	}
 	return m
 }
 
-func project(k schemas.Key, m uint8) schemas.Key {
-	t := schemas.Key{Tenant: schemas.Wildcard, Service: schemas.Wildcard, Model: schemas.Wildcard, Variant: schemas.Wildcard}
+func project(k fuseschema.Key, m uint8) fuseschema.Key {
+	t := fuseschema.Key{Tenant: fuseschema.Wildcard, Service: fuseschema.Wildcard, Model: fuseschema.Wildcard, Variant: fuseschema.Wildcard}
 	if m&1 != 0 {
 		t.Tenant = k.Tenant
 	}
@@ -159,7 +159,7 @@ var masksBySpecificity = func() [16]uint8 {
 // Rollback(Fallback); any of them in state half_open also sets Probe and
 // Fraction (the probe share). Decide is safe for concurrent use and
 // allocates nothing.
-func (c *Client) Decide(key schemas.Key) Decision {
+func (c *Client) Decide(key fuseschema.Key) Decision {
 	now := c.cfg.clock().UnixNano()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -192,11 +192,11 @@ func (c *Client) Decide(key schemas.Key) Decision {
 }
 
 // better orders two commands of equally specific targets.
-func better(a, b schemas.FuseCommand) bool {
+func better(a, b fuseschema.FuseCommand) bool {
 	if a.Level != b.Level {
 		return a.Level > b.Level
 	}
-	if o := schemas.CompareFuseOrder(&a, &b); o != 0 {
+	if o := fuseschema.CompareFuseOrder(&a, &b); o != 0 {
 		return o > 0
 	}
 	for _, p := range [4][2]string{{a.Target.Tenant, b.Target.Tenant}, {a.Target.Service, b.Target.Service},

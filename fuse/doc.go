@@ -3,9 +3,9 @@
 //
 // fusebox's breaker publishes one command per change of a target's state
 // to the compacted topic fusebox.fuse, keyed by target
-// (schemas.Key.String), valued by the canonical JSON of
-// schemas.FuseCommand (schemas/fuse_command.v1.schema.json), signed with
-// HMAC-SHA256.
+// (fuseschema.Key.String), valued by the canonical JSON of
+// fuseschema.FuseCommand (fuse/fuseschema/fuse_command.v1.schema.json),
+// signed with HMAC-SHA256.
 //
 // # Gateways
 //
@@ -22,7 +22,7 @@
 // either applied or rejected and counted by reason (Stats):
 //
 //   - malformed: not a valid command (strict decoding, see
-//     schemas.DecodeFuseCommand), or a tombstone;
+//     fuseschema.DecodeFuseCommand), or a tombstone;
 //   - unsigned, unknown_key, key_retired, bad_signature: the signature does
 //     not verify with the keyring at the client's clock;
 //   - duplicate, stale: the command is not after the one held for the
@@ -35,13 +35,13 @@
 // # Ordering
 //
 // A target's commands are ordered by (issued_at_unix_nano, version),
-// compared as integers, issued-at first (schemas.CompareFuseOrder). A
+// compared as integers, issued-at first (fuseschema.CompareFuseOrder). A
 // verified, unexpired command replaces the one held for its target when
 // it is after it, or when the held one has expired at the client's clock:
 // an expired command's version stops counting. So a command with version
 // 2^64−1 blocks no command issued after it, and once it expires none at
 // all; a running gateway never needs a restart to get unstuck. Both
-// fields are inside the signed canonical bytes (schemas.FuseCommand
+// fields are inside the signed canonical bytes (fuseschema.FuseCommand
 // canonical form: the record value without its final signature member),
 // so the ordering cannot be changed without the key. fusebox's commands
 // of a target are strictly increasing in this order, across restarts: see
@@ -84,4 +84,13 @@
 // key (ErrNoSigningKey) unless AllowUnsigned is given (fusebox's
 // --insecure-unsigned); gateways accept unsigned commands only with
 // WithInsecureUnsigned.
+//
+// # Module
+//
+// Package fuse, fuse/fusehttp and fuse/fuseschema (the command, its Key and
+// codec: standard library only) are the module
+// github.com/fusebox-dev/fusebox/fuse, which requires franz-go and nothing
+// else (module_test.go keeps it so), so a gateway inherits none of
+// fusebox's own dependencies. fuse/kafkago, on segmentio/kafka-go, is a
+// module of its own.
 package fuse

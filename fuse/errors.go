@@ -35,7 +35,7 @@ type RejectReason string
 
 const (
 	// RejectMalformed: the value is not a valid fuse command
-	// (schemas.DecodeFuseCommand failed), or it is a tombstone.
+	// (fuseschema.DecodeFuseCommand failed), or it is a tombstone.
 	RejectMalformed RejectReason = "malformed"
 	// RejectUnsigned: no key id or signature, on a client that is not
 	// insecure.

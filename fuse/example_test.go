@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fusebox-dev/fusebox/fuse"
-	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/fuse/fuseschema"
 )
 
 // A gateway follows the fuse topic and asks, per request, what to do. The
@@ -31,12 +31,12 @@ func ExampleClient() {
 
 	// fusebox's side: sign and publish a degrade command for one model.
 	signer, _ := fuse.NewSigner(ring)
-	cmd, _ := signer.Sign(schemas.FuseCommand{
-		Target: schemas.Key{Tenant: "*", Service: "chat", Model: "big", Variant: "*"},
-		Action: schemas.ActionDegrade, Level: 1, State: schemas.StateOpen, Version: 1,
+	cmd, _ := signer.Sign(fuseschema.FuseCommand{
+		Target: fuseschema.Key{Tenant: "*", Service: "chat", Model: "big", Variant: "*"},
+		Action: fuseschema.ActionDegrade, Level: 1, State: fuseschema.StateOpen, Version: 1,
 		IssuedAtUnixNano: now.UnixNano(), ExpiresAtUnixNano: now.Add(15 * time.Minute).UnixNano(),
 		Fallback: "small",
-		Reasons:  []schemas.Reason{{VerdictID: "7df3f31a542270fd0b8b05fa67947a57", Text: "tail breach"}},
+		Reasons:  []fuseschema.Reason{{VerdictID: "7df3f31a542270fd0b8b05fa67947a57", Text: "tail breach"}},
 	})
 	value, _ := cmd.MarshalJSON()
 	pub, _ := kgo.NewClient(kgo.SeedBrokers(brokers...))
@@ -55,7 +55,7 @@ func ExampleClient() {
 	if err := c.WaitReady(ctx); err != nil {
 		panic(err)
 	}
-	for _, k := range []schemas.Key{
+	for _, k := range []fuseschema.Key{
 		{Tenant: "acme", Service: "chat", Model: "big", Variant: "stable"},
 		{Tenant: "acme", Service: "chat", Model: "small", Variant: "stable"},
 	} {

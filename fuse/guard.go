@@ -9,13 +9,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/fuse/fuseschema"
 )
 
 // Verifier checks a command's signature at a time (Keyring.Verify, or
 // Signer.Verify for fusebox's own keys).
 type Verifier interface {
-	Verify(c *schemas.FuseCommand, now time.Time) error
+	Verify(c *fuseschema.FuseCommand, now time.Time) error
 }
 
 // Publisher writes one record to the fuse topic with the given key and
@@ -28,7 +28,7 @@ type Publisher func(ctx context.Context, key, value []byte) error
 // or re-publish an older (still unexpired) trip after a newer close, and
 // compaction would then keep the wrong record for every gateway that
 // starts later. The Guard keeps, per record key, the current command —
-// the latest in the ordering contract (schemas.CompareFuseOrder) among the
+// the latest in the ordering contract (fuseschema.CompareFuseOrder) among the
 // records that decode and verify with fusebox's keys — and whenever the
 // latest record of a key is anything else (a tombstone, garbage, an
 // unsigned or forged command, an older command), it re-publishes the
@@ -57,7 +57,7 @@ type Guard struct {
 }
 
 type guarded struct {
-	cmd    schemas.FuseCommand
+	cmd    fuseschema.FuseCommand
 	value  []byte
 	lastOK bool // the key's latest record is this command
 }
@@ -176,8 +176,8 @@ func (g *Guard) handle(r *Record) {
 		return
 	}
 	if r.Value != nil {
-		if cmd, err := schemas.DecodeFuseCommand(r.Value); err == nil && cmd.Target.String() == key &&
-			g.verify.Verify(&cmd, g.clock()) == nil && (!had || schemas.CompareFuseOrder(&cmd, &cur.cmd) > 0) {
+		if cmd, err := fuseschema.DecodeFuseCommand(r.Value); err == nil && cmd.Target.String() == key &&
+			g.verify.Verify(&cmd, g.clock()) == nil && (!had || fuseschema.CompareFuseOrder(&cmd, &cur.cmd) > 0) {
 			g.current[key] = guarded{cmd: cmd, value: bytes.Clone(r.Value), lastOK: true}
 			return
 		}
@@ -228,7 +228,7 @@ func (g *Guard) repair(ctx context.Context) {
 // Verify checks c as a gateway with the signer's keys would (Keyring.Verify
 // at now); an unsigned signer accepts only unsigned commands. fusebox's
 // Guard uses it to tell its own commands from anyone else's.
-func (s *Signer) Verify(c *schemas.FuseCommand, now time.Time) error {
+func (s *Signer) Verify(c *fuseschema.FuseCommand, now time.Time) error {
 	if s.ring == nil {
 		if c.KeyID == "" && c.Signature == "" {
 			return nil

@@ -9,8 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fusebox-dev/fusebox/fuse"
+	"github.com/fusebox-dev/fusebox/fuse/fuseschema"
 	"github.com/fusebox-dev/fusebox/fuse/internal/fusetest"
-	"github.com/fusebox-dev/fusebox/schemas"
 )
 
 // TestGuardUndoesCompactionAttacks is issue 12's attack on the compacted
@@ -40,11 +40,11 @@ func guardScenario(t *testing.T, withGuard bool) {
 		t.Fatal(err)
 	}
 	T0 := fusetest.T0
-	a := schemas.Key{Tenant: "acme", Service: "chat", Model: "big", Variant: "stable"}
-	b := schemas.Key{Tenant: "acme", Service: "search", Model: "tiny", Variant: "canary"}
-	aTrip := fusetest.Sign(fusetest.Cmd(a, 1, schemas.ActionTrip, T0, time.Hour), "k1")
-	bTrip := fusetest.Sign(fusetest.Cmd(b, 1, schemas.ActionTrip, T0, time.Hour), "k1")
-	bClose := fusetest.Sign(fusetest.Cmd(b, 2, schemas.ActionClose, T0.Add(time.Minute), time.Hour), "k1")
+	a := fuseschema.Key{Tenant: "acme", Service: "chat", Model: "big", Variant: "stable"}
+	b := fuseschema.Key{Tenant: "acme", Service: "search", Model: "tiny", Variant: "canary"}
+	aTrip := fusetest.Sign(fusetest.Cmd(a, 1, fuseschema.ActionTrip, T0, time.Hour), "k1")
+	bTrip := fusetest.Sign(fusetest.Cmd(b, 1, fuseschema.ActionTrip, T0, time.Hour), "k1")
+	bClose := fusetest.Sign(fusetest.Cmd(b, 2, fuseschema.ActionClose, T0.Add(time.Minute), time.Hour), "k1")
 
 	// fusebox's Guard follows the topic from the start, as `fusebox run`
 	// does (it re-publishes through the fuse sink's producer).
@@ -71,7 +71,7 @@ func guardScenario(t *testing.T, withGuard bool) {
 		t.Cleanup(func() { cancel(); <-done })
 		fusetest.Eventually(t, "the guard ready", guard.Ready)
 	}
-	for _, c := range []schemas.FuseCommand{aTrip, bTrip, bClose} {
+	for _, c := range []fuseschema.FuseCommand{aTrip, bTrip, bClose} {
 		k.Produce(t, fusetest.Record(t, c))
 	}
 	running := fusetest.Start(t, kgoSource(k.Brokers, fusetest.Topic), fuse.WithKeyring(ring), fuse.WithClock(clock.Now))
@@ -111,8 +111,8 @@ func guardScenario(t *testing.T, withGuard bool) {
 	// commands written after everything let compaction reach the records
 	// under test.
 	for i := 0; i < 12; i++ {
-		f := schemas.Key{Tenant: "filler", Service: "s", Model: "m", Variant: string(rune('a' + i))}
-		k.Produce(t, fusetest.Record(t, fusetest.Sign(fusetest.Cmd(f, 1, schemas.ActionClose, T0, time.Hour), "k1")))
+		f := fuseschema.Key{Tenant: "filler", Service: "s", Model: "m", Variant: string(rune('a' + i))}
+		k.Produce(t, fusetest.Record(t, fusetest.Sign(fusetest.Cmd(f, 1, fuseschema.ActionClose, T0, time.Hour), "k1")))
 	}
 	k.Cluster.Compact()
 	late := fusetest.Start(t, kgoSource(k.Brokers, fusetest.Topic), fuse.WithKeyring(ring), fuse.WithClock(clock.Now))
@@ -121,18 +121,18 @@ func guardScenario(t *testing.T, withGuard bool) {
 	if !withGuard {
 		// The attack works when nobody repairs: A is forgotten, B is
 		// tripped again by its old command.
-		if okA || !okB || cb.Version != 1 || cb.Action != schemas.ActionTrip {
+		if okA || !okB || cb.Version != 1 || cb.Action != fuseschema.ActionTrip {
 			t.Fatalf("without guard: late gateway has A %v, B v%d %s; the attack should show (A gone, B's old trip)", okA, cb.Version, cb.Action)
 		}
 		return
 	}
-	if !okA || ca.Version != 1 || ca.Action != schemas.ActionTrip || !okB || cb.Version != 2 || cb.Action != schemas.ActionClose {
+	if !okA || ca.Version != 1 || ca.Action != fuseschema.ActionTrip || !okB || cb.Version != 2 || cb.Action != fuseschema.ActionClose {
 		t.Fatalf("with guard: late gateway after compaction has A v%d %s (ok %v), B v%d %s (ok %v); want A v1 trip, B v2 close",
 			ca.Version, ca.Action, okA, cb.Version, cb.Action, okB)
 	}
 }
 
-func mustJSON(t *testing.T, c schemas.FuseCommand) []byte {
+func mustJSON(t *testing.T, c fuseschema.FuseCommand) []byte {
 	t.Helper()
 	v, err := c.MarshalJSON()
 	if err != nil {

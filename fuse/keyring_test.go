@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/fuse"
+	"github.com/fusebox-dev/fusebox/fuse/fuseschema"
 	"github.com/fusebox-dev/fusebox/fuse/internal/fusetest"
-	"github.com/fusebox-dev/fusebox/schemas"
 )
 
 var (
@@ -46,7 +46,7 @@ func TestParseKeyring(t *testing.T) {
 		t.Fatalf("active %s ids %v", r.Active(), r.IDs())
 	}
 	// Both secrets decode to what the test signer uses.
-	c := fusetest.Cmd(schemas.Key{Tenant: "t", Service: "s", Model: "m", Variant: "v"}, 1, schemas.ActionTrip, fusetest.T0, time.Hour)
+	c := fusetest.Cmd(fuseschema.Key{Tenant: "t", Service: "s", Model: "m", Variant: "v"}, 1, fuseschema.ActionTrip, fusetest.T0, time.Hour)
 	r2, _ := fuse.ParseKeyring("k1:" + hexSecret + ",k2:" + b64Secret)
 	for _, id := range []string{"k1", "k2"} {
 		signed := fusetest.Sign(c, id)
@@ -166,7 +166,7 @@ func TestSignAndVerify(t *testing.T) {
 		t.Fatalf("%v active %s", err, ring.Active())
 	}
 	ring, _ = fuse.NewKeyring("new", old, cur, twin)
-	c := fusetest.Cmd(schemas.Key{Tenant: "t", Service: "s", Model: "m", Variant: "v"}, 3, schemas.ActionDegrade, fusetest.T0, time.Hour)
+	c := fusetest.Cmd(fuseschema.Key{Tenant: "t", Service: "s", Model: "m", Variant: "v"}, 3, fuseschema.ActionDegrade, fusetest.T0, time.Hour)
 	signed, err := ring.Sign(c)
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +187,7 @@ func TestSignAndVerify(t *testing.T) {
 	unsigned := c
 	for _, tc := range []struct {
 		name string
-		c    schemas.FuseCommand
+		c    fuseschema.FuseCommand
 		now  time.Time
 		want error
 	}{
@@ -219,14 +219,14 @@ func TestSigner(t *testing.T) {
 	if err != nil || !s.Unsigned() || s.KeyID() != "" {
 		t.Fatalf("unsigned signer: %v", err)
 	}
-	c := fusetest.Sign(fusetest.Cmd(schemas.Key{Tenant: "t", Service: "s", Model: "m", Variant: "v"}, 1, schemas.ActionTrip, fusetest.T0, time.Hour), "x")
+	c := fusetest.Sign(fusetest.Cmd(fuseschema.Key{Tenant: "t", Service: "s", Model: "m", Variant: "v"}, 1, fuseschema.ActionTrip, fusetest.T0, time.Hour), "x")
 	got, err := s.Sign(c)
 	if err != nil || got.KeyID != "" || got.Signature != "" {
 		t.Fatalf("unsigned Sign: %+v %v", got, err)
 	}
 	ring, _ := fuse.ParseKeyring("k1:" + hexSecret)
 	s, _ = fuse.NewSigner(ring, fuse.AllowUnsigned())
-	cmds := []schemas.FuseCommand{c, c}
+	cmds := []fuseschema.FuseCommand{c, c}
 	if err := s.SignAll(cmds); err != nil || cmds[1].KeyID != "k1" || s.Unsigned() {
 		t.Fatalf("SignAll: %v", err)
 	}

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/fuse"
+	"github.com/fusebox-dev/fusebox/fuse/fuseschema"
 	"github.com/fusebox-dev/fusebox/fuse/internal/fusetest"
-	"github.com/fusebox-dev/fusebox/schemas"
 )
 
 // TestGatewayNeverStuck is issue 12's attack on a running gateway and on
@@ -22,13 +22,13 @@ func TestGatewayNeverStuck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := schemas.Key{Tenant: "t", Service: "s", Model: "m", Variant: "v"}
+	a := fuseschema.Key{Tenant: "t", Service: "s", Model: "m", Variant: "v"}
 	g := fusetest.Start(t, kgoSource(k.Brokers, fusetest.Topic), fuse.WithKeyring(ring), fuse.WithClock(clock.Now))
-	state := func() schemas.FuseCommand {
+	state := func() fuseschema.FuseCommand {
 		c, _ := g.State(a)
 		return c
 	}
-	send := func(c schemas.FuseCommand) {
+	send := func(c fuseschema.FuseCommand) {
 		t.Helper()
 		before := g.Stats().Records
 		k.Produce(t, fusetest.Record(t, fusetest.Sign(c, "k1")))
@@ -36,30 +36,30 @@ func TestGatewayNeverStuck(t *testing.T) {
 	}
 	T0 := fusetest.T0
 
-	huge := fusetest.Cmd(a, math.MaxUint64, schemas.ActionTrip, T0.Add(-time.Minute), 2*time.Minute)
+	huge := fusetest.Cmd(a, math.MaxUint64, fuseschema.ActionTrip, T0.Add(-time.Minute), 2*time.Minute)
 	send(huge)
 	if c := state(); c.Version != math.MaxUint64 {
 		t.Fatalf("the 2^64-1 command was not applied: %+v", c)
 	}
 	// Issued after it, with a small version: applied at once.
-	send(fusetest.Cmd(a, 5, schemas.ActionClose, T0, time.Hour))
-	if c := state(); c.Version != 5 || c.Action != schemas.ActionClose {
+	send(fusetest.Cmd(a, 5, fuseschema.ActionClose, T0, time.Hour))
+	if c := state(); c.Version != 5 || c.Action != fuseschema.ActionClose {
 		t.Fatalf("a later-issued command is blocked by version 2^64-1: held v%d %s", c.Version, c.Action)
 	}
 
 	// A 2^64-1 command issued ahead (e.g. by a fusebox whose event time
 	// ran ahead): while it holds, an earlier-issued command is stale ...
-	send(fusetest.Cmd(a, math.MaxUint64, schemas.ActionTrip, T0.Add(10*time.Minute), time.Minute))
+	send(fusetest.Cmd(a, math.MaxUint64, fuseschema.ActionTrip, T0.Add(10*time.Minute), time.Minute))
 	stale := g.Stats().Rejected[fuse.RejectStale]
-	send(fusetest.Cmd(a, 6, schemas.ActionDegrade, T0.Add(5*time.Minute), time.Hour))
+	send(fusetest.Cmd(a, 6, fuseschema.ActionDegrade, T0.Add(5*time.Minute), time.Hour))
 	if g.Stats().Rejected[fuse.RejectStale] != stale+1 || state().Version != math.MaxUint64 {
 		t.Fatalf("an earlier-issued command replaced an unexpired later one: held %+v", state())
 	}
 	// ... and once it expires it counts for nothing: the next command
 	// applies without a gateway restart.
 	clock.Set(T0.Add(12 * time.Minute))
-	send(fusetest.Cmd(a, 7, schemas.ActionDegrade, T0.Add(6*time.Minute), time.Hour))
-	if c := state(); c.Version != 7 || c.Action != schemas.ActionDegrade {
+	send(fusetest.Cmd(a, 7, fuseschema.ActionDegrade, T0.Add(6*time.Minute), time.Hour))
+	if c := state(); c.Version != 7 || c.Action != fuseschema.ActionDegrade {
 		t.Fatalf("running gateway stuck after the 2^64-1 command expired: held v%d %s", c.Version, c.Action)
 	}
 	if d := g.Decide(a); d.Outcome != fuse.Degrade {

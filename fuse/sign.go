@@ -8,12 +8,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/fuse/fuseschema"
 )
 
 // Signature is lower-case hex of HMAC-SHA256(secret, c.CanonicalBytes()),
-// where the canonical bytes (schemas/fuse_codec.go) include the key id.
-func signature(secret []byte, c *schemas.FuseCommand) (string, error) {
+// where the canonical bytes (fuseschema/codec.go) include the key id.
+func signature(secret []byte, c *fuseschema.FuseCommand) (string, error) {
 	msg, err := c.CanonicalBytes()
 	if err != nil {
 		return "", err
@@ -27,7 +27,7 @@ func signature(secret []byte, c *schemas.FuseCommand) (string, error) {
 // Signature to the HMAC. It fails with ErrKeyRetired when the active key's
 // not-after is before c's issued-at, and with the validation error when c
 // is not a valid command.
-func (r *Keyring) Sign(c schemas.FuseCommand) (schemas.FuseCommand, error) {
+func (r *Keyring) Sign(c fuseschema.FuseCommand) (fuseschema.FuseCommand, error) {
 	k := r.keys[r.active]
 	if !k.notAfter.IsZero() && time.Unix(0, c.IssuedAtUnixNano).After(k.notAfter) {
 		return c, fmt.Errorf("%w: active key %q not-after %s is before the command's issued-at", ErrKeyRetired, k.id, k.notAfter.UTC().Format(time.RFC3339))
@@ -44,7 +44,7 @@ func (r *Keyring) Sign(c schemas.FuseCommand) (schemas.FuseCommand, error) {
 // Verify checks c's signature with the key its KeyID names, at time now
 // (for the key's not-after). Errors wrap ErrUnsigned, ErrUnknownKey,
 // ErrKeyRetired or ErrBadSignature. The comparison is constant-time.
-func (r *Keyring) Verify(c *schemas.FuseCommand, now time.Time) error {
+func (r *Keyring) Verify(c *fuseschema.FuseCommand, now time.Time) error {
 	if c.KeyID == "" || c.Signature == "" {
 		return ErrUnsigned
 	}
@@ -114,7 +114,7 @@ func (s *Signer) KeyID() string {
 
 // Sign signs c (see Keyring.Sign); an unsigned signer clears KeyID and
 // Signature and only validates c.
-func (s *Signer) Sign(c schemas.FuseCommand) (schemas.FuseCommand, error) {
+func (s *Signer) Sign(c fuseschema.FuseCommand) (fuseschema.FuseCommand, error) {
 	if s.ring == nil {
 		c.KeyID, c.Signature = "", ""
 		return c, c.Validate()
@@ -123,7 +123,7 @@ func (s *Signer) Sign(c schemas.FuseCommand) (schemas.FuseCommand, error) {
 }
 
 // SignAll signs cmds in place, stopping at the first error.
-func (s *Signer) SignAll(cmds []schemas.FuseCommand) error {
+func (s *Signer) SignAll(cmds []fuseschema.FuseCommand) error {
 	for i := range cmds {
 		c, err := s.Sign(cmds[i])
 		if err != nil {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/fuse/fuseschema"
 )
 
 var updateVectors = flag.Bool("update", false, "rewrite testdata/vectors from the package's behaviour")
@@ -64,7 +64,7 @@ func TestVectorsUpToDate(t *testing.T) {
 		}
 		got, err := os.ReadFile(path)
 		if err != nil {
-			t.Fatalf("%v (generate with go test ./fuse -run TestVectorsUpToDate -update)", err)
+			t.Fatalf("%v (generate with cd fuse && go test -run TestVectorsUpToDate -update .)", err)
 		}
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s differs from what package fuse produces now (rerun with -update only if the contract changed on purpose)", path)
@@ -126,7 +126,7 @@ func keyIDs(ks []vecKey) []string {
 }
 
 // TestVectorsReplay reads the committed vectors and checks that package
-// fuse (and schemas) give exactly what they say, case by case.
+// fuse (and fuseschema) give exactly what they say, case by case.
 func TestVectorsReplay(t *testing.T) {
 	rings, kf := committedKeyrings(t)
 	for _, e := range kf.ParseErrors {
@@ -142,7 +142,7 @@ func TestVectorsReplay(t *testing.T) {
 		t.Fatalf("codec.json: %d commands, %d decode errors: too few", len(cf.Commands), len(cf.DecodeErrors))
 	}
 	for _, c := range cf.Commands {
-		d, err := schemas.DecodeFuseCommand(unhex(t, c.ValueHex))
+		d, err := fuseschema.DecodeFuseCommand(unhex(t, c.ValueHex))
 		if err != nil {
 			t.Errorf("%s: %v", c.Name, err)
 			continue
@@ -166,8 +166,8 @@ func TestVectorsReplay(t *testing.T) {
 		if e.Name == "too_large" {
 			v = tooLargeValue(t, cf)
 		}
-		_, err := schemas.DecodeFuseCommand(v)
-		var fe *schemas.FieldError
+		_, err := fuseschema.DecodeFuseCommand(v)
+		var fe *fuseschema.FieldError
 		if err == nil || err.Error() != e.Error || !errors.As(err, &fe) || fe.Field != e.Field {
 			t.Errorf("decode error %s: got %v, want %s", e.Name, err, e.Error)
 		}
@@ -176,7 +176,7 @@ func TestVectorsReplay(t *testing.T) {
 	var vf verifyFile
 	readVector(t, "verify.json", &vf)
 	for _, c := range vf.Cases {
-		d, err := schemas.DecodeFuseCommand(unhex(t, c.ValueHex))
+		d, err := fuseschema.DecodeFuseCommand(unhex(t, c.ValueHex))
 		if err != nil {
 			t.Fatalf("%s: %v", c.Name, err)
 		}
@@ -236,7 +236,7 @@ func TestVectorsReplay(t *testing.T) {
 func tooLargeValue(t *testing.T, cf codecFile) []byte {
 	t.Helper()
 	v := unhex(t, cf.Commands[0].ValueHex)
-	return append(append(v[:len(v)-1:len(v)-1], bytes.Repeat([]byte(" "), schemas.MaxFuseCommandBytes)...), '}')
+	return append(append(v[:len(v)-1:len(v)-1], bytes.Repeat([]byte(" "), fuseschema.MaxFuseCommandBytes)...), '}')
 }
 
 func compactJSON(t *testing.T, raw json.RawMessage) []byte {

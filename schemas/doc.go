@@ -4,6 +4,7 @@
 // events in OTLP spans and logs with the rules that make corrections of
 // them, the internal keyed-batch format between the router and the engine).
 //
-// It imports only the standard library and protowire, so every other package
-// may depend on it.
+// It imports only the standard library, protowire and the fuse module's
+// fuseschema (the fuse command, Key and the error kinds, which it
+// re-exports), so every other package may depend on it.
 package schemas

@@ -1,34 +1,33 @@
 package schemas
 
 import (
-	"errors"
 	"strconv"
+
+	"github.com/fusebox-dev/fusebox/fuse/fuseschema"
 )
 
 // FieldError says which field of a record is wrong and why. Decoders and
 // Validate methods return it (possibly wrapped, or several joined with
-// errors.Join) so that a dead-letter header can name the field.
-type FieldError struct {
-	// Field is the path of the offending field, e.g. "spans[3].end_time" or
-	// "trace_id".
-	Field string
-	// Reason says what is wrong, in words an operator can act on.
-	Reason string
-}
+// errors.Join) so that a dead-letter header can name the field. It is
+// fuseschema.FieldError, so that the fuse command's errors and this
+// package's are one type.
+type FieldError = fuseschema.FieldError
 
-func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
-
-// ErrMalformed is wrapped by every error that means the bytes of a record
-// could not be decoded at all (truncated protobuf, broken JSON, wrong wire
-// type). Such a record is permanently bad: retrying cannot help.
-var ErrMalformed = errors.New("malformed record")
-
-// ErrInvalid is wrapped by every error that means a record decoded but broke
-// a rule (negative duration, missing model, unknown correction kind).
-var ErrInvalid = errors.New("invalid record")
-
-// ErrTooLarge is wrapped when a record exceeds a configured Limit.
-var ErrTooLarge = errors.New("record exceeds limit")
+// The error kinds, the same values as fuseschema's (errors.Is matches a
+// fuse command's errors and every other record's alike).
+var (
+	// ErrMalformed is wrapped by every error that means the bytes of a
+	// record could not be decoded at all (truncated protobuf, broken JSON,
+	// wrong wire type). Such a record is permanently bad: retrying cannot
+	// help.
+	ErrMalformed = fuseschema.ErrMalformed
+	// ErrInvalid is wrapped by every error that means a record decoded but
+	// broke a rule (negative duration, missing model, unknown correction
+	// kind).
+	ErrInvalid = fuseschema.ErrInvalid
+	// ErrTooLarge is wrapped when a record exceeds a configured Limit.
+	ErrTooLarge = fuseschema.ErrTooLarge
+)
 
 // invalid builds a FieldError wrapped in ErrInvalid.
 func invalid(field, reason string) error {

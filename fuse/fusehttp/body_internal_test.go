@@ -9,12 +9,12 @@ import (
 	"testing"
 
 	"github.com/fusebox-dev/fusebox/fuse"
-	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/fuse/fuseschema"
 )
 
 type noCommands struct{}
 
-func (noCommands) Decide(schemas.Key) fuse.Decision { return fuse.Decision{} }
+func (noCommands) Decide(fuseschema.Key) fuse.Decision { return fuse.Decision{} }
 
 // An empty chunked POST (ContentLength -1, no data) reaches the handler
 // behind with a readable empty body: readBody read and closed the

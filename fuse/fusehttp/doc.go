@@ -66,5 +66,5 @@
 // interface (WithMetrics): Counters is a ready implementation serving the
 // Prometheus text format (metric fusebox_gateway_requests_total, label
 // decision); a Prometheus CounterVec takes a two-line adapter. The package
-// imports nothing of fusebox but fuse and schemas.
+// imports nothing of fusebox but fuse and fuseschema (the fuse module).
 package fusehttp

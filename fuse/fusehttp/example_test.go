@@ -19,7 +19,7 @@ import (
 
 	"github.com/fusebox-dev/fusebox/fuse"
 	"github.com/fusebox-dev/fusebox/fuse/fusehttp"
-	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/fuse/fuseschema"
 )
 
 // A proxy in front of an OpenAI-compatible provider degrades the model
@@ -33,11 +33,11 @@ func ExampleNew() {
 
 	signer, _ := fuse.NewSigner(ring)
 	now := time.Now()
-	cmd, _ := signer.Sign(schemas.FuseCommand{
-		Target: schemas.Key{Tenant: "*", Service: "chat", Model: "big", Variant: "*"},
-		Action: schemas.ActionDegrade, Level: 1, State: schemas.StateOpen, Version: 1, Fallback: "small",
+	cmd, _ := signer.Sign(fuseschema.FuseCommand{
+		Target: fuseschema.Key{Tenant: "*", Service: "chat", Model: "big", Variant: "*"},
+		Action: fuseschema.ActionDegrade, Level: 1, State: fuseschema.StateOpen, Version: 1, Fallback: "small",
 		IssuedAtUnixNano: now.UnixNano(), ExpiresAtUnixNano: now.Add(15 * time.Minute).UnixNano(),
-		Reasons: []schemas.Reason{{VerdictID: "7df3f31a542270fd0b8b05fa67947a57", Text: "tail breach"}},
+		Reasons: []fuseschema.Reason{{VerdictID: "7df3f31a542270fd0b8b05fa67947a57", Text: "tail breach"}},
 	})
 	value, _ := cmd.MarshalJSON()
 	producer, _ := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...))
@@ -60,7 +60,7 @@ func ExampleNew() {
 	u, _ := url.Parse(provider.URL)
 	var counts fusehttp.Counters
 	mw, err := fusehttp.New(client, fusehttp.WithMetrics(&counts),
-		fusehttp.WithDefaultKey(schemas.Key{Tenant: "acme", Service: "chat", Variant: "baseline"}))
+		fusehttp.WithDefaultKey(fuseschema.Key{Tenant: "acme", Service: "chat", Variant: "baseline"}))
 	if err != nil {
 		panic(err)
 	}

@@ -16,8 +16,8 @@ import (
 
 	"github.com/fusebox-dev/fusebox/fuse"
 	"github.com/fusebox-dev/fusebox/fuse/fusehttp"
+	"github.com/fusebox-dev/fusebox/fuse/fuseschema"
 	"github.com/fusebox-dev/fusebox/fuse/internal/fusetest"
-	"github.com/fusebox-dev/fusebox/schemas"
 )
 
 // env is a kfake broker with the fuse topic, a real fuse.Client following
@@ -52,7 +52,7 @@ func newEnvClock(t *testing.T, clock func() time.Time) *env {
 
 // publish signs cmd with k1, publishes it as fusebox does, and waits until
 // the client applied it.
-func (e *env) publish(t *testing.T, cmd schemas.FuseCommand) schemas.FuseCommand {
+func (e *env) publish(t *testing.T, cmd fuseschema.FuseCommand) fuseschema.FuseCommand {
 	t.Helper()
 	cmd = fusetest.Sign(cmd, "k1")
 	before := e.gw.Stats().Applied
@@ -62,7 +62,7 @@ func (e *env) publish(t *testing.T, cmd schemas.FuseCommand) schemas.FuseCommand
 }
 
 // command builds a command for target issued now with ttl.
-func (e *env) command(target schemas.Key, action schemas.Action, ttl time.Duration) schemas.FuseCommand {
+func (e *env) command(target fuseschema.Key, action fuseschema.Action, ttl time.Duration) fuseschema.FuseCommand {
 	c := fusetest.Cmd(target, e.next, action, time.Now(), ttl)
 	e.next++
 	return c
@@ -140,7 +140,7 @@ func (u *upstream) last(t *testing.T) seen {
 }
 
 // chat is a chat-completions request for model with the key headers.
-func chat(model string, key schemas.Key, extra map[string]any) *http.Request {
+func chat(model string, key fuseschema.Key, extra map[string]any) *http.Request {
 	body := map[string]any{"model": model, "messages": []any{map[string]any{"role": "user", "content": "héllo \u2603"}}, "temperature": 0.25}
 	for k, v := range extra {
 		body[k] = v

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/fuse"
-	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/fuse/fuseschema"
 )
 
 // Middleware applies fuse decisions to OpenAI-compatible requests. Build it
@@ -68,8 +68,8 @@ func New(d Decider, opts ...Option) (*Middleware, error) {
 // as sent: the fallback model after a degrade) and Requested (as asked).
 type Applied struct {
 	Label     Label
-	Requested schemas.Key
-	Key       schemas.Key
+	Requested fuseschema.Key
+	Key       fuseschema.Key
 	Decision  fuse.Decision
 }
 
@@ -238,7 +238,7 @@ func (m *Middleware) readBody(r *http.Request) ([]byte, error) {
 
 // key builds the request key: the callback, else headers over the
 // defaults, the model from its header or the body's "model".
-func (m *Middleware) key(r *http.Request, body []byte) (schemas.Key, error) {
+func (m *Middleware) key(r *http.Request, body []byte) (fuseschema.Key, error) {
 	if m.cfg.keyFunc != nil {
 		return m.cfg.keyFunc(r, body)
 	}
@@ -343,6 +343,6 @@ func writeError(w http.ResponseWriter, status, retryAfter int, msg, typ, code st
 	w.Write(append(out, '\n'))
 }
 
-func show(k schemas.Key) string {
+func show(k fuseschema.Key) string {
 	return k.Tenant + "/" + k.Service + "/" + k.Model + "/" + k.Variant
 }

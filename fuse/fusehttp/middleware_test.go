@@ -14,13 +14,13 @@ import (
 
 	"github.com/fusebox-dev/fusebox/fuse"
 	"github.com/fusebox-dev/fusebox/fuse/fusehttp"
-	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/fuse/fuseschema"
 )
 
 var (
-	acme   = schemas.Key{Tenant: "acme", Service: "chat", Variant: "baseline"}
-	canary = schemas.Key{Tenant: "acme", Service: "chat", Variant: "canary"}
-	bigAll = schemas.Key{Tenant: "*", Service: "chat", Model: "big", Variant: "*"}
+	acme   = fuseschema.Key{Tenant: "acme", Service: "chat", Variant: "baseline"}
+	canary = fuseschema.Key{Tenant: "acme", Service: "chat", Variant: "canary"}
+	bigAll = fuseschema.Key{Tenant: "*", Service: "chat", Model: "big", Variant: "*"}
 )
 
 func TestNoCommandPassesUnchanged(t *testing.T) {
@@ -47,7 +47,7 @@ func TestNoCommandPassesUnchanged(t *testing.T) {
 func TestDegradeRewritesTheModel(t *testing.T) {
 	e := newEnv(t)
 	h, c := e.handler(t)
-	e.publish(t, e.command(bigAll, schemas.ActionDegrade, time.Hour)) // fallback "small"
+	e.publish(t, e.command(bigAll, fuseschema.ActionDegrade, time.Hour)) // fallback "small"
 	for _, path := range []string{"/v1/chat/completions", "/v1/responses", "/v1/embeddings"} {
 		r := chat("big", acme, map[string]any{"user": "u-1", "n": 2})
 		r.URL.Path = path
@@ -82,7 +82,7 @@ func TestDegradeRewritesTheModel(t *testing.T) {
 func TestTripRejectsWithRetryAfter(t *testing.T) {
 	e := newEnv(t)
 	h, c := e.handler(t)
-	cmd := e.publish(t, e.command(bigAll, schemas.ActionTrip, 90*time.Second))
+	cmd := e.publish(t, e.command(bigAll, fuseschema.ActionTrip, 90*time.Second))
 	w := do(h, chat("big", acme, nil))
 	if w.Code != http.StatusServiceUnavailable {
 		t.Fatalf("status %d, want 503", w.Code)
@@ -101,7 +101,7 @@ func TestTripRejectsWithRetryAfter(t *testing.T) {
 	}
 
 	// With a failover the request goes to another model instead.
-	hf, cf := e.handler(t, fusehttp.WithFailover(func(k schemas.Key, d fuse.Decision) string {
+	hf, cf := e.handler(t, fusehttp.WithFailover(func(k fuseschema.Key, d fuse.Decision) string {
 		if d.Command.Level >= 2 {
 			return "other"
 		}
@@ -117,7 +117,7 @@ func TestTripRejectsWithRetryAfter(t *testing.T) {
 
 // admitted sends n requests (request ids from id, "" for none) and counts
 // the statuses.
-func admitted(h http.Handler, n int, key schemas.Key, id func(i int) string) map[int]int {
+func admitted(h http.Handler, n int, key fuseschema.Key, id func(i int) string) map[int]int {
 	out := map[int]int{}
 	for i := 0; i < n; i++ {
 		r := chat("big", key, nil)
@@ -132,7 +132,7 @@ func admitted(h http.Handler, n int, key schemas.Key, id func(i int) string) map
 func TestThrottleRefusesTheFraction(t *testing.T) {
 	e := newEnv(t)
 	h, c := e.handler(t)
-	e.publish(t, e.command(bigAll, schemas.ActionThrottle, time.Hour)) // admit 0.5
+	e.publish(t, e.command(bigAll, fuseschema.ActionThrottle, time.Hour)) // admit 0.5
 	// Without request ids: the low-discrepancy sequence admits the
 	// fraction to within one request.
 	got := admitted(h, 400, acme, func(int) string { return "" })
@@ -179,7 +179,7 @@ func TestThrottleRefusesTheFraction(t *testing.T) {
 func TestHalfOpenAdmitsTheProbeFraction(t *testing.T) {
 	e := newEnv(t)
 	h, c := e.handler(t)
-	e.publish(t, e.command(bigAll, schemas.ActionHalfOpen, time.Hour)) // probe 0.1
+	e.publish(t, e.command(bigAll, fuseschema.ActionHalfOpen, time.Hour)) // probe 0.1
 	got := admitted(h, 500, acme, func(int) string { return "" })
 	if got[200] < 49 || got[200] > 51 || got[503] != 500-got[200] {
 		t.Fatalf("statuses %v, want 50 ±1 probes of 500, the rest 503", got)
@@ -193,9 +193,9 @@ func TestHalfOpenAdmitsTheProbeFraction(t *testing.T) {
 		}
 	}
 	// A degrade in half-open: the probes go as asked, the rest degrade.
-	e.publish(t, func() schemas.FuseCommand {
-		d := e.command(bigAll, schemas.ActionDegrade, time.Hour)
-		d.State, d.ThrottleFraction = schemas.StateHalfOpen, 0.25
+	e.publish(t, func() fuseschema.FuseCommand {
+		d := e.command(bigAll, fuseschema.ActionDegrade, time.Hour)
+		d.State, d.ThrottleFraction = fuseschema.StateHalfOpen, 0.25
 		return d
 	}())
 	before := len(e.up.requests())
@@ -211,8 +211,8 @@ func TestHalfOpenAdmitsTheProbeFraction(t *testing.T) {
 
 func TestRollbackRoutesToTheBaseline(t *testing.T) {
 	e := newEnv(t)
-	target := schemas.Key{Tenant: "acme", Service: "chat", Model: "big", Variant: "canary"}
-	e.publish(t, e.command(target, schemas.ActionRollback, time.Hour)) // no fallback: the gateway's baseline
+	target := fuseschema.Key{Tenant: "acme", Service: "chat", Model: "big", Variant: "canary"}
+	e.publish(t, e.command(target, fuseschema.ActionRollback, time.Hour)) // no fallback: the gateway's baseline
 	h, c := e.handler(t, fusehttp.WithBaseline("stable"), fusehttp.WithRollbackModel(func(model, base string) string {
 		return model + "-" + base
 	}))
@@ -227,7 +227,7 @@ func TestRollbackRoutesToTheBaseline(t *testing.T) {
 		t.Fatalf("baseline request changed: %q %q", s.Header.Get("X-Fusebox-Variant"), s.Model)
 	}
 	// A command naming the baseline wins over the gateway's default.
-	named := e.command(target, schemas.ActionRollback, time.Hour)
+	named := e.command(target, fuseschema.ActionRollback, time.Hour)
 	named.Fallback = "baseline-2"
 	e.publish(t, named)
 	do(h, chat("big", canary, nil))
@@ -236,8 +236,8 @@ func TestRollbackRoutesToTheBaseline(t *testing.T) {
 	}
 	// A canary known from the defaults alone (no variant header) gets the
 	// header set for the upstream.
-	hd, _ := e.handler(t, fusehttp.WithDefaultKey(schemas.Key{Tenant: "acme", Service: "chat", Variant: "canary"}))
-	r := chat("big", schemas.Key{}, nil)
+	hd, _ := e.handler(t, fusehttp.WithDefaultKey(fuseschema.Key{Tenant: "acme", Service: "chat", Variant: "canary"}))
+	r := chat("big", fuseschema.Key{}, nil)
 	r.Header.Del("X-Fusebox-Variant")
 	do(hd, r)
 	if s := e.up.last(t); s.Header.Get("X-Fusebox-Variant") != "baseline-2" {
@@ -256,7 +256,7 @@ func TestExpiredCommandFailsOpen(t *testing.T) {
 	var skip atomic.Int64
 	e := newEnvClock(t, func() time.Time { return time.Now().Add(time.Duration(skip.Load())) })
 	h, _ := e.handler(t)
-	e.publish(t, e.command(bigAll, schemas.ActionTrip, time.Minute))
+	e.publish(t, e.command(bigAll, fuseschema.ActionTrip, time.Minute))
 	if w := do(h, chat("big", acme, nil)); w.Code != 503 {
 		t.Fatalf("status %d while the trip is in effect", w.Code)
 	}
@@ -294,23 +294,23 @@ func TestBodyOverTheLimitIs413(t *testing.T) {
 
 func TestKeySources(t *testing.T) {
 	e := newEnv(t)
-	e.publish(t, e.command(schemas.Key{Tenant: "globex", Service: "search", Model: "big", Variant: "baseline"}, schemas.ActionTrip, time.Hour))
+	e.publish(t, e.command(fuseschema.Key{Tenant: "globex", Service: "search", Model: "big", Variant: "baseline"}, fuseschema.ActionTrip, time.Hour))
 	// Defaults fill the dimensions without headers; the model header wins
 	// over the body.
-	h, c := e.handler(t, fusehttp.WithDefaultKey(schemas.Key{Tenant: "globex", Service: "search", Variant: "baseline"}))
-	r := chat("other", schemas.Key{}, nil)
+	h, c := e.handler(t, fusehttp.WithDefaultKey(fuseschema.Key{Tenant: "globex", Service: "search", Variant: "baseline"}))
+	r := chat("other", fuseschema.Key{}, nil)
 	r.Header.Set("X-Fusebox-Model", "big")
 	if w := do(h, r); w.Code != 503 {
 		t.Fatalf("defaults + model header: %d, want 503", w.Code)
 	}
 	// A callback.
-	hk, _ := e.handler(t, fusehttp.WithKeyFunc(func(r *http.Request, body []byte) (schemas.Key, error) {
+	hk, _ := e.handler(t, fusehttp.WithKeyFunc(func(r *http.Request, body []byte) (fuseschema.Key, error) {
 		if !bytes.Contains(body, []byte(`"model":"big"`)) {
-			return schemas.Key{}, errors.New("no")
+			return fuseschema.Key{}, errors.New("no")
 		}
-		return schemas.Key{Tenant: r.URL.Query().Get("t"), Service: "search", Model: "big", Variant: "baseline"}, nil
+		return fuseschema.Key{Tenant: r.URL.Query().Get("t"), Service: "search", Model: "big", Variant: "baseline"}, nil
 	}))
-	r = chat("big", schemas.Key{}, nil)
+	r = chat("big", fuseschema.Key{}, nil)
 	r.URL.RawQuery = "t=globex"
 	if w := do(hk, r); w.Code != 503 {
 		t.Fatalf("key callback: %d, want 503", w.Code)
@@ -360,7 +360,7 @@ func TestOptionsAreValidated(t *testing.T) {
 // fakeless is a Decider for option validation only (no request is served).
 type fakeless struct{}
 
-func (fakeless) Decide(schemas.Key) fuse.Decision { return fuse.Decision{} }
+func (fakeless) Decide(fuseschema.Key) fuse.Decision { return fuse.Decision{} }
 
 func TestCountersExposition(t *testing.T) {
 	var c fusehttp.Counters

@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/fuse"
-	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/fuse/fuseschema"
 )
 
 // Decider answers what to do with a request key: *fuse.Client.
 type Decider interface {
-	Decide(key schemas.Key) fuse.Decision
+	Decide(key fuseschema.Key) fuse.Decision
 }
 
 // Headers names the request headers the key's dimensions are read from;
@@ -48,7 +48,7 @@ const (
 // KeyFunc builds a request's key from the request and its body (nil when
 // the body was not read: a GET, or an empty body). An error makes the
 // middleware pass the request as asked and count it DecisionUnkeyed.
-type KeyFunc func(r *http.Request, body []byte) (schemas.Key, error)
+type KeyFunc func(r *http.Request, body []byte) (fuseschema.Key, error)
 
 // Option configures New.
 type Option interface{ apply(*config) }
@@ -59,7 +59,7 @@ func (f option) apply(c *config) { f(c) }
 
 type config struct {
 	headers    Headers
-	defaults   schemas.Key
+	defaults   fuseschema.Key
 	keyFunc    KeyFunc
 	paths      map[string]bool
 	maxBody    int64
@@ -67,7 +67,7 @@ type config struct {
 	sampler    func(*http.Request) float64
 	baseline   string
 	rollbackTo func(model, baseline string) string
-	failover   func(key schemas.Key, d fuse.Decision) string
+	failover   func(key fuseschema.Key, d fuse.Decision) string
 	metrics    Metrics
 	clock      func() time.Time
 	errs       []string
@@ -80,7 +80,7 @@ func WithHeaders(h Headers) Option { return option(func(c *config) { c.headers =
 // WithDefaultKey gives each dimension's value when its header is absent
 // (a gateway serving one tenant or one service sets them here). The model
 // default applies when neither the header nor the body names one.
-func WithDefaultKey(k schemas.Key) Option { return option(func(c *config) { c.defaults = k }) }
+func WithDefaultKey(k fuseschema.Key) Option { return option(func(c *config) { c.defaults = k }) }
 
 // WithKeyFunc replaces header and body extraction by fn. The body is still
 // read (up to WithMaxBodyBytes) so degrade can rewrite it.
@@ -165,7 +165,7 @@ func WithRollbackModel(fn func(model, baseline string) string) Option {
 // WithFailover makes a reject (a trip, or the non-probe share of a
 // half-open target) fail over instead of answering 503: fn returns the
 // model to send the request to ("" answers 503 after all).
-func WithFailover(fn func(key schemas.Key, d fuse.Decision) string) Option {
+func WithFailover(fn func(key fuseschema.Key, d fuse.Decision) string) Option {
 	return option(func(c *config) { c.failover = fn })
 }
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/fuse/fuseschema"
 )
 
 // A streamed (SSE) response passes through the middleware and the proxy
@@ -20,7 +20,7 @@ import (
 // holding the rest back, waiting for the client to have read it.
 func TestStreamingPassesThroughUnbuffered(t *testing.T) {
 	e := newEnv(t)
-	e.publish(t, e.command(bigAll, schemas.ActionDegrade, time.Hour)) // big → small
+	e.publish(t, e.command(bigAll, fuseschema.ActionDegrade, time.Hour)) // big → small
 	firstRead := make(chan struct{})
 	var finished, waitedOut atomic.Bool
 	e.up.mu.Lock()

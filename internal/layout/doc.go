@@ -1,4 +1,6 @@
 // Package layout holds no code: its tests check that the module's
 // dependencies point down, the way docs/architecture.md ("The layers")
-// says, and that every relative link of README.md and docs/ resolves.
+// says, that every relative link of README.md and docs/ resolves, and
+// run the tests of the repository's other Go modules (fuse,
+// fuse/kafkago), which `go test ./...` at the root does not match.
 package layout

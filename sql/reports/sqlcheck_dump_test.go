@@ -19,11 +19,12 @@ import (
 
 // envSQLCheckDump names the file TestDumpForCurrentEngine writes: the
 // migrations, the sample rows and every report's result on this test's
-// ClickHouse (18.16 here), which python/fusebox_sqlcheck replays on a
-// current engine (chDB) and compares. scripts/test sets it.
+// ClickHouse (18.16 here), which testing/sqlcheck/fusebox_sqlcheck replays
+// on a current engine (chDB) and compares. scripts/test sets it.
 const envSQLCheckDump = "FUSEBOX_SQLCHECK_DUMP"
 
-// sqlcheckDump is the file's layout (python/fusebox_sqlcheck/dump.py reads it).
+// sqlcheckDump is the file's layout (testing/sqlcheck/fusebox_sqlcheck/dump.py
+// reads it).
 type sqlcheckDump struct {
 	Server        string               `json:"server"`
 	RetentionDays int                  `json:"default_retention_days"`

@@ -19,7 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fusebox-dev/fusebox/fuse"
-	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/fuse/fuseschema"
 )
 
 // NewSource builds the source under test for topic on brokers.
@@ -46,7 +46,7 @@ func Secret(id string) []byte {
 
 // Sign is the test publisher's own signer: HMAC-SHA256 over the canonical
 // bytes, lower-case hex.
-func Sign(c schemas.FuseCommand, keyID string) schemas.FuseCommand {
+func Sign(c fuseschema.FuseCommand, keyID string) fuseschema.FuseCommand {
 	c.KeyID, c.Signature = keyID, ""
 	msg, err := c.CanonicalBytes()
 	if err != nil {
@@ -59,32 +59,32 @@ func Sign(c schemas.FuseCommand, keyID string) schemas.FuseCommand {
 }
 
 // Cmd builds a valid unsigned command for target.
-func Cmd(target schemas.Key, version uint64, action schemas.Action, issued time.Time, ttl time.Duration) schemas.FuseCommand {
-	c := schemas.FuseCommand{
+func Cmd(target fuseschema.Key, version uint64, action fuseschema.Action, issued time.Time, ttl time.Duration) fuseschema.FuseCommand {
+	c := fuseschema.FuseCommand{
 		Target: target, Action: action, Version: version,
 		IssuedAtUnixNano: issued.UnixNano(), ExpiresAtUnixNano: issued.Add(ttl).UnixNano(),
-		Reasons:        []schemas.Reason{{VerdictID: "verdict-" + target.Model, Text: "test"}},
+		Reasons:        []fuseschema.Reason{{VerdictID: "verdict-" + target.Model, Text: "test"}},
 		CorrelationIDs: []string{"incident-1"},
 	}
 	switch action {
-	case schemas.ActionTrip:
-		c.Level, c.State = 2, schemas.StateOpen
-	case schemas.ActionHalfOpen:
-		c.Level, c.State, c.ThrottleFraction = 2, schemas.StateHalfOpen, 0.1
-	case schemas.ActionDegrade:
-		c.Level, c.State, c.Fallback = 1, schemas.StateOpen, "small"
-	case schemas.ActionThrottle:
-		c.Level, c.State, c.ThrottleFraction = 1, schemas.StateOpen, 0.5
-	case schemas.ActionClose:
-		c.State = schemas.StateClosed
+	case fuseschema.ActionTrip:
+		c.Level, c.State = 2, fuseschema.StateOpen
+	case fuseschema.ActionHalfOpen:
+		c.Level, c.State, c.ThrottleFraction = 2, fuseschema.StateHalfOpen, 0.1
+	case fuseschema.ActionDegrade:
+		c.Level, c.State, c.Fallback = 1, fuseschema.StateOpen, "small"
+	case fuseschema.ActionThrottle:
+		c.Level, c.State, c.ThrottleFraction = 1, fuseschema.StateOpen, 0.5
+	case fuseschema.ActionClose:
+		c.State = fuseschema.StateClosed
 	default:
-		c.Level, c.State = 1, schemas.StateOpen
+		c.Level, c.State = 1, fuseschema.StateOpen
 	}
 	return c
 }
 
 // Record encodes c as fusebox writes it: key = target, value = canonical JSON.
-func Record(t testing.TB, c schemas.FuseCommand) *kgo.Record {
+func Record(t testing.TB, c fuseschema.FuseCommand) *kgo.Record {
 	t.Helper()
 	v, err := c.MarshalJSON()
 	if err != nil {
@@ -105,7 +105,7 @@ func Setup(t testing.TB) *Kafka {
 type Gateway struct {
 	*fuse.Client
 	mu      sync.Mutex
-	Changes [][2]schemas.FuseCommand
+	Changes [][2]fuseschema.FuseCommand
 	done    chan error
 }
 
@@ -118,9 +118,9 @@ func Start(t testing.TB, src fuse.Source, opts ...fuse.Opt) *Gateway {
 		t.Fatalf("NewClient: %v", err)
 	}
 	g := &Gateway{Client: c, done: make(chan error, 1)}
-	c.OnChange(func(old, new schemas.FuseCommand) {
+	c.OnChange(func(old, new fuseschema.FuseCommand) {
 		g.mu.Lock()
-		g.Changes = append(g.Changes, [2]schemas.FuseCommand{old, new})
+		g.Changes = append(g.Changes, [2]fuseschema.FuseCommand{old, new})
 		g.mu.Unlock()
 	})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -145,10 +145,10 @@ func Start(t testing.TB, src fuse.Source, opts ...fuse.Opt) *Gateway {
 }
 
 // ChangesSeen returns a copy of the OnChange calls so far.
-func (g *Gateway) ChangesSeen() [][2]schemas.FuseCommand {
+func (g *Gateway) ChangesSeen() [][2]fuseschema.FuseCommand {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return append([][2]schemas.FuseCommand(nil), g.Changes...)
+	return append([][2]fuseschema.FuseCommand(nil), g.Changes...)
 }
 
 // Eventually polls cond every 10ms for up to 30s.
@@ -164,12 +164,12 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 }
 
 var (
-	targetA = schemas.Key{Tenant: "acme", Service: "chat", Model: "big", Variant: "stable"}
-	targetB = schemas.Key{Tenant: "*", Service: "chat", Model: "medium", Variant: "*"}
-	targetC = schemas.Key{Tenant: "acme", Service: "search", Model: "tiny", Variant: "canary"}
+	targetA = fuseschema.Key{Tenant: "acme", Service: "chat", Model: "big", Variant: "stable"}
+	targetB = fuseschema.Key{Tenant: "*", Service: "chat", Model: "medium", Variant: "*"}
+	targetC = fuseschema.Key{Tenant: "acme", Service: "search", Model: "tiny", Variant: "canary"}
 )
 
-func mustState(t testing.TB, g *Gateway, target schemas.Key, version uint64, action schemas.Action) {
+func mustState(t testing.TB, g *Gateway, target fuseschema.Key, version uint64, action fuseschema.Action) {
 	t.Helper()
 	c, ok := g.State(target)
 	if !ok || c.Version != version || c.Action != action {
@@ -191,13 +191,13 @@ func RunCore(t *testing.T, newSource NewSource) {
 	// Before the gateway starts: a history per target.
 	var early []*kgo.Record
 	for v := uint64(1); v <= 4; v++ {
-		a := []schemas.Action{schemas.ActionTrip, schemas.ActionHalfOpen, schemas.ActionTrip, schemas.ActionDegrade}[v-1]
+		a := []fuseschema.Action{fuseschema.ActionTrip, fuseschema.ActionHalfOpen, fuseschema.ActionTrip, fuseschema.ActionDegrade}[v-1]
 		early = append(early, Record(t, Sign(Cmd(targetA, v, a, issued, ttl), "k1")))
 	}
 	early = append(early,
-		Record(t, Sign(Cmd(targetB, 7, schemas.ActionThrottle, issued, ttl), "k1")),
-		Record(t, Sign(Cmd(targetC, 1, schemas.ActionTrip, issued.Add(-3*time.Hour), ttl), "k1")), // long expired
-		Record(t, Sign(Cmd(targetC, 2, schemas.ActionTrip, issued, ttl), "k1")),
+		Record(t, Sign(Cmd(targetB, 7, fuseschema.ActionThrottle, issued, ttl), "k1")),
+		Record(t, Sign(Cmd(targetC, 1, fuseschema.ActionTrip, issued.Add(-3*time.Hour), ttl), "k1")), // long expired
+		Record(t, Sign(Cmd(targetC, 2, fuseschema.ActionTrip, issued, ttl), "k1")),
 	)
 	for _, r := range early {
 		k.Produce(t, r) // one batch each, so compaction has work to do
@@ -215,13 +215,13 @@ func RunCore(t *testing.T, newSource NewSource) {
 	if !g.Ready() {
 		t.Fatalf("not Ready after WaitReady")
 	}
-	mustState(t, g, targetA, 4, schemas.ActionDegrade)
-	mustState(t, g, targetB, 7, schemas.ActionThrottle)
-	mustState(t, g, targetC, 2, schemas.ActionTrip)
+	mustState(t, g, targetA, 4, fuseschema.ActionDegrade)
+	mustState(t, g, targetB, 7, fuseschema.ActionThrottle)
+	mustState(t, g, targetC, 2, fuseschema.ActionTrip)
 	if snap := g.Snapshot(); len(snap) != 3 {
 		t.Fatalf("Snapshot has %d targets, want 3", len(snap))
 	}
-	if d := g.Decide(schemas.Key{Tenant: "acme", Service: "chat", Model: "big", Variant: "stable"}); d.Outcome != fuse.Degrade || d.Fallback != "small" {
+	if d := g.Decide(fuseschema.Key{Tenant: "acme", Service: "chat", Model: "big", Variant: "stable"}); d.Outcome != fuse.Degrade || d.Fallback != "small" {
 		t.Fatalf("Decide(A) = %v %q, want degrade to small", d.Outcome, d.Fallback)
 	}
 	base := g.Stats()
@@ -230,15 +230,15 @@ func RunCore(t *testing.T, newSource NewSource) {
 	}
 
 	// While following: every kind of bad command, then a good one.
-	valid5 := Sign(Cmd(targetA, 5, schemas.ActionHalfOpen, T0, ttl), "k1")
+	valid5 := Sign(Cmd(targetA, 5, fuseschema.ActionHalfOpen, T0, ttl), "k1")
 	forged := valid5
-	forged.Action = schemas.ActionClose // content changed after signing
-	forged.State, forged.Level, forged.ThrottleFraction = schemas.StateClosed, 0, 0
-	replayed := Sign(Cmd(targetA, 4, schemas.ActionDegrade, issued, ttl), "k1")
-	reordered := Sign(Cmd(targetA, 2, schemas.ActionHalfOpen, issued, ttl), "k1")
-	expired := Sign(Cmd(targetB, 8, schemas.ActionTrip, T0.Add(-2*time.Hour), ttl), "k1")
-	unknown := Sign(Cmd(targetA, 5, schemas.ActionClose, T0, ttl), "k9")
-	unsigned := Cmd(targetA, 5, schemas.ActionClose, T0, ttl)
+	forged.Action = fuseschema.ActionClose // content changed after signing
+	forged.State, forged.Level, forged.ThrottleFraction = fuseschema.StateClosed, 0, 0
+	replayed := Sign(Cmd(targetA, 4, fuseschema.ActionDegrade, issued, ttl), "k1")
+	reordered := Sign(Cmd(targetA, 2, fuseschema.ActionHalfOpen, issued, ttl), "k1")
+	expired := Sign(Cmd(targetB, 8, fuseschema.ActionTrip, T0.Add(-2*time.Hour), ttl), "k1")
+	unknown := Sign(Cmd(targetA, 5, fuseschema.ActionClose, T0, ttl), "k9")
+	unsigned := Cmd(targetA, 5, fuseschema.ActionClose, T0, ttl)
 	garbage := &kgo.Record{Topic: Topic, Key: []byte(targetA.String()), Value: []byte(`{"schema":"fusebox.fuse_command.v1"}`)}
 	k.Produce(t, Record(t, forged), Record(t, replayed), Record(t, reordered), Record(t, expired),
 		Record(t, unknown), Record(t, unsigned), garbage, Record(t, valid5))
@@ -257,8 +257,8 @@ func RunCore(t *testing.T, newSource NewSource) {
 	if st.Applied != base.Applied+1 {
 		t.Fatalf("applied %d live commands, want 1", st.Applied-base.Applied)
 	}
-	mustState(t, g, targetA, 5, schemas.ActionHalfOpen)
-	mustState(t, g, targetB, 7, schemas.ActionThrottle)
+	mustState(t, g, targetA, 5, fuseschema.ActionHalfOpen)
+	mustState(t, g, targetB, 7, fuseschema.ActionThrottle)
 	ch := g.ChangesSeen()
 	last := ch[len(ch)-1]
 	if last[0].Version != 4 || last[1].Version != 5 || last[1].Target != targetA {
@@ -293,22 +293,22 @@ func RunRotation(t *testing.T, newSource NewSource) {
 	g := Start(t, newSource(k.Brokers, Topic), fuse.WithKeyring(ring), fuse.WithClock(clock.Now))
 	const ttl = 24 * time.Hour
 
-	k.Produce(t, Record(t, Sign(Cmd(targetA, 1, schemas.ActionTrip, T0, ttl), "old")))
-	k.Produce(t, Record(t, Sign(Cmd(targetA, 2, schemas.ActionHalfOpen, T0, ttl), "new")))
-	k.Produce(t, Record(t, Sign(Cmd(targetB, 1, schemas.ActionTrip, T0, ttl), "old")))
+	k.Produce(t, Record(t, Sign(Cmd(targetA, 1, fuseschema.ActionTrip, T0, ttl), "old")))
+	k.Produce(t, Record(t, Sign(Cmd(targetA, 2, fuseschema.ActionHalfOpen, T0, ttl), "new")))
+	k.Produce(t, Record(t, Sign(Cmd(targetB, 1, fuseschema.ActionTrip, T0, ttl), "old")))
 	Eventually(t, "the overlap commands", func() bool { return g.Stats().Applied == 3 })
-	mustState(t, g, targetA, 2, schemas.ActionHalfOpen)
+	mustState(t, g, targetA, 2, fuseschema.ActionHalfOpen)
 
 	clock.Set(retire.Add(time.Second))
-	k.Produce(t, Record(t, Sign(Cmd(targetB, 2, schemas.ActionClose, retire, ttl), "old")))
-	k.Produce(t, Record(t, Sign(Cmd(targetA, 3, schemas.ActionClose, retire, ttl), "new")))
+	k.Produce(t, Record(t, Sign(Cmd(targetB, 2, fuseschema.ActionClose, retire, ttl), "old")))
+	k.Produce(t, Record(t, Sign(Cmd(targetA, 3, fuseschema.ActionClose, retire, ttl), "new")))
 	Eventually(t, "the post-retirement commands", func() bool { return g.Stats().Records == 5 })
 	st := g.Stats()
 	if st.Rejected[fuse.RejectKeyRetired] != 1 || st.Applied != 4 {
 		t.Fatalf("after retirement: key_retired %d applied %d, want 1 and 4", st.Rejected[fuse.RejectKeyRetired], st.Applied)
 	}
-	mustState(t, g, targetB, 1, schemas.ActionTrip)
-	mustState(t, g, targetA, 3, schemas.ActionClose)
+	mustState(t, g, targetB, 1, fuseschema.ActionTrip)
+	mustState(t, g, targetA, 3, fuseschema.ActionClose)
 }
 
 func mustKey(t testing.TB, id string, notAfter time.Time) fuse.Key {
@@ -321,7 +321,7 @@ func mustKey(t testing.TB, id string, notAfter time.Time) fuse.Key {
 }
 
 // SameBytes reports whether the package signer and the test signer agree.
-func SameBytes(a, b schemas.FuseCommand) error {
+func SameBytes(a, b fuseschema.FuseCommand) error {
 	x, err := a.MarshalJSON()
 	if err != nil {
 		return err

@@ -11,9 +11,8 @@ import (
 )
 
 // Kafka is a kfake cluster listening on a free loopback port. The fuse
-// package starts its own rather than the product's test harness so that it
-// depends on nothing of fusebox but schemas (and could be a module of its
-// own).
+// package starts its own rather than the product's test harness so that the
+// fuse module depends on nothing of the fusebox module.
 type Kafka struct {
 	Cluster *kfake.Cluster
 	// Brokers are the seed addresses, "127.0.0.1:PORT".

@@ -1,4 +1,4 @@
-package schemas
+package fuseschema
 
 import (
 	"math"
@@ -8,7 +8,7 @@ import (
 
 // The canonical JSON form of a FuseCommand (fusebox.fuse_command.v1), as
 // written to the fuse topic, signed, and described by
-// schemas/fuse_command.v1.schema.json. It is defined byte for byte:
+// fuse_command.v1.schema.json (in this package). It is defined byte for byte:
 //
 //	{"schema":"fusebox.fuse_command.v1",
 //	 "target":{"tenant":S,"service":S,"model":S,"variant":S},
@@ -290,7 +290,7 @@ func appendCanonicalFloat(b []byte, f float64) []byte {
 	if f == 0 {
 		return append(b, '0')
 	}
-	return AppendJSONFloat(b, f)
+	return appendJSONFloat(b, f)
 }
 
 // appendCanonicalString writes s quoted and escaped as encoding/json does
@@ -346,3 +346,29 @@ func appendCanonicalString(b []byte, s string) []byte {
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+// appendJSONFloat appends f as encoding/json does: the shortest decimal that
+// round-trips, in exponent form below 1e-6 and from 1e21 on. f is finite
+// (the caller validated it). It is the rule of schemas.AppendJSONFloat in
+// the fusebox module, kept here so that this package needs only the
+// standard library.
+func appendJSONFloat(b []byte, f float64) []byte {
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// Turn e-09 into e-9, as encoding/json does.
+		n := len(b)
+		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+// lowerHex is the digits of \u00XX escapes (lower case, as encoding/json).
+const lowerHex = "0123456789abcdef"

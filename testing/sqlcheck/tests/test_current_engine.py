@@ -11,7 +11,7 @@ import pytest
 from fusebox_sqlcheck import Engine, Replay, compare_tables, load_dump, replay
 from fusebox_sqlcheck.dump import Dump
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DUMP = Path(os.environ.get("FUSEBOX_SQLCHECK_DUMP", ROOT / ".cache" / "sqlcheck" / "clickhouse-18.16.json"))
 
 

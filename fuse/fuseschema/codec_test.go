@@ -1,9 +1,10 @@
-package schemas
+package fuseschema
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"testing"
 	"unicode/utf8"
 )
+
+var update = flag.Bool("update", false, "rewrite testdata/fuse_command.golden")
 
 // sampleCommands are the commands of the golden file: a signed trip with
 // strings that exercise every escape, an unsigned half-open throttle with a

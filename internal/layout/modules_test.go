@@ -1,0 +1,104 @@
+package layout
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// TestNestedModules runs the Go tests of every other module of the
+// repository (fuse/go.mod, fuse/kafkago/go.mod): `go test ./...` at the
+// root matches the packages of the root module only, never those of a
+// nested module, so without this test the fuse module's tests would not
+// run from the root. Each runs on its own go.mod (GOWORK=off: as a gateway
+// builds it), with -count=1, and -short and -race when this test has them.
+//
+// It reads every file of the nested modules first, so that go test's
+// result cache (which records the files a test opens, not what its child
+// processes read) reruns it when one of them changes.
+func TestNestedModules(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mods := nestedModules(t, root)
+	if len(mods) == 0 {
+		t.Fatal("no nested go.mod found: the test runs nothing")
+	}
+	for _, dir := range mods {
+		rel, _ := filepath.Rel(root, dir)
+		t.Run(filepath.ToSlash(rel), func(t *testing.T) {
+			args := []string{"test", "-count=1"}
+			if testing.Short() {
+				args = append(args, "-short")
+			}
+			if raceBuild {
+				args = append(args, "-race")
+			}
+			args = append(args, "./...")
+			cmd := exec.Command(goTool(), args...)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "GOWORK=off")
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("go test ./... in %s: %v\n%s", rel, err, out.Bytes())
+			}
+			t.Logf("go test ./... in %s:\n%s", rel, out.Bytes())
+		})
+	}
+}
+
+// nestedModules returns the directories below root holding a go.mod (dot
+// directories aside, and testdata outside them), reading every file of
+// those modules on the way (see TestNestedModules).
+func nestedModules(t *testing.T, root string) []string {
+	t.Helper()
+	var mods []string
+	inModule := map[string]bool{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path == root {
+				return nil
+			}
+			if strings.HasPrefix(d.Name(), ".") {
+				return fs.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+				mods = append(mods, path)
+				inModule[path] = true
+			} else if inModule[filepath.Dir(path)] {
+				inModule[path] = true // testdata included: the tests read it
+			} else if d.Name() == "testdata" || d.Name() == "node_modules" {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if inModule[filepath.Dir(path)] {
+			if _, err := os.ReadFile(path); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mods
+}
+
+// goTool is the go command of the toolchain running the tests.
+func goTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
+}
