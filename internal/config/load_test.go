@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -170,23 +171,13 @@ func TestSLOHashBytesUnchanged(t *testing.T) {
 	var legacy []legacySLO
 	for _, s := range f.SLOs {
 		l := legacySLO{Name: s.Name, Match: s.Match}
+		// The legacy field of the section's kind: "Tail" for tail, ...
 		sec, _ := s.Processor()
-		switch c := sec.Config.(type) {
-		case *tail.Config:
-			l.Tail = c
-		case *drift.Config:
-			l.Drift = c
-		case *decay.Config:
-			l.Decay = c
-		case *scaling.Config:
-			l.Scaling = c
-		case *corrections.Config:
-			l.Corrections = c
-		case *burnrate.Config:
-			l.Burnrate = c
-		default:
-			t.Fatalf("slo %s: section %T", s.Name, sec.Config)
+		f := reflect.ValueOf(&l).Elem().FieldByName(strings.ToUpper(sec.Kind.Name[:1]) + sec.Kind.Name[1:])
+		if !f.IsValid() {
+			t.Fatalf("slo %s: the legacy struct has no field for %s", s.Name, sec.Kind.Name)
 		}
+		f.Set(reflect.ValueOf(sec.Config))
 		legacy = append(legacy, l)
 	}
 	want, err := json.Marshal(legacy)
