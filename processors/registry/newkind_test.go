@@ -81,6 +81,18 @@ func TestAddingAKindIsOneLine(t *testing.T) {
 	if _, ok := registry.Lookup(counter.Name); ok {
 		t.Error("registry.With changed the shipped list")
 	}
+	// Adding the kind keeps the config version (every verdict id) of a
+	// file without it; a file with it hashes its section.
+	shipped, err := config.Load("../../examples/fusebox.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if with, err := loader.Load("../../examples/fusebox.yaml"); err != nil || with.Version != shipped.Version {
+		t.Errorf("the example's version %s with the counter kind, %s without (%v)", with.Version, shipped.Version, err)
+	}
+	if g, err := loader.Parse("counter.yaml", []byte(strings.Replace(counterFile, "limit: 30", "limit: 31", 1))); err != nil || g.Version == f.Version {
+		t.Errorf("the counter's limit is not in the config version (%v)", err)
+	}
 
 	// The engine: ten minutes of one call a second on two keys.
 	var recs []engine.KeyedRecord
