@@ -2,6 +2,7 @@ package processors
 
 import (
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -78,11 +79,15 @@ type KindFuncs[C any, P Processor] struct {
 
 // NewKind adapts a processor package's typed functions to a Kind. C is the
 // package's Config struct, whose pointer implements Config, P its
-// processor type; PC is *C (inferred).
+// processor type; PC is *C (inferred). It panics when name is empty or a
+// required field of f is nil (a programming error in the kind's package).
 func NewKind[C any, P Processor, PC interface {
 	*C
 	Config
 }](name string, f KindFuncs[C, P]) Kind {
+	if name == "" || f.Default == nil || f.Sample == nil || f.New == nil || f.Every == nil || f.Metrics == nil || f.Summary == nil || f.StateShape == nil {
+		panic("processors: NewKind(" + strconv.Quote(name) + "): a name or a required KindFuncs field is missing")
+	}
 	return Kind{
 		Name:    name,
 		Default: func() Config { c := f.Default(); return PC(&c) },
