@@ -134,7 +134,7 @@ func TestGoldenIncidentsAllProcessors(t *testing.T) {
 func driftConsecutive(t *testing.T, f *config.File) int {
 	t.Helper()
 	for _, s := range f.SLOs {
-		if sec, _ := s.Processor(); sec.Kind.Name == drift.ProcessorName {
+		if sec, _ := s.Processor(); sec.Kind.Name == drift.Name {
 			return sec.Config.(*drift.Config).Consecutive
 		}
 	}

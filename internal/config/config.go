@@ -12,9 +12,10 @@ package config
 import (
 	"time"
 
+	"github.com/fusebox-dev/fusebox/processors"
 	"github.com/fusebox-dev/fusebox/processors/effect"
-	"github.com/fusebox-dev/fusebox/processors/registry"
 	"github.com/fusebox-dev/fusebox/schemas"
+	"go.yaml.in/yaml/v3"
 )
 
 // File is the whole SLO file.
@@ -174,16 +175,19 @@ type SLO struct {
 	// Match restricts the SLO to some keys; empty lists match every value.
 	Match schemas.Match `yaml:"match"`
 
-	// Sections are the entry's processor sections in the order of
-	// registry.Kinds, each decoded over its kind's defaults. Load accepts
-	// only entries with exactly one; use Processor.
+	// Sections are the entry's processor sections in the order of the
+	// Loader's kinds (registry.Kinds for Load), each decoded over its
+	// kind's defaults. Load accepts only entries with exactly one; use
+	// Processor.
 	Sections []Section `yaml:"-"`
+
+	node *yaml.Node // the entry, until its sections are decoded
 }
 
 // Section is one processor section of an SLO entry.
 type Section struct {
-	Kind   registry.Kind
-	Config registry.Config // the kind's *Config, e.g. *tail.Config
+	Kind   processors.Kind
+	Config processors.Config // the kind's *Config, e.g. *tail.Config
 }
 
 // Processor returns the entry's one processor section; ok is false when

@@ -36,21 +36,42 @@ func (e *Error) Error() string {
 	return loc + ": " + e.Field + ": " + e.Reason
 }
 
-// Load reads, decodes and validates the SLO file at path. The error, when
-// not nil, joins one *Error per problem, in line order: unknown keys, type
-// errors and semantic errors all at once (a misspelt key does not hide an
-// invalid value elsewhere).
+// Load reads, decodes and validates the SLO file at path, for the kinds
+// fusebox ships (registry.Default()). The error, when not nil, joins one
+// *Error per problem, in line order: unknown keys, type errors and
+// semantic errors all at once (a misspelt key does not hide an invalid
+// value elsewhere).
 func Load(path string) (*File, error) { return LoadWith(path) }
 
 // LoadWith is Load with overrides (command-line flags, environment
 // variables) applied after the file is decoded and before it is validated,
 // in order.
 func LoadWith(path string, overrides ...Override) (*File, error) {
+	return Loader{}.Load(path, overrides...)
+}
+
+// Loader loads SLO files whose processor sections are of the kinds of
+// Kinds. The zero Loader loads for registry.Default(), the kinds fusebox
+// ships, as Load does; a test adds its own kind with
+// Loader{Kinds: registry.With(k)}.
+type Loader struct {
+	Kinds registry.List
+}
+
+func (l Loader) kinds() registry.List {
+	if l.Kinds.Len() == 0 {
+		return registry.Default()
+	}
+	return l.Kinds
+}
+
+// Load is LoadWith for the loader's kinds.
+func (l Loader) Load(path string, overrides ...Override) (*File, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return ParseWith(path, b, overrides...)
+	return l.Parse(path, b, overrides...)
 }
 
 // Override replaces a field's value from outside the file. An error in
@@ -67,6 +88,12 @@ func Parse(name string, b []byte) (*File, error) { return ParseWith(name, b) }
 
 // ParseWith is LoadWith on bytes.
 func ParseWith(name string, b []byte, overrides ...Override) (*File, error) {
+	return Loader{}.Parse(name, b, overrides...)
+}
+
+// Parse is ParseWith for the loader's kinds.
+func (l Loader) Parse(name string, b []byte, overrides ...Override) (*File, error) {
+	kinds := l.kinds()
 	var root yaml.Node
 	if err := yaml.Unmarshal(b, &root); err != nil {
 		return nil, &Error{File: name, Line: yamlErrorLine(err), Field: "(file)", Reason: err.Error()}
@@ -77,20 +104,30 @@ func ParseWith(name string, b []byte, overrides ...Override) (*File, error) {
 	}
 	lines := map[string]int{}
 	var errs []*Error
-	checkKnown(root.Content[0], reflect.TypeOf(f), "", lines, func(line int, field, reason string) {
+	checkKnown(root.Content[0], reflect.TypeOf(f), "", lines, kinds, func(line int, field, reason string) {
 		errs = append(errs, &Error{File: name, Line: line, Field: field, Reason: reason})
 	})
 	// Decode and validate even after unknown keys: they are ignored by the
 	// decoder, and the semantic errors of the rest are reported with them.
 	// A value of the wrong type keeps its default and is reported per line.
-	if err := root.Content[0].Decode(&f); err != nil {
+	typeErrs := func(err error) *Error {
 		var te *yaml.TypeError
-		if errors.As(err, &te) {
-			for _, m := range te.Errors {
-				errs = append(errs, &Error{File: name, Line: yamlErrorLine(errors.New(m)), Field: "(value)", Reason: m})
-			}
-		} else {
-			return nil, &Error{File: name, Line: yamlErrorLine(err), Field: "(file)", Reason: err.Error()}
+		if !errors.As(err, &te) {
+			return &Error{File: name, Line: yamlErrorLine(err), Field: "(file)", Reason: err.Error()}
+		}
+		for _, m := range te.Errors {
+			errs = append(errs, &Error{File: name, Line: yamlErrorLine(errors.New(m)), Field: "(value)", Reason: m})
+		}
+		return nil
+	}
+	if err := root.Content[0].Decode(&f); err != nil {
+		if e := typeErrs(err); e != nil {
+			return nil, e
+		}
+	}
+	if err := f.decodeSections(kinds); err != nil {
+		if e := typeErrs(err); e != nil {
+			return nil, e
 		}
 	}
 	for _, o := range overrides {
@@ -101,7 +138,7 @@ func ParseWith(name string, b []byte, overrides ...Override) (*File, error) {
 	}
 	f.deriveTopics(lines)
 	_, explicitRules := lines["breaker.rules"]
-	for _, e := range append(f.validate(), f.validateRules(explicitRules)...) {
+	for _, e := range append(f.validate(kinds), f.validateRules(kinds, explicitRules)...) {
 		err := &Error{File: name, Line: lineOf(lines, e.Field), Field: e.Field, Reason: e.Reason}
 		for _, o := range overrides {
 			if e.Field == o.Field || strings.HasPrefix(e.Field, o.Field+"[") || strings.HasPrefix(e.Field, o.Field+".") {
@@ -218,7 +255,7 @@ var (
 // checkKnown walks the YAML tree alongside the Go type, recording each
 // field's line and reporting keys the type does not have: a misspelt
 // option must be an error, not a silently ignored default.
-func checkKnown(n *yaml.Node, t reflect.Type, path string, lines map[string]int, report func(int, string, string)) {
+func checkKnown(n *yaml.Node, t reflect.Type, path string, lines map[string]int, kinds registry.List, report func(int, string, string)) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -253,7 +290,7 @@ func checkKnown(n *yaml.Node, t reflect.Type, path string, lines map[string]int,
 			}
 		}
 		if t == sloType {
-			for _, k := range registry.Kinds() {
+			for _, k := range kinds.Kinds() {
 				fields[k.Name] = reflect.TypeOf(k.Default())
 			}
 		}
@@ -265,7 +302,7 @@ func checkKnown(n *yaml.Node, t reflect.Type, path string, lines map[string]int,
 				report(k.Line, p, "unknown field"+suggest(k.Value, fields))
 				continue
 			}
-			checkKnown(v, ft, p, lines, report)
+			checkKnown(v, ft, p, lines, kinds, report)
 		}
 	case t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8:
 		if n.Kind != yaml.SequenceNode {
@@ -276,7 +313,7 @@ func checkKnown(n *yaml.Node, t reflect.Type, path string, lines map[string]int,
 			return
 		}
 		for i, c := range n.Content {
-			checkKnown(c, t.Elem(), path+"["+strconv.Itoa(i)+"]", lines, report)
+			checkKnown(c, t.Elem(), path+"["+strconv.Itoa(i)+"]", lines, kinds, report)
 		}
 	}
 }
@@ -335,8 +372,9 @@ func EditDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// UnmarshalYAML decodes an SLO entry, starting each processor section
-// from that processor's defaults.
+// UnmarshalYAML decodes an SLO entry's name and match, and keeps its node
+// for its processor sections, which the Loader decodes (decodeSections)
+// for its kinds.
 func (s *SLO) UnmarshalYAML(n *yaml.Node) error {
 	var raw struct {
 		Name  string        `yaml:"name"`
@@ -345,19 +383,52 @@ func (s *SLO) UnmarshalYAML(n *yaml.Node) error {
 	if err := n.Decode(&raw); err != nil {
 		return err
 	}
-	*s = SLO{Name: raw.Name, Match: raw.Match}
-	for _, k := range registry.Kinds() {
-		sec := mappingValue(n, k.Name)
-		if sec == nil {
+	*s = SLO{Name: raw.Name, Match: raw.Match, node: n}
+	return nil
+}
+
+// decodeSections decodes every SLO entry's processor sections, one per
+// kind of kinds whose name is a key of the entry, each over the kind's
+// defaults. An entry with a section of the wrong type is dropped, as the
+// decoder drops any entry it cannot decode; the error joins the type
+// errors (a *yaml.TypeError) or is the first other error.
+func (f *File) decodeSections(kinds registry.List) error {
+	var te yaml.TypeError
+	kept := f.SLOs[:0]
+	for _, s := range f.SLOs {
+		n := s.node
+		s.node = nil
+		if n == nil { // not decoded from YAML
+			kept = append(kept, s)
 			continue
 		}
-		c := k.Default()
-		if sec.Tag != "!!null" {
-			if err := sec.Decode(c); err != nil {
-				return err
+		ok := true
+		for _, k := range kinds.Kinds() {
+			sec := mappingValue(n, k.Name)
+			if sec == nil {
+				continue
 			}
+			c := k.Default()
+			if sec.Tag != "!!null" {
+				if err := sec.Decode(c); err != nil {
+					var e *yaml.TypeError
+					if !errors.As(err, &e) {
+						return err
+					}
+					te.Errors = append(te.Errors, e.Errors...)
+					ok = false
+					break
+				}
+			}
+			s.Sections = append(s.Sections, Section{Kind: k, Config: c})
 		}
-		s.Sections = append(s.Sections, Section{Kind: k, Config: c})
+		if ok {
+			kept = append(kept, s)
+		}
+	}
+	f.SLOs = kept
+	if len(te.Errors) > 0 {
+		return &te
 	}
 	return nil
 }
@@ -375,11 +446,19 @@ func mappingValue(n *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
+// hashedKinds are the kinds of the former SLO struct (one pointer field
+// per kind), whose members MarshalJSON writes always, null when absent.
+// The list is frozen: a kind added later is written only when the entry
+// has it, so that adding a kind keeps the config version (every verdict
+// id) of every existing file.
+var hashedKinds = []string{"tail", "drift", "decay", "scaling", "corrections", "burnrate"}
+
 // MarshalJSON writes the entry as the configuration hash has always seen
-// it: {"Name":…,"Match":…} then one member per kind of registry.Kinds,
-// named by the kind with a capital initial ("Tail", …), holding its
-// section or null. Keeping these bytes keeps the config version of every
-// existing file (and so its verdict ids and state) across releases.
+// it: {"Name":…,"Match":…} then one member per kind of hashedKinds, named
+// by the kind with a capital initial ("Tail", …), holding its section or
+// null, then a member for each section of another kind. Keeping these
+// bytes keeps the config version of every existing file (and so its
+// verdict ids and state) across releases.
 func (s SLO) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	name, err := json.Marshal(s.Name)
@@ -394,19 +473,29 @@ func (s SLO) MarshalJSON() ([]byte, error) {
 	b.Write(name)
 	b.WriteString(`,"Match":`)
 	b.Write(match)
-	for _, k := range registry.Kinds() {
-		b.WriteString(`,"` + strings.ToUpper(k.Name[:1]) + k.Name[1:] + `":`)
+	member := func(kind string, c any) error {
+		b.WriteString(`,"` + strings.ToUpper(kind[:1]) + kind[1:] + `":`)
+		v, err := json.Marshal(c)
+		b.Write(v)
+		return err
+	}
+	for _, k := range hashedKinds {
 		var c any
 		for _, sec := range s.Sections {
-			if sec.Kind.Name == k.Name {
+			if sec.Kind.Name == k {
 				c = sec.Config
 			}
 		}
-		v, err := json.Marshal(c)
-		if err != nil {
+		if err := member(k, c); err != nil {
 			return nil, err
 		}
-		b.Write(v)
+	}
+	for _, sec := range s.Sections {
+		if !slices.Contains(hashedKinds, sec.Kind.Name) {
+			if err := member(sec.Kind.Name, sec.Config); err != nil {
+				return nil, err
+			}
+		}
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil

@@ -9,13 +9,14 @@ import (
 )
 
 // validateRules checks that every breaker rule can fire: its processor is
-// a kind of the registry (processors/registry, the one list of kinds and
-// of the verdict metrics each emits), some SLO of the file runs that kind,
+// a kind of all (the Loader's kinds: processors/registry, the one list of
+// kinds and of the verdict metrics each emits), some SLO of the file runs
+// that kind,
 // its slo (when set) names such an SLO, and its metric (when set) is one
 // those SLOs emit. A misspelling gets a did-you-mean. explicit is false
 // when the file has no breaker.rules and the defaults apply: default rules
 // for kinds no SLO runs are then simply inert, not an error.
-func (f *File) validateRules(explicit bool) []fieldErr {
+func (f *File) validateRules(all registry.List, explicit bool) []fieldErr {
 	var errs []fieldErr
 	kinds := map[string][]string{} // kind → the SLOs that run it, in file order
 	sloKind := map[string]string{}
@@ -39,15 +40,15 @@ func (f *File) validateRules(explicit bool) []fieldErr {
 		if r.Processor == "" {
 			continue // required: reported by the policy's Validate
 		}
-		if _, ok := registry.Lookup(r.Processor); !ok {
-			fail("processor", "unknown processor "+strconv.Quote(r.Processor)+didYouMean(r.Processor, registry.Names())+
-				"; the processors are "+orList(registry.Names()))
+		if _, ok := all.Lookup(r.Processor); !ok {
+			fail("processor", "unknown processor "+strconv.Quote(r.Processor)+didYouMean(r.Processor, all.Names())+
+				"; the processors are "+orList(all.Names()))
 			continue
 		}
 		slos := kinds[r.Processor]
 		if len(slos) == 0 {
 			if explicit {
-				fail("processor", "no SLO runs processor "+r.Processor+": the rule can never fire"+runs(kinds))
+				fail("processor", "no SLO runs processor "+r.Processor+": the rule can never fire"+runs(all, kinds))
 			}
 			continue
 		}
@@ -96,9 +97,9 @@ func didYouMean(s string, names []string) string {
 }
 
 // runs lists which processors the SLOs run, for an error message.
-func runs(kinds map[string][]string) string {
+func runs(all registry.List, kinds map[string][]string) string {
 	var have []string
-	for _, n := range registry.Names() {
+	for _, n := range all.Names() {
 		if len(kinds[n]) > 0 {
 			have = append(have, n+" ("+strings.Join(kinds[n], ", ")+")")
 		}

@@ -7,13 +7,15 @@ import (
 	"slices"
 
 	"github.com/fusebox-dev/fusebox/engine"
+	"github.com/fusebox-dev/fusebox/processors/breaker"
+	"github.com/fusebox-dev/fusebox/processors/rollup"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
 // StateID identifies what the windows of SLO s hold: its processor kind,
 // its match, the key dimensions and span attributes (what a key and a
 // score are), and the parameters of its section that shape its windows
-// (registry.Kind.StateShape: metric, windows, interval, caps, variants,
+// (processors.Kind.StateShape: metric, windows, interval, caps, variants,
 // ...). Parameters that only judge what the windows hold (budgets, p,
 // alpha, limits, factors, minimum counts, streak lengths) are left out:
 // editing them keeps the state. 12 hex characters of a SHA-256.
@@ -38,7 +40,7 @@ func rollupStateID(f *File) string {
 		Dimensions []string
 		Attributes any
 		Max        int
-	}{"rollup", f.Keys.Dimensions, f.Attributes, f.Rollups.MaxSamplesPerMinute})
+	}{rollup.Name, f.Keys.Dimensions, f.Attributes, f.Rollups.MaxSamplesPerMinute})
 }
 
 // BreakerStateID identifies the shape of the breaker's targets: the
@@ -60,7 +62,7 @@ func BreakerStateID(f *File) string {
 	return hash12(struct {
 		Kind   string
 		Target [][]string
-	}{"breaker", dims})
+	}{breaker.Name, dims})
 }
 
 func hash12(v any) string {

@@ -7,12 +7,11 @@ import (
 	"strings"
 
 	"github.com/fusebox-dev/fusebox/processors/registry"
-	"github.com/fusebox-dev/fusebox/processors/scaling"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
 // validate checks everything the decoder cannot.
-func (f *File) validate() []fieldErr {
+func (f *File) validate(kinds registry.List) []fieldErr {
 	var errs []fieldErr
 	fail := func(bad bool, field, reason string) {
 		if bad {
@@ -110,15 +109,11 @@ func (f *File) validate() []fieldErr {
 		for _, sec := range s.Sections {
 			set = append(set, sec.Kind.Name)
 			errs = append(errs, collect(p+"."+sec.Kind.Name, sec.Config.Validate())...)
-			// A scope without the tenant would mix the state of several
-			// keyed partitions' workers.
-			if c, ok := sec.Config.(*scaling.Config); ok && dims["tenant"] && !slices.Contains(c.Scope, "tenant") {
-				fail(true, p+".scaling.scope", "must include tenant: fusebox shards its state by tenant")
-			}
+			errs = append(errs, collect(p+"."+sec.Kind.Name, sec.Kind.CheckDimensions(sec.Config, f.Keys.Dimensions))...)
 		}
 		switch {
 		case len(set) == 0:
-			fail(true, p, "needs one processor section: "+orList(registry.Names()))
+			fail(true, p, "needs one processor section: "+orList(kinds.Names()))
 		case len(set) > 1:
 			fail(true, p, "has "+strings.Join(set, " and ")+": one processor per SLO entry")
 		}

@@ -7,6 +7,9 @@ import (
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
+// Name is the breaker's name: the Kind of its state id.
+const Name = "breaker"
+
 // Breaker turns verdicts into fuse commands, one state machine per target.
 // It is not safe for concurrent use: the engine calls it from one
 // goroutine. It reads no clock: time is the verdicts' window ends and the

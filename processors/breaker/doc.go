@@ -1,8 +1,10 @@
 // Package breaker turns verdicts into fuse commands: one circuit breaker
 // per target, CLOSED → OPEN → HALF_OPEN → CLOSED, driven by verdicts and by
-// event time only. It imports only package schemas and the standard
-// library, reads no clock and draws no random numbers: the same verdicts
-// and Advance calls in the same order give the same commands, bit for bit.
+// event time only. It imports package schemas, package processors (only
+// for processors.StarvedProbe, the report of half-open targets whose
+// probes cannot be judged) and the standard library; it reads no clock and
+// draws no random numbers: the same verdicts and Advance calls in the same
+// order give the same commands, bit for bit.
 //
 // # Targets and rules
 //

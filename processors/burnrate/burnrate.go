@@ -28,9 +28,6 @@ import (
 	"github.com/fusebox-dev/fusebox/stats"
 )
 
-// ProcessorName is the name in verdicts.
-const ProcessorName = "burnrate"
-
 // Verdict metrics.
 const (
 	MetricPage   = "burn_rate_page"
@@ -336,7 +333,7 @@ func (p *Processor) cusumVerdict(k schemas.Key, ks *keyState, now int64) schemas
 	for _, r := range p.cfg.Page {
 		long = max(long, r.Long)
 	}
-	v := p.meta.NewVerdict(ProcessorName, MetricPage, k, now-int64(long), now)
+	v := p.meta.NewVerdict(Name, MetricPage, k, now-int64(long), now)
 	v.Method = "bernoulli_cusum"
 	g, b := p.window(ks, now, int64(long))
 	g1, b1 := p.sumFine(ks, now-p.every, now)
@@ -389,7 +386,7 @@ func (p *Processor) verdict(k schemas.Key, now int64, metric string, res []ruleR
 	for _, r := range res {
 		longest = max(longest, r.rule.Long)
 	}
-	v := p.meta.NewVerdict(ProcessorName, metric, k, now-int64(longest), now)
+	v := p.meta.NewVerdict(Name, metric, k, now-int64(longest), now)
 	v.Method = "multiwindow_multi_burn_rate"
 	best, counted := -1, false
 	for i, r := range res {

@@ -79,9 +79,6 @@ import (
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
-// Name is the processor name in verdicts.
-const Name = "corrections"
-
 // Verdict metrics.
 const (
 	MetricRate     = "correction_rate"

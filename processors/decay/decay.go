@@ -58,9 +58,6 @@ import (
 	"github.com/fusebox-dev/fusebox/stats"
 )
 
-// Name is the processor name in verdicts.
-const Name = "decay"
-
 // Method is the verdict method.
 const Method = "ols+theil_sen"
 

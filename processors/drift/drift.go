@@ -8,9 +8,6 @@ import (
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
-// ProcessorName is the Processor field of every verdict this package emits.
-const ProcessorName = "drift"
-
 // Processor tests each key's distribution of one metric for drift. It
 // implements processors.Processor; it is not safe for concurrent use (the
 // engine calls it from one partition worker's goroutine).
@@ -153,7 +150,7 @@ func (p *Processor) evaluateReference(now int64, keys []schemas.Key, emit proces
 			ks.consecutive = 0
 			continue
 		}
-		v := p.meta.NewVerdict(ProcessorName, p.metric, k, curFrom, now)
+		v := p.meta.NewVerdict(Name, p.metric, k, curFrom, now)
 		p.judge(&v, ks, xs, ys, false)
 		emit.Verdict(v)
 	}
@@ -194,7 +191,7 @@ func (p *Processor) evaluateCanary(now int64, keys []schemas.Key, emit processor
 			ks.consecutive = 0
 			continue
 		}
-		v := p.meta.NewVerdict(ProcessorName, p.metric, k, from, now)
+		v := p.meta.NewVerdict(Name, p.metric, k, from, now)
 		p.judge(&v, ks, xs, ys, true)
 		emit.Verdict(v)
 	}

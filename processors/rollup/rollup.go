@@ -50,6 +50,10 @@ type minute struct {
 	durations, ttfts, tpots         *window.Store
 }
 
+// Name is the processor's name: the Kind of the rollups' state id. Not an
+// SLO kind (no section of an SLO entry, no verdicts).
+const Name = "rollup"
+
 // New returns a rollup processor. It is not an SLO kind
 // (processors/registry): the engine runs it under the reserved SLO name
 // "_rollup" when `rollups.enabled`; it emits rollups, never verdicts.

@@ -41,9 +41,6 @@ import (
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
-// Name is the processor name in verdicts.
-const Name = "scaling"
-
 // MetricScaling is the verdict metric.
 const MetricScaling = "scaling"
 

@@ -11,9 +11,6 @@ import (
 	"github.com/fusebox-dev/fusebox/stats"
 )
 
-// ProcessorName is the Processor field of every verdict this package emits.
-const ProcessorName = "tail"
-
 // Processor estimates the tail quantile of one latency metric per key. It
 // implements processors.Processor; it is not safe for concurrent use (the
 // engine calls it from one partition worker's goroutine).
@@ -65,7 +62,7 @@ func New(meta processors.Meta, cfg Config) (*Processor, error) {
 		meta:   meta,
 		cfg:    cfg,
 		tcfg:   tcfg,
-		metric: MetricName(cfg.P, cfg.Metric),
+		metric: MetricName(cfg),
 		every:  int64(cfg.Every),
 		window: int64(cfg.Window),
 		keys:   make(map[schemas.Key]*keyState),
@@ -75,12 +72,14 @@ func New(meta processors.Meta, cfg Config) (*Processor, error) {
 // IntervalLevel is the confidence level of every verdict's [Lower, Upper].
 const IntervalLevel = 0.95
 
-// MetricName is the verdict metric for the p-quantile of m: "p" followed by
-// p in percent with the decimal point dropped, "_", then the metric:
+// MetricName is the verdict metric, for the p-quantile of the metric: "p"
+// followed by p in percent with the decimal point dropped, "_", then the
+// metric:
 // 0.999 → "p999_duration_ms", 0.99 → "p99_ttft_ms", 0.5 → "p50_tpot_ms",
 // 0.9995 → "p9995_duration_ms". Digits come from the shortest decimal form
 // of p, so no rounding can change the name.
-func MetricName(p float64, m processors.Metric) string {
+func MetricName(cfg Config) string {
+	p, m := cfg.P, cfg.Metric
 	s := strconv.FormatFloat(p, 'f', -1, 64) // "0.999"
 	frac, ok := strings.CutPrefix(s, "0.")
 	if !ok || frac == "" {
@@ -136,7 +135,7 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 		kf := p.probes.From(k, from)
 		p.samples, n, rate = ks.store.CollectUniform(kf, now, p.samples)
 		if n > 0 {
-			v := p.meta.NewVerdict(ProcessorName, p.metric, k, kf, now)
+			v := p.meta.NewVerdict(Name, p.metric, k, kf, now)
 			p.judge(&v, p.samples, n, rate)
 			emit.Verdict(v)
 		}

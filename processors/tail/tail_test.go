@@ -64,7 +64,7 @@ func TestMetricName(t *testing.T) {
 		{0.05, processors.MetricDuration, "p5_duration_ms"},
 	}
 	for _, tc := range cases {
-		if got := MetricName(tc.p, tc.m); got != tc.want {
+		if got := MetricName(Config{P: tc.p, Metric: tc.m}); got != tc.want {
 			t.Errorf("MetricName(%v, %s) = %q, want %q", tc.p, tc.m, got, tc.want)
 		}
 	}

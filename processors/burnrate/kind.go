@@ -1,0 +1,68 @@
+package burnrate
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/processors"
+)
+
+// Name is the kind's name: the SLO file's section key (`burnrate:`) and
+// the Processor of every verdict this package emits.
+const Name = "burnrate"
+
+// Kind is the burnrate kind, for processors/registry: Config decoded over
+// DefaultConfig, built by New. Its verdict metrics: MetricPage when page
+// rules are set, MetricTicket when ticket rules are.
+func Kind() processors.Kind {
+	return processors.NewKind(Name, processors.KindFuncs[Config, *Processor]{
+		Default: DefaultConfig,
+		Sample:  DefaultConfig,
+		New:     New,
+		Every:   func(c *Config) time.Duration { return c.Every },
+		Metrics: func(c *Config) []string {
+			var m []string
+			if len(c.Page) > 0 {
+				m = append(m, MetricPage)
+			}
+			if len(c.Ticket) > 0 {
+				m = append(m, MetricTicket)
+			}
+			return m
+		},
+		Summary: func(c *Config) string {
+			return fmt.Sprintf("burnrate: target %g; page %s; ticket %s; every %v", c.Target, rulesText(c.Page), rulesText(c.Ticket), c.Every)
+		},
+		StateShape: stateShape,
+	})
+}
+
+func rulesText(rs []Rule) string {
+	if len(rs) == 0 {
+		return "none"
+	}
+	var out []string
+	for _, r := range rs {
+		out = append(out, fmt.Sprintf("%g× over %v and %v", r.Factor, r.Long, r.Short))
+	}
+	return strings.Join(out, ", ")
+}
+
+// stateShape: the latency threshold that makes an event bad, the interval
+// and every rule's two windows shape the buckets, and the method (CUSUM
+// keeps a statistic) when not the default; the target, the factors and
+// the minimum counts only judge them.
+func stateShape(c *Config) any {
+	var windows []any
+	for _, r := range slices.Concat(c.Page, c.Ticket) {
+		windows = append(windows, r.Long, r.Short)
+	}
+	if c.Method != MethodMultiwindow {
+		// The CUSUM statistic is state too; the default shape (and so
+		// every existing StateID) is unchanged.
+		return []any{c.LatencyThresholdMs, c.Every, windows, c.Method}
+	}
+	return []any{c.LatencyThresholdMs, c.Every, windows}
+}

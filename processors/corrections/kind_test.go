@@ -1,0 +1,13 @@
+package corrections
+
+import (
+	"testing"
+
+	"github.com/fusebox-dev/fusebox/processors/internal/proctest"
+)
+
+// TestKindStateShape: every Config field shapes the windows (it is in
+// stateShape) or only judges them (it is listed here).
+func TestKindStateShape(t *testing.T) {
+	proctest.CheckStateShape(t, Kind(), "MaxRate", "Alpha", "MinEffect", "MinResponses")
+}
