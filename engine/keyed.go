@@ -15,13 +15,23 @@ import (
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
-// Sink receives what the workers produce (package sinks implements it).
+// Sink is one destination of the engine's Output (sinks/kafkasink,
+// sinks/clickhousesink and sinks/jsonlsink implement it; the delivery
+// contract they share is in package sinks).
 type Sink interface {
-	// Write hands one Output to the sink; it blocks while the sink's
-	// bounded buffer is full.
+	// Write hands one Output to the sink. It may buffer. It blocks while the
+	// sink's bounded buffer is full (back-pressure) and returns an error only
+	// when ctx ends or the sink is closed / permanently misconfigured.
+	//
+	// The sink keeps references to the slices inside out until they are
+	// durable: the caller must not modify them after Write.
 	Write(ctx context.Context, out schemas.Output) error
-	// Flush returns once everything written before it is durable.
+	// Flush returns nil once everything written before the call is durable
+	// (Kafka: acked by the broker; ClickHouse: the insert succeeded).
+	// Transient failures are retried with backoff until ctx ends.
 	Flush(ctx context.Context) error
+	// Close flushes what it can before ctx ends, then releases the sink's
+	// connections. Records not durable by then are reported in the error.
 	Close(ctx context.Context) error
 }
 

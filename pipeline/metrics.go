@@ -183,8 +183,8 @@ func (p *Pipeline) collect(s *observe.Snapshot) {
 // metricSinks are the configured sinks that count (nil ones left out).
 func (p *Pipeline) metricSinks() []sinks.MetricsSource {
 	var out []sinks.MetricsSource
-	if p.ClickHous != nil {
-		out = append(out, p.ClickHous)
+	if p.ClickHouse != nil {
+		out = append(out, p.ClickHouse)
 	}
 	if p.Kafka != nil {
 		out = append(out, p.Kafka)

@@ -68,7 +68,7 @@ type Pipeline struct {
 	// The sinks New opened from the SLO file (nil when off, and always nil
 	// after Assemble alone).
 	Kafka     *kafkasink.Sink
-	ClickHous *clickhousesink.Sink
+	ClickHouse *clickhousesink.Sink
 	JSONL     *jsonlsink.Sink
 	// Guard follows the fuse topic and repairs it (fuseguard.go); nil
 	// when the Kafka sink is off (and after Assemble alone).
@@ -118,7 +118,7 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.Kafka, p.ClickHous, p.JSONL, p.Guard = opened.kafka, opened.clickhouse, opened.jsonl, opened.guard
+	p.Kafka, p.ClickHouse, p.JSONL, p.Guard = opened.kafka, opened.clickhouse, opened.jsonl, opened.guard
 	return p, nil
 }
 
