@@ -249,3 +249,11 @@ func leaveGroups(admin *kgo.Client, instanceID string, groups []string, log *slo
 		}
 	}
 }
+
+// The sinks implement the engine's Sink; the assertions are here, in the
+// assembly, so that no sink imports the engine.
+var (
+	_ engine.Sink = (*clickhousesink.Sink)(nil)
+	_ engine.Sink = (*kafkasink.Sink)(nil)
+	_ engine.Sink = (*jsonlsink.Sink)(nil)
+)

@@ -67,9 +67,9 @@ type Pipeline struct {
 	sinks []engine.Sink
 	// The sinks New opened from the SLO file (nil when off, and always nil
 	// after Assemble alone).
-	Kafka     *kafkasink.Sink
+	Kafka      *kafkasink.Sink
 	ClickHouse *clickhousesink.Sink
-	JSONL     *jsonlsink.Sink
+	JSONL      *jsonlsink.Sink
 	// Guard follows the fuse topic and repairs it (fuseguard.go); nil
 	// when the Kafka sink is off (and after Assemble alone).
 	Guard *fuse.Guard
