@@ -25,6 +25,9 @@ type partition struct {
 	id      int32
 	handler PartitionHandler
 	decoder Decoder
+	// headers is the scratch the records' headers are handed to the
+	// decoder in, reused from record to record (partition goroutine only).
+	headers []Header
 	// rejects logs this partition's rejected records (build only).
 	rejects rejectLog
 
@@ -217,7 +220,8 @@ func (p *partition) build(ch chunk) *Batch {
 		// Decoder interface).
 		b.Records = append(b.Records, Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Timestamp: r.Timestamp})
 		rec := &b.Records[len(b.Records)-1]
-		err := decodeSafe(p.decoder, r, rec, p.c.cfg.Limits.MaxMessageBytes)
+		var err error
+		p.headers, err = decodeSafe(p.decoder, r, p.headers, rec, p.c.cfg.Limits.MaxMessageBytes)
 		err = checkFuture(rec, err, r.Timestamp, p.c.cfg.MaxFutureSkew)
 		if err == nil {
 			delivered(rec)

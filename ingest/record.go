@@ -33,9 +33,15 @@ type Record struct {
 	Payload any
 }
 
-// Decoder turns a Kafka record into a Record. The consumer fills out's
-// Topic, Partition, Offset, Key and Timestamp before calling Decode, and has
-// already checked the value against Limits.MaxMessageBytes.
+// Header is one Kafka record header. It is schemas.Header, so that the
+// keyed stage's decoder (engine.KeyedDecoder) reads the headers the
+// consumer hands it without a copy and without the Kafka client's types.
+type Header = schemas.Header
+
+// Decoder turns a Kafka record — its offset, headers and value — into a
+// Record. The consumer fills out's Topic, Partition, Offset, Key and
+// Timestamp before calling Decode, and has already checked the value
+// against Limits.MaxMessageBytes.
 //
 // A nil error delivers out to the handler. A *PartialError delivers out and
 // also writes the record to the DLQ marked partial. Any other error sends
@@ -45,17 +51,31 @@ type Record struct {
 // field from a wrapped *schemas.FieldError. A panic is recovered and treated
 // as a malformed record.
 //
+// The headers slice is the consumer's and is reused once Decode returns
+// (the header values and value themselves stay valid: out may keep them).
+//
 // Decode is called on the partition's goroutine; one Decoder serves every
 // partition of its topic, so it must be safe for concurrent use.
 type Decoder interface {
-	Decode(r *kgo.Record, out *Record) error
+	Decode(offset int64, headers []Header, value []byte, out *Record) error
 }
 
 // DecoderFunc adapts a function to Decoder.
-type DecoderFunc func(r *kgo.Record, out *Record) error
+type DecoderFunc func(offset int64, headers []Header, value []byte, out *Record) error
 
 // Decode calls f.
-func (f DecoderFunc) Decode(r *kgo.Record, out *Record) error { return f(r, out) }
+func (f DecoderFunc) Decode(offset int64, headers []Header, value []byte, out *Record) error {
+	return f(offset, headers, value, out)
+}
+
+// Headers appends the headers of a Kafka record to dst[:0] as Headers.
+func Headers(dst []Header, hs []kgo.RecordHeader) []Header {
+	dst = dst[:0]
+	for _, h := range hs {
+		dst = append(dst, Header(h))
+	}
+	return dst
+}
 
 // InvalidSpan is one span of a message that failed Span.Validate.
 type InvalidSpan struct {

@@ -194,7 +194,7 @@ func Assemble(ctx context.Context, f *config.File, parts Parts, log *slog.Logger
 	kin := ingest.DefaultConfig()
 	kin.Brokers, kin.Group = f.Kafka.Brokers, f.Kafka.Group+".engine"
 	kin.SpanTopics, kin.CorrectionTopics = nil, nil
-	kin.Decoders = map[string]ingest.Decoder{f.Topics.Keyed: KeyedDecoder}
+	kin.Decoders = map[string]ingest.Decoder{f.Topics.Keyed: engine.KeyedDecoder}
 	kin.DLQTopic, kin.Handlers = f.Topics.DLQ, p.tr.keyedHandlers(p.keyed.Handler)
 	// 4x the checkpoint trigger: a partition checkpoints long before its
 	// consumer would pause it.
