@@ -48,6 +48,12 @@ type Signer interface {
 	SignAll(cmds []schemas.FuseCommand) error
 }
 
+// DurationObserver records one duration (*observe.Histogram implements
+// it); it must be safe for concurrent use: every partition calls it.
+type DurationObserver interface {
+	ObserveDuration(d time.Duration)
+}
+
 // KeyedConfig configures the keyed stage.
 type KeyedConfig struct {
 	Worker WorkerConfig
@@ -73,8 +79,15 @@ type KeyedConfig struct {
 	// by Stalled. Default 10.
 	WatermarkStallEvaluations int
 	// OnCheckpoint, when set, is called after each checkpoint with the
-	// partition and the keyed offset it covers (tests and metrics).
+	// partition and the keyed offset it covers (tests). Keyed.Checkpoints
+	// counts them.
 	OnCheckpoint func(partition int32, nextOffset int64)
+	// BatchLatency, when set, observes the wall time of every batch the
+	// stage handles: from the moment ingest hands it over (right after its
+	// fetch and decode) to the moment the worker has applied it and every
+	// sink accepted its output (Write returned; a checkpoint in the same
+	// call is included). nil: batches are not timed.
+	BatchLatency DurationObserver
 	// Deployment is this deployment's identity (its kafka.group). Keyed
 	// records whose HeaderDeployment names another are skipped, counted
 	// (ForeignRecords) and logged once per partition and deployment:
@@ -101,6 +114,8 @@ type Keyed struct {
 	stalled map[int32]string
 	// foreign counts keyed records of other deployments, skipped.
 	foreign atomic.Int64
+	// checkpoints counts the checkpoints of every partition.
+	checkpoints atomic.Int64
 	// reported holds the restore outcomes already logged.
 	reported map[string]bool
 	// starved holds, per owned partition, its starved half-open targets;
@@ -128,6 +143,10 @@ func (k *Keyed) firstReport(r RestoreReport) bool {
 // ForeignRecords is how many keyed records of other deployments this stage
 // skipped.
 func (k *Keyed) ForeignRecords() int64 { return k.foreign.Load() }
+
+// Checkpoints is how many checkpoints (sinks flushed, state saved, input
+// acknowledged) this stage's partitions made.
+func (k *Keyed) Checkpoints() int64 { return k.checkpoints.Load() }
 
 // NewKeyed fills cfg's zero fields with the defaults, checks it
 // (KeyedConfig.Validate) and returns the stage.
@@ -295,8 +314,19 @@ func (p *keyedPartition) setWorker(w *Worker) {
 }
 
 // Handle applies the batch, hands the output to the sinks, and checkpoints
-// when CheckpointEvery has passed.
+// when CheckpointEvery has passed; KeyedConfig.BatchLatency times it.
 func (p *keyedPartition) Handle(ctx context.Context, b *ingest.Batch) error {
+	o := p.k.cfg.BatchLatency
+	if o == nil {
+		return p.handle(ctx, b)
+	}
+	t0 := time.Now()
+	err := p.handle(ctx, b)
+	o.ObserveDuration(time.Since(t0))
+	return err
+}
+
+func (p *keyedPartition) handle(ctx context.Context, b *ingest.Batch) error {
 	live := false
 	for i := range b.Records {
 		rec, ok := b.Records[i].Payload.(*KeyedRecord)
@@ -396,6 +426,7 @@ func (p *keyedPartition) checkpoint(ctx context.Context) error {
 	p.pending = p.pending[:0]
 	p.unacked = 0
 	p.last = time.Now()
+	p.k.checkpoints.Add(1)
 	if p.k.cfg.OnCheckpoint != nil {
 		p.k.cfg.OnCheckpoint(p.partition, p.w.NextOffset())
 	}

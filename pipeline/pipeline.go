@@ -162,7 +162,8 @@ func Assemble(ctx context.Context, f *config.File, parts Parts, log *slog.Logger
 		CheckpointEvery: f.Time.CheckpointEvery, CheckpointRecords: f.Time.CheckpointRecords,
 		WatermarkStallEvaluations: f.Time.WatermarkStallEvaluations,
 		Logger:                    log.With("component", "engine"),
-		OnCheckpoint:              p.tr.onCheckpoint(onCheckpoint),
+		OnCheckpoint:              onCheckpoint,
+		BatchLatency:              p.tr.latency,
 	}); err != nil {
 		return nil, err
 	}
@@ -186,7 +187,7 @@ func Assemble(ctx context.Context, f *config.File, parts Parts, log *slog.Logger
 	src.LogTopics, src.Evaluations = logTopics, f.Evaluations
 	src.SpanEncoding, src.Attributes, src.Limits = enc, f.Attributes, f.Limits
 	src.MaxFutureSkew, src.RejectLogEvery = f.Time.MaxFutureSkew, f.Log.RejectionsEvery
-	src.DLQTopic, src.Handlers = f.Topics.DLQ, p.tr.routerHandlers(p.router.Handler)
+	src.DLQTopic, src.Handlers = f.Topics.DLQ, p.router.Handler
 	src.Logger = log.With("component", "ingest")
 	if p.source, err = parts.NewConsumer(src); err != nil {
 		return nil, err
@@ -195,7 +196,7 @@ func Assemble(ctx context.Context, f *config.File, parts Parts, log *slog.Logger
 	kin.Brokers, kin.Group = f.Kafka.Brokers, f.Kafka.Group+".engine"
 	kin.SpanTopics, kin.CorrectionTopics = nil, nil
 	kin.Decoders = map[string]ingest.Decoder{f.Topics.Keyed: engine.KeyedDecoder}
-	kin.DLQTopic, kin.Handlers = f.Topics.DLQ, p.tr.keyedHandlers(p.keyed.Handler)
+	kin.DLQTopic, kin.Handlers = f.Topics.DLQ, p.keyed.Handler
 	// 4x the checkpoint trigger: a partition checkpoints long before its
 	// consumer would pause it.
 	kin.MaxUnackedRecords, kin.MaxUnackedBytes = 4*f.Time.CheckpointRecords, f.Time.MaxUnackedBytes
