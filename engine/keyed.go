@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/ingest"
+	"github.com/fusebox-dev/fusebox/ingest/batch"
 	"github.com/fusebox-dev/fusebox/processors"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
@@ -231,7 +231,7 @@ func (st *WorkerStats) Add(s WorkerStats) {
 }
 
 // Handler is the ingest.HandlerFactory of the keyed stage.
-func (k *Keyed) Handler(topic string, partition int32) ingest.PartitionHandler {
+func (k *Keyed) Handler(topic string, partition int32) batch.PartitionHandler {
 	return &keyedPartition{k: k, partition: partition}
 }
 
@@ -240,7 +240,7 @@ type keyedPartition struct {
 	k         *Keyed
 	partition int32
 	w         *Worker
-	pending   []*ingest.Batch
+	pending   []*batch.Batch
 	unacked   int // records in pending
 	last      time.Time
 	// wmLast is the watermark as of the last batch, wmMoved when it last
@@ -315,7 +315,7 @@ func (p *keyedPartition) setWorker(w *Worker) {
 
 // Handle applies the batch, hands the output to the sinks, and checkpoints
 // when CheckpointEvery has passed; KeyedConfig.BatchLatency times it.
-func (p *keyedPartition) Handle(ctx context.Context, b *ingest.Batch) error {
+func (p *keyedPartition) Handle(ctx context.Context, b *batch.Batch) error {
 	o := p.k.cfg.BatchLatency
 	if o == nil {
 		return p.handle(ctx, b)
@@ -326,7 +326,7 @@ func (p *keyedPartition) Handle(ctx context.Context, b *ingest.Batch) error {
 	return err
 }
 
-func (p *keyedPartition) handle(ctx context.Context, b *ingest.Batch) error {
+func (p *keyedPartition) handle(ctx context.Context, b *batch.Batch) error {
 	live := false
 	for i := range b.Records {
 		rec, ok := b.Records[i].Payload.(*KeyedRecord)
@@ -506,7 +506,7 @@ func (k *Keyed) Stalled() []string {
 }
 
 // Close checkpoints what was processed (unless the partition was lost).
-func (p *keyedPartition) Close(ctx context.Context, reason ingest.CloseReason) {
+func (p *keyedPartition) Close(ctx context.Context, reason batch.CloseReason) {
 	if p.w == nil {
 		return
 	}
@@ -518,7 +518,7 @@ func (p *keyedPartition) Close(ctx context.Context, reason ingest.CloseReason) {
 		p.k.retired.Add(p.w.Stats())
 	}
 	p.k.mu.Unlock()
-	if reason == ingest.CloseLost {
+	if reason == batch.CloseLost {
 		return
 	}
 	if err := p.checkpoint(ctx); err != nil {
@@ -540,4 +540,4 @@ func (p *keyedPartition) Idle(ctx context.Context) error {
 	return nil
 }
 
-var _ ingest.Idler = (*keyedPartition)(nil)
+var _ batch.Idler = (*keyedPartition)(nil)

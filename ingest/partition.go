@@ -258,7 +258,7 @@ func (p *partition) build(ch chunk) *Batch {
 		bytes:   ch.bytes,
 		waits:   1 + len(dead),
 	}
-	b.st = st
+	b.SetAcker(st)
 	p.tmu.Lock()
 	p.inflight = append(p.inflight, st)
 	p.dlqPending += len(dead)

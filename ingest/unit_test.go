@@ -27,7 +27,7 @@ func addBatch(p *partition, next int64, dlq int) *batchState {
 	return st
 }
 
-func ack(st *batchState) { (&Batch{st: st}).Ack() }
+func ack(st *batchState) { b := &Batch{}; b.SetAcker(st); b.Ack() }
 
 func TestTrackerCommitsContiguousPrefix(t *testing.T) {
 	for _, tc := range []struct {
