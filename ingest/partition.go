@@ -24,6 +24,10 @@ type partition struct {
 	topic   string
 	id      int32
 	handler PartitionHandler
+	// starter and idler are handler as a Starter and an Idler, nil when it
+	// is not one: read once, when the partition is assigned.
+	starter Starter
+	idler   Idler
 	decoder Decoder
 	// headers is the scratch the records' headers are handed to the
 	// decoder in, reused from record to record (partition goroutine only).
@@ -80,7 +84,9 @@ func newPartition(c *Consumer, topic string, id int32, h PartitionHandler) *part
 		dlqIdle:   make(chan struct{}, 1),
 		rejects:   rejectLog{every: c.cfg.RejectLogEvery},
 	}
-	if _, ok := h.(Starter); !ok {
+	p.starter, _ = h.(Starter)
+	p.idler, _ = h.(Idler)
+	if p.starter == nil {
 		p.started.Store(true)
 	}
 	return p
@@ -166,7 +172,7 @@ func (p *partition) isStopping() bool {
 // one chunk at a time in offset order.
 func (p *partition) run() {
 	defer close(p.done)
-	idler, _ := p.handler.(Idler)
+	idler := p.idler
 	var idle time.Duration
 	if idler != nil {
 		idle = p.c.cfg.IdleInterval

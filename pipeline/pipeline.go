@@ -59,7 +59,7 @@ type Pipeline struct {
 
 	router          *router.Router
 	keyed           *engine.Keyed
-	store           engine.StateStore
+	foreignState    func() int64 // Parts.StateForeign
 	source, keyedIn Consumer
 	release         func()                 // Parts.Close
 	leave           func(groups ...string) // Parts.Leave
@@ -130,7 +130,7 @@ func Assemble(ctx context.Context, f *config.File, parts Parts, log *slog.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Pipeline{cfg: f, log: log, tr: newTracker(), store: parts.Store, release: parts.Close, leave: parts.Leave}
+	p := &Pipeline{cfg: f, log: log, tr: newTracker(), foreignState: parts.StateForeign, release: parts.Close, leave: parts.Leave}
 	p.tr.log = log.With("component", "breaker")
 	p.sinks = append(slices.Clone(parts.Sinks), p.tr.sink()) // last: counts what every sink accepted
 	defer func() {
@@ -332,10 +332,10 @@ func (p *Pipeline) ForeignRecords() (keyed, state int64) {
 }
 
 // stateForeign is the state store's count of other deployments'
-// checkpoint records, 0 for a store that does not count them.
+// checkpoint records (Parts.StateForeign), 0 without one.
 func (p *Pipeline) stateForeign() int64 {
-	if s, ok := p.store.(interface{ Foreign() int64 }); ok {
-		return s.Foreign()
+	if p.foreignState == nil {
+		return 0
 	}
-	return 0
+	return p.foreignState()
 }
