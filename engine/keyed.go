@@ -10,18 +10,28 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/ingest"
+	"github.com/fusebox-dev/fusebox/ingest/batch"
 	"github.com/fusebox-dev/fusebox/processors"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
-// Sink receives what the workers produce (package sinks implements it).
+// Sink is one destination of the engine's Output (sinks/kafkasink,
+// sinks/clickhousesink and sinks/jsonlsink implement it; the delivery
+// contract they share is in package sinks).
 type Sink interface {
-	// Write hands one Output to the sink; it blocks while the sink's
-	// bounded buffer is full.
+	// Write hands one Output to the sink. It may buffer. It blocks while the
+	// sink's bounded buffer is full (back-pressure) and returns an error only
+	// when ctx ends or the sink is closed / permanently misconfigured.
+	//
+	// The sink keeps references to the slices inside out until they are
+	// durable: the caller must not modify them after Write.
 	Write(ctx context.Context, out schemas.Output) error
-	// Flush returns once everything written before it is durable.
+	// Flush returns nil once everything written before the call is durable
+	// (Kafka: acked by the broker; ClickHouse: the insert succeeded).
+	// Transient failures are retried with backoff until ctx ends.
 	Flush(ctx context.Context) error
+	// Close flushes what it can before ctx ends, then releases the sink's
+	// connections. Records not durable by then are reported in the error.
 	Close(ctx context.Context) error
 }
 
@@ -36,6 +46,12 @@ type StateStore interface {
 // (*fuse.Signer).
 type Signer interface {
 	SignAll(cmds []schemas.FuseCommand) error
+}
+
+// DurationObserver records one duration (*observe.Histogram implements
+// it); it must be safe for concurrent use: every partition calls it.
+type DurationObserver interface {
+	ObserveDuration(d time.Duration)
 }
 
 // KeyedConfig configures the keyed stage.
@@ -63,8 +79,15 @@ type KeyedConfig struct {
 	// by Stalled. Default 10.
 	WatermarkStallEvaluations int
 	// OnCheckpoint, when set, is called after each checkpoint with the
-	// partition and the keyed offset it covers (tests and metrics).
+	// partition and the keyed offset it covers (tests). Keyed.Checkpoints
+	// counts them.
 	OnCheckpoint func(partition int32, nextOffset int64)
+	// BatchLatency, when set, observes the wall time of every batch the
+	// stage handles: from the moment ingest hands it over (right after its
+	// fetch and decode) to the moment the worker has applied it and every
+	// sink accepted its output (Write returned; a checkpoint in the same
+	// call is included). nil: batches are not timed.
+	BatchLatency DurationObserver
 	// Deployment is this deployment's identity (its kafka.group). Keyed
 	// records whose HeaderDeployment names another are skipped, counted
 	// (ForeignRecords) and logged once per partition and deployment:
@@ -91,6 +114,8 @@ type Keyed struct {
 	stalled map[int32]string
 	// foreign counts keyed records of other deployments, skipped.
 	foreign atomic.Int64
+	// checkpoints counts the checkpoints of every partition.
+	checkpoints atomic.Int64
 	// reported holds the restore outcomes already logged.
 	reported map[string]bool
 	// starved holds, per owned partition, its starved half-open targets;
@@ -118,6 +143,10 @@ func (k *Keyed) firstReport(r RestoreReport) bool {
 // ForeignRecords is how many keyed records of other deployments this stage
 // skipped.
 func (k *Keyed) ForeignRecords() int64 { return k.foreign.Load() }
+
+// Checkpoints is how many checkpoints (sinks flushed, state saved, input
+// acknowledged) this stage's partitions made.
+func (k *Keyed) Checkpoints() int64 { return k.checkpoints.Load() }
 
 // NewKeyed fills cfg's zero fields with the defaults, checks it
 // (KeyedConfig.Validate) and returns the stage.
@@ -202,7 +231,7 @@ func (st *WorkerStats) Add(s WorkerStats) {
 }
 
 // Handler is the ingest.HandlerFactory of the keyed stage.
-func (k *Keyed) Handler(topic string, partition int32) ingest.PartitionHandler {
+func (k *Keyed) Handler(topic string, partition int32) batch.PartitionHandler {
 	return &keyedPartition{k: k, partition: partition}
 }
 
@@ -211,7 +240,7 @@ type keyedPartition struct {
 	k         *Keyed
 	partition int32
 	w         *Worker
-	pending   []*ingest.Batch
+	pending   []*batch.Batch
 	unacked   int // records in pending
 	last      time.Time
 	// wmLast is the watermark as of the last batch, wmMoved when it last
@@ -285,8 +314,19 @@ func (p *keyedPartition) setWorker(w *Worker) {
 }
 
 // Handle applies the batch, hands the output to the sinks, and checkpoints
-// when CheckpointEvery has passed.
-func (p *keyedPartition) Handle(ctx context.Context, b *ingest.Batch) error {
+// when CheckpointEvery has passed; KeyedConfig.BatchLatency times it.
+func (p *keyedPartition) Handle(ctx context.Context, b *batch.Batch) error {
+	o := p.k.cfg.BatchLatency
+	if o == nil {
+		return p.handle(ctx, b)
+	}
+	t0 := time.Now()
+	err := p.handle(ctx, b)
+	o.ObserveDuration(time.Since(t0))
+	return err
+}
+
+func (p *keyedPartition) handle(ctx context.Context, b *batch.Batch) error {
 	live := false
 	for i := range b.Records {
 		rec, ok := b.Records[i].Payload.(*KeyedRecord)
@@ -386,6 +426,7 @@ func (p *keyedPartition) checkpoint(ctx context.Context) error {
 	p.pending = p.pending[:0]
 	p.unacked = 0
 	p.last = time.Now()
+	p.k.checkpoints.Add(1)
 	if p.k.cfg.OnCheckpoint != nil {
 		p.k.cfg.OnCheckpoint(p.partition, p.w.NextOffset())
 	}
@@ -465,7 +506,7 @@ func (k *Keyed) Stalled() []string {
 }
 
 // Close checkpoints what was processed (unless the partition was lost).
-func (p *keyedPartition) Close(ctx context.Context, reason ingest.CloseReason) {
+func (p *keyedPartition) Close(ctx context.Context, reason batch.CloseReason) {
 	if p.w == nil {
 		return
 	}
@@ -477,7 +518,7 @@ func (p *keyedPartition) Close(ctx context.Context, reason ingest.CloseReason) {
 		p.k.retired.Add(p.w.Stats())
 	}
 	p.k.mu.Unlock()
-	if reason == ingest.CloseLost {
+	if reason == batch.CloseLost {
 		return
 	}
 	if err := p.checkpoint(ctx); err != nil {
@@ -499,4 +540,4 @@ func (p *keyedPartition) Idle(ctx context.Context) error {
 	return nil
 }
 
-var _ ingest.Idler = (*keyedPartition)(nil)
+var _ batch.Idler = (*keyedPartition)(nil)

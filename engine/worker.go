@@ -55,27 +55,22 @@ type SLOSpec struct {
 type Breaker interface {
 	Observe(v schemas.Verdict) []schemas.FuseCommand
 	Advance(nowUnixNano int64) []schemas.FuseCommand
+	// ProbesFor returns, for the SLO named slo, the keys of the half-open
+	// targets it tripped, each with the start of its probe (Unix ns): the
+	// worker hands it, before each evaluation of an SLO whose processor
+	// has Hooks.SetProbes, to that hook, so that those keys are judged on
+	// the traffic since the half-open began. nil when there is none. Both
+	// sides are pure functions of the records in order, so verdicts stay
+	// deterministic across replays and restarts (the breaker's state,
+	// probes included, is in the checkpoint).
+	ProbesFor(slo string) map[schemas.Key]int64
+	// StarvedProbes returns the half-open targets its probes cannot judge
+	// (see processors.StarvedProbe): the keyed stage logs each one once,
+	// WARN, when it begins and INFO when it ends, and counts them per SLO
+	// (Keyed.StarvedTargets). nil when there is none.
+	StarvedProbes() []processors.StarvedProbe
 	MarshalBinary() ([]byte, error)
 	UnmarshalBinary([]byte) error
-}
-
-// ProbeSource is implemented by a Breaker that wants the SLOs which
-// tripped a half-open target to judge its keys on the traffic since the
-// half-open began (processors/breaker): before each evaluation of an SLO
-// whose processor is a processors.Prober, the worker hands it
-// ProbesFor(the SLO's name). Both sides are pure functions of the records
-// in order, so verdicts stay deterministic across replays and restarts
-// (the breaker's state, probes included, is in the checkpoint).
-type ProbeSource interface {
-	ProbesFor(slo string) map[schemas.Key]int64
-}
-
-// StarvationSource is implemented by a Breaker that reports the
-// half-open targets its probes cannot judge (processors/breaker): the
-// keyed stage logs each one once, WARN, when it begins and INFO when it
-// ends, and counts them per SLO (Keyed.StarvedTargets).
-type StarvationSource interface {
-	StarvedProbes() []processors.StarvedProbe
 }
 
 // Effects judges what every fuse command did (processors/effect): the
@@ -87,12 +82,6 @@ type Effects interface {
 	Evaluate(nowUnixNano int64, verdicts []schemas.Verdict, commands []schemas.FuseCommand) []schemas.Verdict
 	MarshalBinary() ([]byte, error)
 	UnmarshalBinary([]byte) error
-}
-
-// LateObserver is implemented by processors that count late records (the
-// rollup processor puts them in its per-minute rows).
-type LateObserver interface {
-	ObserveLate(key schemas.Key, eventTime int64)
 }
 
 // WorkerConfig is what every partition worker of one engine shares.
@@ -151,27 +140,33 @@ type Worker struct {
 	earliest int64
 	guard    *guard
 	slos     []sloState
-	breaker  Breaker
-	effects  Effects
+	// late and countCorrections are the processors' Hooks.ObserveLate and
+	// Hooks.CountCorrection, in SLO order, wired in NewWorker.
+	late             []func(key schemas.Key, eventTime int64)
+	countCorrections []func(key schemas.Key, timeUnixNano int64)
+	breaker          Breaker
+	effects          Effects
 
 	nextOffset int64
 	out        schemas.Output
 	stats      WorkerStats
-	emit       collector
 }
 
 type sloState struct {
 	spec SLOSpec
 	proc processors.Processor
-	// reporter is set on the first corrections SLO: the corrections it
-	// attributes go to the counters (the rollups), once.
-	reporter processors.CorrectionReporter
-	counter  processors.CorrectionCounter
+	// hooks are proc's Hooks, read once when it was created.
+	hooks processors.Hooks
+	// reporter is set on the first SLO whose processor has
+	// Hooks.TakeJoined (a corrections SLO): the corrections it attributes
+	// go to every Hooks.CountCorrection of the worker (the rollups), once.
+	reporter bool
 	// every is the processor's Interval in ns; next the next boundary to
 	// evaluate, math.MinInt64 until the watermark is first known.
 	every int64
 	next  int64
-	late  LateObserver
+	// emit collects what proc produces at one boundary (see evaluate).
+	emit collector
 }
 
 // NewWorker returns an empty worker for the keyed partition.
@@ -197,11 +192,15 @@ func NewWorker(cfg WorkerConfig, partition int32) (*Worker, error) {
 		if every <= 0 {
 			return nil, fmt.Errorf("engine: SLO %q: processor interval must be positive", spec.Meta.SLO)
 		}
-		lo, _ := p.(LateObserver)
-		st := sloState{spec: spec, proc: p, every: every, next: math.MinInt64, late: lo}
-		st.counter, _ = p.(processors.CorrectionCounter)
-		if r, ok := p.(processors.CorrectionReporter); ok && !haveReporter {
-			st.reporter, haveReporter = r, true
+		st := sloState{spec: spec, proc: p, hooks: p.Hooks(), every: every, next: math.MinInt64}
+		if st.hooks.TakeJoined != nil && !haveReporter {
+			st.reporter, haveReporter = true, true
+		}
+		if st.hooks.ObserveLate != nil {
+			w.late = append(w.late, st.hooks.ObserveLate)
+		}
+		if st.hooks.CountCorrection != nil {
+			w.countCorrections = append(w.countCorrections, st.hooks.CountCorrection)
 		}
 		w.slos = append(w.slos, st)
 	}
@@ -250,13 +249,12 @@ func (w *Worker) Stats() WorkerStats {
 }
 
 // StarvedProbes returns the half-open targets whose probes are too few to
-// judge them (see processors.StarvedProbe); nil without a breaker that
-// reports them.
+// judge them (see processors.StarvedProbe); nil without a breaker.
 func (w *Worker) StarvedProbes() []processors.StarvedProbe {
-	if s, ok := w.breaker.(StarvationSource); ok {
-		return s.StarvedProbes()
+	if w.breaker == nil {
+		return nil
 	}
-	return nil
+	return w.breaker.StarvedProbes()
 }
 
 // TakeOutput returns what the worker produced since the last call and
@@ -350,10 +348,8 @@ func (w *Worker) span(s *schemas.Span) {
 	key := w.guard.admit(w.cfg.KeyDims.Project(s.Key), t)
 	if t < w.watermark {
 		w.stats.LateSpans++
-		for i := range w.slos {
-			if w.slos[i].late != nil {
-				w.slos[i].late.ObserveLate(key, t)
-			}
+		for _, late := range w.late {
+			late(key, t)
 		}
 		return
 	}
@@ -451,10 +447,8 @@ func (w *Worker) jumpEmpty(wm int64) bool {
 		if w.slos[i].proc.Keys() > 0 {
 			return false
 		}
-		if ix, ok := w.slos[i].proc.(indexStater); ok {
-			if indexed, _, pending := ix.IndexStats(); indexed > 0 || pending > 0 {
-				return false
-			}
+		if p := w.slos[i].hooks.Pending; p != nil && p() {
+			return false
 		}
 	}
 	moved := false
@@ -468,47 +462,39 @@ func (w *Worker) jumpEmpty(wm int64) bool {
 	return moved
 }
 
-// indexStater is the corrections processor: spans indexed for joining and
-// corrections waiting for the watermark are state Keys does not count.
-type indexStater interface {
-	IndexStats() (indexed int, evictedByCap int64, pendingCorrections int)
-}
-
-// evaluate runs every SLO due at boundary b, then the breaker.
+// evaluate runs every SLO due at boundary b, then the breaker. The SLOs
+// whose processor has Hooks.TakeJoined (corrections) are evaluated first,
+// so that the corrections they attribute at b are counted
+// (Hooks.CountCorrection) before the rollups of b are evaluated, wherever
+// the rollup SLO is in the list; the output still lists every SLO's
+// verdicts and rollups in SLO order. Evaluating some SLOs first changes
+// nothing else: a processor reads only its own state, and the probes come
+// from the breaker, which sees the verdicts only after every SLO due at b
+// was evaluated.
 func (w *Worker) evaluate(b int64) {
+	for i := range w.slos {
+		if s := &w.slos[i]; s.next == b && s.hooks.TakeJoined != nil {
+			w.evaluateSLO(s, b)
+		}
+	}
+	for i := range w.slos {
+		if s := &w.slos[i]; s.next == b && s.hooks.TakeJoined == nil {
+			w.evaluateSLO(s, b)
+		}
+	}
 	var verdicts []schemas.Verdict
 	for i := range w.slos {
 		s := &w.slos[i]
 		if s.next != b {
 			continue
 		}
-		w.emit.reset()
-		if ps, ok := w.breaker.(ProbeSource); ok {
-			if pr, ok := s.proc.(processors.Prober); ok {
-				pr.SetProbes(ps.ProbesFor(s.spec.Meta.SLO))
-			}
-		}
-		s.proc.Evaluate(b, &w.emit)
-		w.stats.Evaluations++
-		if s.reporter != nil {
-			// Corrections attributed now count in the rollups, which the
-			// engine evaluates after (they come last in the SLO list).
-			for _, j := range s.reporter.TakeJoined() {
-				for k := range w.slos {
-					if c := w.slos[k].counter; c != nil {
-						c.CountCorrection(j.Key, j.TimeUnixNano)
-					}
-				}
-			}
-		} else if r, ok := s.proc.(processors.CorrectionReporter); ok {
-			r.TakeJoined() // a second corrections SLO: counted by the first only
-		}
 		// Processors emit in key order already; sorting again makes the
 		// order a property of the engine, not of every processor.
-		slices.SortStableFunc(w.emit.verdicts, compareVerdicts)
-		slices.SortStableFunc(w.emit.rollups, compareRollups)
-		verdicts = append(verdicts, w.emit.verdicts...)
-		w.out.Rollups = append(w.out.Rollups, w.emit.rollups...)
+		slices.SortStableFunc(s.emit.verdicts, compareVerdicts)
+		slices.SortStableFunc(s.emit.rollups, compareRollups)
+		verdicts = append(verdicts, s.emit.verdicts...)
+		w.out.Rollups = append(w.out.Rollups, s.emit.rollups...)
+		s.emit.reset()
 		s.next = b + s.every
 	}
 	w.stats.Verdicts += int64(len(verdicts))
@@ -526,6 +512,29 @@ func (w *Worker) evaluate(b int64) {
 		}
 	}
 	w.guard.expire(b)
+}
+
+// evaluateSLO evaluates s at boundary b into s.emit, with the breaker's
+// probes of s first and the corrections s attributed relayed after.
+func (w *Worker) evaluateSLO(s *sloState, b int64) {
+	s.emit.reset()
+	if set := s.hooks.SetProbes; set != nil && w.breaker != nil {
+		set(w.breaker.ProbesFor(s.spec.Meta.SLO))
+	}
+	s.proc.Evaluate(b, &s.emit)
+	w.stats.Evaluations++
+	if s.hooks.TakeJoined == nil {
+		return
+	}
+	joined := s.hooks.TakeJoined()
+	if !s.reporter {
+		return // a second corrections SLO: counted by the first only
+	}
+	for _, j := range joined {
+		for _, count := range w.countCorrections {
+			count(j.Key, j.TimeUnixNano)
+		}
+	}
 }
 
 func (w *Worker) commands(cmds []schemas.FuseCommand) {

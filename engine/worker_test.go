@@ -373,3 +373,31 @@ func TestRollupsCountTheCorrectionsTheCorrectionsSLOAttributes(t *testing.T) {
 		t.Fatalf("rollups count %d corrections of %d published", counted, published)
 	}
 }
+
+// TestRollupsCountCorrectionsWhereverTheyAreInTheList: the worker relays
+// the corrections attributed at a boundary to the rollups of that boundary
+// (processors.Hooks) whether the corrections SLO comes before or after the
+// rollup SLO in the list: the rollups are the same either way.
+func TestRollupsCountCorrectionsWhereverTheyAreInTheList(t *testing.T) {
+	srcs := sources(t, scenario(), 12*time.Minute, 2)
+	cc := corrections.DefaultConfig()
+	meta := processors.Meta{SLO: "corrections", ConfigVersion: "test"}
+	spec := engine.SLOSpec{Meta: meta, New: func() (processors.Processor, error) { return corrections.New(meta, cc) }}
+	first, last := workerConfig(t), workerConfig(t)
+	first.SLOs = append([]engine.SLOSpec{spec}, first.SLOs...)
+	last.SLOs = append(slices.Clone(last.SLOs), spec)
+	ks := keyed(srcs, func(rem []int) int { return rem[0] })
+	var counted int64
+	for p := int32(0); p < keyedPartitions; p++ {
+		a, b := run(t, first, p, ks[p], -1, -1), run(t, last, p, ks[p], -1, -1)
+		if !reflect.DeepEqual(a.Rollups, b.Rollups) {
+			t.Fatalf("partition %d: rollups differ with the corrections SLO last (%d rows) and first (%d rows)", p, len(b.Rollups), len(a.Rollups))
+		}
+		for _, r := range a.Rollups {
+			counted += r.Corrections
+		}
+	}
+	if counted == 0 {
+		t.Fatal("no correction counted: the test shows nothing")
+	}
+}

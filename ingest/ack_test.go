@@ -384,7 +384,24 @@ func TestIdleWaitsForStart(t *testing.T) {
 			mu.Unlock()
 			return h
 		}))
+	// While Start runs the partition counts as starting (Stats.Starting,
+	// what readiness waits on): a snapshot taken before the handler's
+	// Start returned must say so.
+	waitFor(t, "Start", 30*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(hs) > 0 && hs[0].startCalls.Load() > 0
+	})
+	mu.Lock()
+	h0 := hs[0]
+	mu.Unlock()
+	if st := r.c.Stats(); !h0.started.Load() && (st.Starting != 1 || st.Partitions != 1) {
+		t.Errorf("during Start: Starting %d of %d partitions, want 1 of 1", st.Starting, st.Partitions)
+	}
 	waitFor(t, "the records", 30*time.Second, func() bool { return s.count() == 3 })
+	if st := r.c.Stats(); st.Starting != 0 || st.Partitions != 1 {
+		t.Errorf("after Start: Starting %d of %d partitions, want 0 of 1", st.Starting, st.Partitions)
+	}
 	if err := r.shutdown(t); err != nil {
 		t.Fatalf("Run: %v", err)
 	}

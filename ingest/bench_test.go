@@ -128,7 +128,7 @@ func BenchmarkIngestPerRecord(b *testing.B) {
 // The decoder does nothing, so this is the consumer's overhead alone.
 func BenchmarkBatchPath(b *testing.B) {
 	p := trackerPartition()
-	p.decoder = DecoderFunc(func(*kgo.Record, *Record) error { return nil })
+	p.decoder = DecoderFunc(func(int64, []Header, []byte, *Record) error { return nil })
 	recs := make([]*kgo.Record, 100)
 	for i := range recs {
 		recs[i] = &kgo.Record{Topic: "t", Offset: int64(i), Value: []byte("ok:x")}
@@ -158,7 +158,7 @@ func BenchmarkSpanDecoder(b *testing.B) {
 	var spans int
 	for i := 0; b.Loop(); i++ {
 		var out Record
-		if err := d.Decode(msgs[i%len(msgs)], &out); err != nil {
+		if err := d.Decode(0, nil, msgs[i%len(msgs)].Value, &out); err != nil {
 			b.Fatal(err)
 		}
 		spans += len(out.Spans)

@@ -248,8 +248,8 @@ func (c *Consumer) adjustOffsets(ctx context.Context, offsets map[string]map[int
 			if p == nil {
 				continue
 			}
-			s, ok := p.handler.(Starter)
-			if !ok {
+			s := p.starter
+			if s == nil {
 				continue
 			}
 			committed := off.EpochOffset().Offset

@@ -29,10 +29,10 @@ type SpanDecoder struct {
 }
 
 // Decode implements Decoder.
-func (d *SpanDecoder) Decode(r *kgo.Record, out *Record) error {
+func (d *SpanDecoder) Decode(_ int64, _ []Header, value []byte, out *Record) error {
 	enc := d.Encoding
 	if enc == EncodingAuto {
-		enc = sniff(r.Value)
+		enc = sniff(value)
 	}
 	var (
 		spans []schemas.Span
@@ -40,9 +40,9 @@ func (d *SpanDecoder) Decode(r *kgo.Record, out *Record) error {
 		err   error
 	)
 	if enc == EncodingJSON {
-		spans, st, err = schemas.DecodeOTLPJSON(r.Value, d.Names, d.Limits, nil)
+		spans, st, err = schemas.DecodeOTLPJSON(value, d.Names, d.Limits, nil)
 	} else {
-		spans, st, err = schemas.DecodeOTLPProto(r.Value, d.Names, d.Limits, nil)
+		spans, st, err = schemas.DecodeOTLPProto(value, d.Names, d.Limits, nil)
 	}
 	out.Stats = st
 	// A bad attribute (wrong type, invalid UTF-8) rejects its span only:
@@ -59,12 +59,12 @@ func (d *SpanDecoder) Decode(r *kgo.Record, out *Record) error {
 	}
 	var evalErr error
 	// The byte search keeps the second walk off messages without the event.
-	if d.Evaluations.Enabled() && bytes.Contains(r.Value, evaluationEventName) {
+	if d.Evaluations.Enabled() && bytes.Contains(value, evaluationEventName) {
 		var evs []schemas.Evaluation
 		if enc == EncodingJSON {
-			evs, evalErr = schemas.DecodeOTLPJSONSpanEvaluations(r.Value, d.Names, d.Limits, nil)
+			evs, evalErr = schemas.DecodeOTLPJSONSpanEvaluations(value, d.Names, d.Limits, nil)
 		} else {
-			evs, evalErr = schemas.DecodeOTLPSpanEvaluations(r.Value, d.Names, d.Limits, nil)
+			evs, evalErr = schemas.DecodeOTLPSpanEvaluations(value, d.Names, d.Limits, nil)
 		}
 		var skipped schemas.EvaluationErrors
 		if evalErr == nil || errors.As(evalErr, &skipped) {
@@ -137,19 +137,19 @@ type EvaluationDecoder struct {
 }
 
 // Decode implements Decoder.
-func (d *EvaluationDecoder) Decode(r *kgo.Record, out *Record) error {
+func (d *EvaluationDecoder) Decode(_ int64, _ []Header, value []byte, out *Record) error {
 	enc := d.Encoding
 	if enc == EncodingAuto {
-		enc = sniff(r.Value)
+		enc = sniff(value)
 	}
 	var (
 		evs []schemas.Evaluation
 		err error
 	)
 	if enc == EncodingJSON {
-		evs, err = schemas.DecodeOTLPJSONLogEvaluations(r.Value, d.Names, d.Limits, nil)
+		evs, err = schemas.DecodeOTLPJSONLogEvaluations(value, d.Names, d.Limits, nil)
 	} else {
-		evs, err = schemas.DecodeOTLPLogEvaluations(r.Value, d.Names, d.Limits, nil)
+		evs, err = schemas.DecodeOTLPLogEvaluations(value, d.Names, d.Limits, nil)
 	}
 	var skipped schemas.EvaluationErrors
 	if err != nil && !errors.As(err, &skipped) {
@@ -195,8 +195,8 @@ func sniff(b []byte) Encoding {
 type CorrectionDecoder struct{}
 
 // Decode implements Decoder.
-func (CorrectionDecoder) Decode(r *kgo.Record, out *Record) error {
-	c, err := schemas.DecodeCorrection(r.Value)
+func (CorrectionDecoder) Decode(_ int64, _ []Header, value []byte, out *Record) error {
+	c, err := schemas.DecodeCorrection(value)
 	if err != nil {
 		return err
 	}
@@ -272,15 +272,17 @@ func (e *tooLargeValue) Unwrap() []error {
 	return []error{schemas.ErrTooLarge, &schemas.FieldError{Field: "value", Reason: "exceeds max_message_bytes"}}
 }
 
-// decodeSafe runs d on r with the size check first and panics recovered.
-func decodeSafe(d Decoder, r *kgo.Record, out *Record, maxBytes int) (err error) {
+// decodeSafe runs d on r with the size check first and panics recovered;
+// headers is the partition's scratch for r's headers (returned for reuse).
+func decodeSafe(d Decoder, r *kgo.Record, headers []Header, out *Record, maxBytes int) (_ []Header, err error) {
 	if len(r.Value) > maxBytes {
-		return &tooLargeValue{got: len(r.Value), limit: maxBytes}
+		return headers, &tooLargeValue{got: len(r.Value), limit: maxBytes}
 	}
+	headers = Headers(headers, r.Headers)
 	defer func() {
 		if v := recover(); v != nil {
 			err = &PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
-	return d.Decode(r, out)
+	return headers, d.Decode(r.Offset, headers, r.Value, out)
 }

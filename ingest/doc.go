@@ -11,6 +11,11 @@
 // restores a partition's state in Starter.Start and acknowledges only at
 // checkpoints.
 //
+// What a handler receives and a decoder fills (Record, Batch, the
+// PartitionHandler and Decoder contracts) is defined in package
+// ingest/batch, which does not import the Kafka client, and re-exported
+// here under the same names: the engine imports ingest/batch only.
+//
 // # Flow
 //
 // One poll loop fetches; for each partition it queues the records of the

@@ -253,8 +253,8 @@ func header(r *kgo.Record, key string) string {
 //	toolarge:...  ErrTooLarge, field "spans"
 //	partial:...   delivered and dead-lettered partial (spans 1 and 4 of 5 invalid)
 //	panic:...     panics
-var testDecoder = DecoderFunc(func(r *kgo.Record, out *Record) error {
-	v := string(r.Value)
+var testDecoder = DecoderFunc(func(_ int64, _ []Header, value []byte, out *Record) error {
+	v := string(value)
 	verb, _, _ := strings.Cut(v, ":")
 	switch verb {
 	case "ok":

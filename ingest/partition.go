@@ -24,7 +24,14 @@ type partition struct {
 	topic   string
 	id      int32
 	handler PartitionHandler
+	// starter and idler are handler as a Starter and an Idler, nil when it
+	// is not one: read once, when the partition is assigned.
+	starter Starter
+	idler   Idler
 	decoder Decoder
+	// headers is the scratch the records' headers are handed to the
+	// decoder in, reused from record to record (partition goroutine only).
+	headers []Header
 	// rejects logs this partition's rejected records (build only).
 	rejects rejectLog
 
@@ -77,7 +84,9 @@ func newPartition(c *Consumer, topic string, id int32, h PartitionHandler) *part
 		dlqIdle:   make(chan struct{}, 1),
 		rejects:   rejectLog{every: c.cfg.RejectLogEvery},
 	}
-	if _, ok := h.(Starter); !ok {
+	p.starter, _ = h.(Starter)
+	p.idler, _ = h.(Idler)
+	if p.starter == nil {
 		p.started.Store(true)
 	}
 	return p
@@ -163,7 +172,7 @@ func (p *partition) isStopping() bool {
 // one chunk at a time in offset order.
 func (p *partition) run() {
 	defer close(p.done)
-	idler, _ := p.handler.(Idler)
+	idler := p.idler
 	var idle time.Duration
 	if idler != nil {
 		idle = p.c.cfg.IdleInterval
@@ -217,7 +226,8 @@ func (p *partition) build(ch chunk) *Batch {
 		// Decoder interface).
 		b.Records = append(b.Records, Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Timestamp: r.Timestamp})
 		rec := &b.Records[len(b.Records)-1]
-		err := decodeSafe(p.decoder, r, rec, p.c.cfg.Limits.MaxMessageBytes)
+		var err error
+		p.headers, err = decodeSafe(p.decoder, r, p.headers, rec, p.c.cfg.Limits.MaxMessageBytes)
 		err = checkFuture(rec, err, r.Timestamp, p.c.cfg.MaxFutureSkew)
 		if err == nil {
 			delivered(rec)
@@ -254,7 +264,7 @@ func (p *partition) build(ch chunk) *Batch {
 		bytes:   ch.bytes,
 		waits:   1 + len(dead),
 	}
-	b.st = st
+	b.SetAcker(st)
 	p.tmu.Lock()
 	p.inflight = append(p.inflight, st)
 	p.dlqPending += len(dead)

@@ -40,6 +40,10 @@ type Stats struct {
 	// Partitions is the number of partitions owned now, PausedPartitions
 	// how many of them are paused.
 	Partitions, PausedPartitions int
+	// Starting is how many of the owned partitions have a Starter handler
+	// whose Start has not returned successfully yet (the keyed stage: its
+	// checkpoint is not restored yet). Readiness waits for 0.
+	Starting int
 	// Lag is the sum over owned partitions of (high watermark - next
 	// offset), as of each partition's last fetch: records published and
 	// not yet fetched.
@@ -134,6 +138,9 @@ func (c *Consumer) Stats() Stats {
 	c.mu.Lock()
 	for _, p := range c.parts {
 		out.Partitions++
+		if !p.started.Load() {
+			out.Starting++
+		}
 		lag := p.lag.Load()
 		out.Lag += lag
 		out.PartitionLag = append(out.PartitionLag, PartitionLag{Topic: p.topic, Partition: p.id, Lag: lag})

@@ -27,7 +27,7 @@ func addBatch(p *partition, next int64, dlq int) *batchState {
 	return st
 }
 
-func ack(st *batchState) { (&Batch{st: st}).Ack() }
+func ack(st *batchState) { b := &Batch{}; b.SetAcker(st); b.Ack() }
 
 func TestTrackerCommitsContiguousPrefix(t *testing.T) {
 	for _, tc := range []struct {
@@ -191,12 +191,12 @@ func TestClassify(t *testing.T) {
 
 func TestDecodeSafeRecoversPanics(t *testing.T) {
 	var out Record
-	err := decodeSafe(testDecoder, &kgo.Record{Value: []byte("panic:")}, &out, 100)
+	_, err := decodeSafe(testDecoder, &kgo.Record{Value: []byte("panic:")}, nil, &out, 100)
 	var pe *PanicError
 	if !errors.As(err, &pe) || classify(err) != KindMalformed || len(pe.Stack) == 0 {
 		t.Fatalf("decodeSafe of a panicking decoder = %v, want a malformed *PanicError with a stack", err)
 	}
-	if err := decodeSafe(testDecoder, &kgo.Record{Value: []byte("ok:" + strings.Repeat("x", 100))}, &out, 100); classify(err) != KindTooLarge {
+	if _, err := decodeSafe(testDecoder, &kgo.Record{Value: []byte("ok:" + strings.Repeat("x", 100))}, nil, &out, 100); classify(err) != KindTooLarge {
 		t.Fatalf("decodeSafe of an oversized value = %v, want too_large", err)
 	}
 }

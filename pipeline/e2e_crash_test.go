@@ -256,7 +256,7 @@ func TestE2EKilledBeforeCommit(t *testing.T) {
 	}
 	r.waitDrained(t, k, cfg, total, 2*time.Minute)
 	r.stop(t)
-	reinserted := uint64(metric(r.p.ClickHous.Metrics(), "fusebox_sink_records_total", "table", clickhousesink.TableVerdicts))
+	reinserted := uint64(metric(r.p.ClickHouse.Metrics(), "fusebox_sink_records_total", "table", clickhousesink.TableVerdicts))
 
 	ref := referenceRun(t, cfg, readTopic(t, k, cfg.Topics.Keyed), r.checkpoints(), nil)
 	refV := verdictIDs(t, ref.out.Verdicts, true, "in-memory replay")

@@ -34,7 +34,7 @@ func (s *outageSampler) run(ctx context.Context, r *e2eRun, capRows int) {
 			return
 		case <-tick.C:
 		}
-		p := metric(r.p.ClickHous.Metrics(), "fusebox_sink_pending_records", "", "")
+		p := metric(r.p.ClickHouse.Metrics(), "fusebox_sink_pending_records", "", "")
 		s.mu.Lock()
 		s.maxPending = max(s.maxPending, p)
 		if p > float64(capRows) {
@@ -115,7 +115,7 @@ func TestE2EClickHouseOutage(t *testing.T) {
 	go func() { pubDone <- publishScenario(ctx, t, k, sc, 100) }()
 
 	chMetric := func(name, table string) float64 {
-		return metric(r.p.ClickHous.Metrics(), name, "table", table)
+		return metric(r.p.ClickHouse.Metrics(), name, "table", table)
 	}
 	// Kill the server once verdicts reach it and every keyed partition has
 	// committed a checkpoint: commits are then what one expects to see.
@@ -151,7 +151,7 @@ func TestE2EClickHouseOutage(t *testing.T) {
 	kin := r.p.KeyedConsumer().Stats()
 	ends := endOffsets(t, k, cfg.Topics.Keyed)
 	maxPending, overCap, maxHeap := sampler.get()
-	blocked := metric(r.p.ClickHous.Metrics(), "fusebox_sink_blocked_seconds_total", "", "")
+	blocked := metric(r.p.ClickHouse.Metrics(), "fusebox_sink_blocked_seconds_total", "", "")
 	t.Logf("outage: committed %v, keyed topic ends %v; keyed records applied %d at half-time, %d at the end; keyed consumer lag %d, %d of %d partitions paused; sink buffer peak %v of %d rows, Write blocked %.1fs; heap peak %d MiB (+%d MiB)",
 		base, ends, recordsMid, recordsEnd, kin.Lag, kin.PausedPartitions, kin.Partitions, maxPending, bufferRows, blocked, maxHeap>>20, (int64(maxHeap)-int64(heapAtKill))>>20)
 	srv.Start()
@@ -183,7 +183,7 @@ func TestE2EClickHouseOutage(t *testing.T) {
 	r.waitDrained(t, k, cfg, pub.Spans, 2*time.Minute)
 	resumed := time.Since(upAt)
 	r.stop(t)
-	chm := r.p.ClickHous.Metrics()
+	chm := r.p.ClickHouse.Metrics()
 	t.Logf("drained %v after the restart; sink insert errors %v, reconnects %v",
 		resumed.Round(time.Millisecond), metric(chm, "fusebox_sink_errors_total", "table", clickhousesink.TableVerdicts),
 		metric(chm, "fusebox_sink_reconnects_total", "", ""))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/fuse"
+	"github.com/fusebox-dev/fusebox/ingest"
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/pipeline"
@@ -116,7 +117,7 @@ func referenceRun(t testing.TB, cfg *config.File, recs []*kgo.Record, upTo map[i
 				break
 			}
 			rec := &engine.KeyedRecord{}
-			if err := engine.DecodeKeyedRecord(r.Offset, pipeline.Headers(r.Headers), r.Value, rec); err != nil {
+			if err := engine.DecodeKeyedRecord(r.Offset, ingest.Headers(nil, r.Headers), r.Value, rec); err != nil {
 				t.Fatalf("keyed %d/%d: %v", p, r.Offset, err)
 			}
 			for i := range rec.Spans {

@@ -242,7 +242,7 @@ func TestE2ESameInputTwice(t *testing.T) {
 	r2 := startRun(t, cfg2, nil)
 	r2.waitDrained(t, k, cfg2, pub.Spans, time.Minute)
 	r2.stop(t)
-	chm := r2.p.ClickHous.Metrics()
+	chm := r2.p.ClickHouse.Metrics()
 	reinserted := metric(chm, "fusebox_sink_records_total", "table", clickhousesink.TableVerdicts)
 	rollupsReinserted := metric(chm, "fusebox_sink_records_total", "table", clickhousesink.TableRollupsInput)
 	t.Logf("second run re-inserted %v verdicts and %v rollups (first run: %d verdicts, %d rollup rows)", reinserted, rollupsReinserted, len(first), rollupRows1)

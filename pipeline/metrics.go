@@ -71,7 +71,7 @@ func StartingMetrics() observe.Source {
 // or a sink is failing: the pipeline is up but not judging, or not
 // delivering, and an orchestrator or an SRE must hear of it.
 func (p *Pipeline) Ready() error {
-	err := p.tr.ready(p.cfg.Kafka.Group+".router", p.cfg.Kafka.Group+".engine")
+	err := p.tr.ready(p.cfg.Kafka.Group+".router", p.cfg.Kafka.Group+".engine", p.source.Stats(), p.keyedIn.Stats())
 	var why []string
 	if err != nil {
 		why = append(why, err.Error())
@@ -153,7 +153,7 @@ func (p *Pipeline) collect(s *observe.Snapshot) {
 		extra("fusebox_breaker_starved_targets", "Half-open targets whose probes are too few to judge them (a full probe window of the SLO that tripped them was insufficient_data): they neither close nor re-trip while the traffic stays that thin; per SLO, a series seen once stays, at 0 when none.",
 			observe.GaugeSample, float64(n), observe.Label{Name: "slo", Value: slo})
 	}
-	extra("fusebox_checkpoints_total", "Keyed-partition checkpoints (sinks flushed, state saved, input acknowledged).", observe.CounterSample, float64(p.tr.checkpoints.Load()))
+	extra("fusebox_checkpoints_total", "Keyed-partition checkpoints (sinks flushed, state saved, input acknowledged).", observe.CounterSample, float64(p.keyed.Checkpoints()))
 
 	p.tr.mu.Lock()
 	for k, n := range p.tr.verdicts {
@@ -183,8 +183,8 @@ func (p *Pipeline) collect(s *observe.Snapshot) {
 // metricSinks are the configured sinks that count (nil ones left out).
 func (p *Pipeline) metricSinks() []sinks.MetricsSource {
 	var out []sinks.MetricsSource
-	if p.ClickHous != nil {
-		out = append(out, p.ClickHous)
+	if p.ClickHouse != nil {
+		out = append(out, p.ClickHouse)
 	}
 	if p.Kafka != nil {
 		out = append(out, p.Kafka)

@@ -37,6 +37,10 @@ type Parts struct {
 	Sinks []engine.Sink
 	// Store keeps one checkpoint per keyed partition.
 	Store engine.StateStore
+	// StateForeign, when set, counts the checkpoint records of other
+	// deployments the store skipped, for /metrics (New's:
+	// statestore.Store.Foreign). Nil: counted as 0.
+	StateForeign func() int64
 	// Signer signs every fuse command; nil publishes them unsigned.
 	Signer engine.Signer
 	// Producer is the router's client for the keyed topic; it must use
@@ -169,7 +173,7 @@ func open(ctx context.Context, o Options) (_ Parts, _ opened, err error) {
 	clients = append(clients, stateCl)
 	store := statestore.New(stateCl, f.Topics.State, f.Kafka.Brokers, kopt...)
 	store.SetDeployment(f.Deployment(), LegacyState(f), o.Logger.With("component", "statestore"))
-	parts.Store = store
+	parts.Store, parts.StateForeign = store, store.Foreign
 	parts.Signer = o.Signer
 
 	if parts.Producer, err = kgo.NewClient(append(slices.Clone(kopt), kgo.RecordPartitioner(kgo.ManualPartitioner()),
@@ -250,3 +254,11 @@ func leaveGroups(admin *kgo.Client, instanceID string, groups []string, log *slo
 		}
 	}
 }
+
+// The sinks implement the engine's Sink; the assertions are here, in the
+// assembly, so that no sink imports the engine.
+var (
+	_ engine.Sink = (*clickhousesink.Sink)(nil)
+	_ engine.Sink = (*kafkasink.Sink)(nil)
+	_ engine.Sink = (*jsonlsink.Sink)(nil)
+)

@@ -59,7 +59,7 @@ type Pipeline struct {
 
 	router          *router.Router
 	keyed           *engine.Keyed
-	store           engine.StateStore
+	foreignState    func() int64 // Parts.StateForeign
 	source, keyedIn Consumer
 	release         func()                 // Parts.Close
 	leave           func(groups ...string) // Parts.Leave
@@ -67,9 +67,9 @@ type Pipeline struct {
 	sinks []engine.Sink
 	// The sinks New opened from the SLO file (nil when off, and always nil
 	// after Assemble alone).
-	Kafka     *kafkasink.Sink
-	ClickHous *clickhousesink.Sink
-	JSONL     *jsonlsink.Sink
+	Kafka      *kafkasink.Sink
+	ClickHouse *clickhousesink.Sink
+	JSONL      *jsonlsink.Sink
 	// Guard follows the fuse topic and repairs it (fuseguard.go); nil
 	// when the Kafka sink is off (and after Assemble alone).
 	Guard *fuse.Guard
@@ -118,7 +118,7 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.Kafka, p.ClickHous, p.JSONL, p.Guard = opened.kafka, opened.clickhouse, opened.jsonl, opened.guard
+	p.Kafka, p.ClickHouse, p.JSONL, p.Guard = opened.kafka, opened.clickhouse, opened.jsonl, opened.guard
 	return p, nil
 }
 
@@ -130,7 +130,7 @@ func Assemble(ctx context.Context, f *config.File, parts Parts, log *slog.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Pipeline{cfg: f, log: log, tr: newTracker(), store: parts.Store, release: parts.Close, leave: parts.Leave}
+	p := &Pipeline{cfg: f, log: log, tr: newTracker(), foreignState: parts.StateForeign, release: parts.Close, leave: parts.Leave}
 	p.tr.log = log.With("component", "breaker")
 	p.sinks = append(slices.Clone(parts.Sinks), p.tr.sink()) // last: counts what every sink accepted
 	defer func() {
@@ -162,7 +162,8 @@ func Assemble(ctx context.Context, f *config.File, parts Parts, log *slog.Logger
 		CheckpointEvery: f.Time.CheckpointEvery, CheckpointRecords: f.Time.CheckpointRecords,
 		WatermarkStallEvaluations: f.Time.WatermarkStallEvaluations,
 		Logger:                    log.With("component", "engine"),
-		OnCheckpoint:              p.tr.onCheckpoint(onCheckpoint),
+		OnCheckpoint:              onCheckpoint,
+		BatchLatency:              p.tr.latency,
 	}); err != nil {
 		return nil, err
 	}
@@ -186,7 +187,7 @@ func Assemble(ctx context.Context, f *config.File, parts Parts, log *slog.Logger
 	src.LogTopics, src.Evaluations = logTopics, f.Evaluations
 	src.SpanEncoding, src.Attributes, src.Limits = enc, f.Attributes, f.Limits
 	src.MaxFutureSkew, src.RejectLogEvery = f.Time.MaxFutureSkew, f.Log.RejectionsEvery
-	src.DLQTopic, src.Handlers = f.Topics.DLQ, p.tr.routerHandlers(p.router.Handler)
+	src.DLQTopic, src.Handlers = f.Topics.DLQ, p.router.Handler
 	src.Logger = log.With("component", "ingest")
 	if p.source, err = parts.NewConsumer(src); err != nil {
 		return nil, err
@@ -194,8 +195,8 @@ func Assemble(ctx context.Context, f *config.File, parts Parts, log *slog.Logger
 	kin := ingest.DefaultConfig()
 	kin.Brokers, kin.Group = f.Kafka.Brokers, f.Kafka.Group+".engine"
 	kin.SpanTopics, kin.CorrectionTopics = nil, nil
-	kin.Decoders = map[string]ingest.Decoder{f.Topics.Keyed: KeyedDecoder}
-	kin.DLQTopic, kin.Handlers = f.Topics.DLQ, p.tr.keyedHandlers(p.keyed.Handler)
+	kin.Decoders = map[string]ingest.Decoder{f.Topics.Keyed: engine.KeyedDecoder}
+	kin.DLQTopic, kin.Handlers = f.Topics.DLQ, p.keyed.Handler
 	// 4x the checkpoint trigger: a partition checkpoints long before its
 	// consumer would pause it.
 	kin.MaxUnackedRecords, kin.MaxUnackedBytes = 4*f.Time.CheckpointRecords, f.Time.MaxUnackedBytes
@@ -331,10 +332,10 @@ func (p *Pipeline) ForeignRecords() (keyed, state int64) {
 }
 
 // stateForeign is the state store's count of other deployments'
-// checkpoint records, 0 for a store that does not count them.
+// checkpoint records (Parts.StateForeign), 0 without one.
 func (p *Pipeline) stateForeign() int64 {
-	if s, ok := p.store.(interface{ Foreign() int64 }); ok {
-		return s.Foreign()
+	if p.foreignState == nil {
+		return 0
 	}
-	return 0
+	return p.foreignState()
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/fusebox-dev/fusebox/ingest"
 	"github.com/fusebox-dev/fusebox/internal/observe"
@@ -22,12 +21,14 @@ const maxTrackedTargets = 100_000
 
 // tracker counts what the stages do not count themselves, for /metrics
 // and /readyz: verdicts by processor and status, commands by action, the
-// breaker state of every target (from the commands), the keyed stage's
-// batch latency, and which partitions each consumer group handed this
-// process. It sees the output through a sink added after the real ones
-// (so an output is counted once every configured sink accepted it) and the
-// partitions through wrapped handler factories; the engine is untouched.
+// breaker state of every target (from the commands), and the keyed
+// stage's batch latency (engine.KeyedConfig.BatchLatency). It sees the
+// output through a sink added after the real ones (so an output is counted
+// once every configured sink accepted it). The partitions each consumer
+// group handed this process, and those still restoring, are ingest's
+// counts (ingest.Stats); the checkpoints the engine's (Keyed.Checkpoints).
 type tracker struct {
+	// latency is the keyed stage's BatchLatency.
 	latency *observe.Histogram
 	// log gets one INFO line per breaker state change (nil: none).
 	log *slog.Logger
@@ -38,10 +39,6 @@ type tracker struct {
 	targets  map[schemas.Key]targetState
 	seenOpen map[openKey]bool // combinations reported once, see openTargets
 
-	// Partitions owned now, and keyed partitions whose checkpoint is not
-	// restored yet (assigned, Start not returned successfully).
-	routerParts, keyedParts, keyedStarting atomic.Int64
-	checkpoints                            atomic.Int64
 	// state is trackerNew, trackerRunning or trackerStopped.
 	state atomic.Int32
 }
@@ -199,115 +196,9 @@ func (s countingSink) Write(_ context.Context, out schemas.Output) error {
 func (countingSink) Flush(context.Context) error { return nil }
 func (countingSink) Close(context.Context) error { return nil }
 
-// routerHandlers wraps the router's handler factory to count the source
-// partitions owned.
-func (t *tracker) routerHandlers(f ingest.HandlerFactory) ingest.HandlerFactory {
-	return func(topic string, partition int32) ingest.PartitionHandler {
-		h := f(topic, partition)
-		if h == nil {
-			return nil
-		}
-		t.routerParts.Add(1)
-		return &trackedHandler{inner: h, t: t, parts: &t.routerParts}
-	}
-}
-
-// keyedHandlers wraps the keyed stage's handler factory to count the keyed
-// partitions owned and restoring, and to time every batch.
-func (t *tracker) keyedHandlers(f ingest.HandlerFactory) ingest.HandlerFactory {
-	return func(topic string, partition int32) ingest.PartitionHandler {
-		h := f(topic, partition)
-		if h == nil {
-			return nil
-		}
-		t.keyedParts.Add(1)
-		t.keyedStarting.Add(1) // until Start returns: its checkpoint is not restored yet
-		th := &trackedHandler{inner: h, t: t, parts: &t.keyedParts, starting: &t.keyedStarting, keyed: true}
-		th.unstarted.Store(true)
-		return th
-	}
-}
-
-// trackedHandler forwards to the stage's handler. It always implements
-// ingest.Starter; for a handler that does not, Start keeps the committed
-// offset (-1), which is what ingest does without a Starter.
-type trackedHandler struct {
-	inner    ingest.PartitionHandler
-	t        *tracker
-	parts    *atomic.Int64
-	starting *atomic.Int64 // nil: not counted
-	// keyed handlers are timed.
-	keyed bool
-	// unstarted is true from creation until Start succeeds (or Close),
-	// while the handler is counted in *starting.
-	unstarted atomic.Bool
-	closed    atomic.Bool
-}
-
-func (h *trackedHandler) Start(ctx context.Context, committed int64) (int64, error) {
-	s, ok := h.inner.(ingest.Starter)
-	if !ok {
-		h.started()
-		return -1, nil
-	}
-	off, err := s.Start(ctx, committed)
-	if err == nil {
-		h.started()
-	}
-	return off, err
-}
-
-// started ends the handler's count as restoring.
-func (h *trackedHandler) started() {
-	if h.starting != nil && h.unstarted.CompareAndSwap(true, false) {
-		h.starting.Add(-1)
-	}
-}
-
-// Handle times the keyed stage's batches: from the moment the batch is
-// handed over (right after its fetch and decode) to the moment the worker
-// has applied it and every sink accepted its output (Write returned; a
-// checkpoint in the same call is included).
-func (h *trackedHandler) Handle(ctx context.Context, b *ingest.Batch) error {
-	if !h.keyed {
-		return h.inner.Handle(ctx, b)
-	}
-	t0 := time.Now()
-	err := h.inner.Handle(ctx, b)
-	h.t.latency.ObserveDuration(time.Since(t0))
-	return err
-}
-
-// Idle forwards to the inner handler when it is an ingest.Idler (the keyed
-// stage checkpoints a quiet partition); ingest calls it only because the
-// tracked handler implements Idler, so for others it does nothing.
-func (h *trackedHandler) Idle(ctx context.Context) error {
-	if i, ok := h.inner.(ingest.Idler); ok {
-		return i.Idle(ctx)
-	}
-	return nil
-}
-
-func (h *trackedHandler) Close(ctx context.Context, reason ingest.CloseReason) {
-	h.inner.Close(ctx, reason)
-	if h.closed.CompareAndSwap(false, true) {
-		h.started()
-		h.parts.Add(-1)
-	}
-}
-
-// onCheckpoint counts checkpoints and calls next (Options.OnCheckpoint).
-func (t *tracker) onCheckpoint(next func(int32, int64)) func(int32, int64) {
-	return func(p int32, off int64) {
-		t.checkpoints.Add(1)
-		if next != nil {
-			next(p, off)
-		}
-	}
-}
-
 // ready implements Pipeline.Ready: nil, or every reason, joined by "; ".
-func (t *tracker) ready(routerGroup, keyedGroup string) error {
+// source and keyed are the two consumers' stats (the partitions they own).
+func (t *tracker) ready(routerGroup, keyedGroup string, source, keyed ingest.Stats) error {
 	switch t.state.Load() {
 	case trackerNew:
 		return errors.New("the pipeline is not running yet")
@@ -315,12 +206,12 @@ func (t *tracker) ready(routerGroup, keyedGroup string) error {
 		return errors.New("the pipeline has stopped")
 	}
 	var why []string
-	if t.routerParts.Load() <= 0 {
+	if source.Partitions <= 0 {
 		why = append(why, "consumer group "+routerGroup+" has assigned no source partition to this process yet")
 	}
-	if t.keyedParts.Load() <= 0 {
+	if keyed.Partitions <= 0 {
 		why = append(why, "consumer group "+keyedGroup+" has assigned no keyed partition to this process yet")
-	} else if n := t.keyedStarting.Load(); n > 0 {
+	} else if n := keyed.Starting; n > 0 {
 		why = append(why, fmt.Sprintf("%d keyed partition(s) still restoring their checkpoint", n))
 	}
 	if len(why) == 0 {

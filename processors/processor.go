@@ -60,6 +60,12 @@ type Processor interface {
 	// Keys is the number of keys holding state, for memory accounting.
 	Keys() int
 
+	// Hooks are the processor's relays with the engine and the other
+	// processors (probes, late spans, corrections into rollups); the zero
+	// Hooks for none. The engine calls it once per instance, right after
+	// creating it.
+	Hooks() Hooks
+
 	// MarshalBinary and UnmarshalBinary snapshot and restore the whole
 	// state for the engine's checkpoints; a restored processor continues
 	// exactly as the original would have.
@@ -68,24 +74,12 @@ type Processor interface {
 }
 
 // JoinedCorrection is a correction the corrections processor attributed
-// to a key: joined to one of its spans (first correction of that span), or
+// (Hooks.TakeJoined) to a key: joined to one of its spans (first correction of that span), or
 // unjoined and counted under the correction's own tenant, model and
 // variant.
 type JoinedCorrection struct {
 	Key          schemas.Key
 	TimeUnixNano int64
-}
-
-// CorrectionReporter is implemented by the corrections processor: after
-// each Evaluate it hands over the corrections it attributed in it.
-type CorrectionReporter interface {
-	TakeJoined() []JoinedCorrection
-}
-
-// CorrectionCounter is implemented by the rollup processor, which counts
-// the corrections a CorrectionReporter attributed per key and minute.
-type CorrectionCounter interface {
-	CountCorrection(key schemas.Key, timeUnixNano int64)
 }
 
 // Meta is what the engine tells a processor about the SLO it serves.

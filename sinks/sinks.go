@@ -1,6 +1,8 @@
-// Package sinks defines what the engine writes its results through — the
-// Sink interface — and what the concrete sinks share: the stable JSON
-// encoding of a verdict, retry backoff, and counters for /metrics.
+// Package sinks holds what the concrete sinks of the engine's Output share:
+// the stable JSON encoding of a verdict, retry backoff, and counters for
+// /metrics. The interface they implement is engine.Sink (the engine is its
+// consumer; package pipeline asserts that every sink implements it, so
+// that no sink imports the engine).
 //
 // The concrete sinks live in subpackages: kafkasink (verdicts to
 // fusebox.verdicts, fuse commands to the compacted fusebox.fuse) and
@@ -18,29 +20,10 @@
 package sinks
 
 import (
-	"context"
 	"errors"
 
 	"github.com/fusebox-dev/fusebox/schemas"
 )
-
-// Sink is one destination of the engine's Output.
-type Sink interface {
-	// Write hands one Output to the sink. It may buffer. It blocks while the
-	// sink's bounded buffer is full (back-pressure) and returns an error only
-	// when ctx ends or the sink is closed / permanently misconfigured.
-	//
-	// The sink keeps references to the slices inside out until they are
-	// durable: the caller must not modify them after Write.
-	Write(ctx context.Context, out schemas.Output) error
-	// Flush returns nil once everything written before the call is durable
-	// (Kafka: acked by the broker; ClickHouse: the insert succeeded).
-	// Transient failures are retried with backoff until ctx ends.
-	Flush(ctx context.Context) error
-	// Close flushes what it can before ctx ends, then releases the sink's
-	// connections. Records not durable by then are reported in the error.
-	Close(ctx context.Context) error
-}
 
 // ErrClosed is returned by Write and Flush after Close was called.
 var ErrClosed = errors.New("sinks: sink closed")

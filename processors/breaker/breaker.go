@@ -162,7 +162,7 @@ func (b *Breaker) Advance(now int64) []schemas.FuseCommand {
 // the traffic since a half-open began, each with that start (Unix ns):
 // every tripping series of a half-open target whose SLO is slo. The
 // engine passes it to the SLO's processor before each evaluation
-// (processors.Prober); nil when there is none. It depends on the breaker's
+// (processors.Hooks.SetProbes); nil when there is none. It depends on the breaker's
 // state only, so it is as deterministic as the commands.
 func (b *Breaker) ProbesFor(slo string) map[schemas.Key]int64 {
 	var out map[schemas.Key]int64

@@ -51,7 +51,7 @@
 //     starts before that instant (they still hold the incident) are
 //     ignored (Stats.Stale); ProbesFor tells the engine which keys (those
 //     of the target the signal was seen for) of which SLOs to judge on [half-open start, now) — processors that
-//     implement processors.Prober (tail, decay, corrections) do so from
+//     have processors.Hooks.SetProbes (tail, decay, corrections) do so from
 //     the next evaluation, with their min_samples (fewer:
 //     insufficient_data, the target waits); the others' verdicts count
 //     once their window has slid past the half-open start.

@@ -326,7 +326,7 @@ func (b *Breaker) observeTarget(tk schemas.Key, ruleIdx []int, v *schemas.Verdic
 // starve notes an insufficient_data verdict v of target tk: when tk is
 // half-open, v is of a signal that tripped it and v's window began after
 // the half-open did — a full probe window, no longer growing from the
-// half-open's start (processors.Prober), or a non-probing processor's
+// half-open's start (processors.Hooks.SetProbes), or a non-probing processor's
 // window that has slid past it — the probes of a whole window were too few
 // to judge the signal, and they will stay too few while the traffic does:
 // the signal is starved until an ok or warn of it comes (see

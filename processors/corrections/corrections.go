@@ -200,6 +200,21 @@ func (p *Processor) Interval() time.Duration { return p.cfg.Every }
 // Keys is the number of span keys and unjoined keys holding state.
 func (p *Processor) Keys() int { return len(p.keys) + len(p.unjoined) }
 
+// Hooks: probed keys are judged on the traffic since their probe's start
+// (SetProbes), the corrections attributed go to the rollups (TakeJoined),
+// and indexed spans and waiting corrections are state Keys does not count
+// (Pending).
+func (p *Processor) Hooks() processors.Hooks {
+	return processors.Hooks{SetProbes: p.SetProbes, TakeJoined: p.TakeJoined, Pending: p.holdsPending}
+}
+
+// holdsPending reports spans indexed for joining or corrections waiting for the
+// watermark (Hooks.Pending).
+func (p *Processor) holdsPending() bool {
+	indexed, _, waiting := p.IndexStats()
+	return indexed > 0 || waiting > 0
+}
+
 // IndexStats returns the spans indexed for joining, the spans evicted (or
 // never indexed) because of MaxIndexedSpans since the start, and the
 // corrections waiting for the watermark.
@@ -436,6 +451,6 @@ var ErrCorrupt = errors.New("corrections: corrupt snapshot")
 // Processor implements processors.Processor.
 var _ processors.Processor = (*Processor)(nil)
 
-// SetProbes implements processors.Prober: a probed key is judged on the
+// SetProbes is the processor's Hooks.SetProbes: a probed key is judged on the
 // traffic since its probe's start (see processors.Probes).
 func (p *Processor) SetProbes(pr processors.Probes) { p.probes = pr }

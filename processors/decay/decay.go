@@ -121,6 +121,10 @@ func (p *Processor) Interval() time.Duration { return p.cfg.Every }
 // Keys is the number of keys holding scores.
 func (p *Processor) Keys() int { return len(p.keys) }
 
+// Hooks: the processor judges probed keys on the traffic since their
+// probe's start (SetProbes).
+func (p *Processor) Hooks() processors.Hooks { return processors.Hooks{SetProbes: p.SetProbes} }
+
 // ObserveCorrection ignores corrections.
 func (p *Processor) ObserveCorrection(*schemas.Correction) {}
 
@@ -318,7 +322,7 @@ var ErrCorrupt = errors.New("decay: corrupt snapshot")
 // Processor implements processors.Processor.
 var _ processors.Processor = (*Processor)(nil)
 
-// SetProbes implements processors.Prober: a probed key is judged on the
+// SetProbes is the processor's Hooks.SetProbes: a probed key is judged on the
 // traffic since its probe's start (see processors.Probes).
 func (p *Processor) SetProbes(pr processors.Probes) { p.probes = pr }
 

@@ -70,6 +70,12 @@ func (p *Processor) Interval() time.Duration { return time.Minute }
 // Keys is the number of keys with open minutes or pending late counts.
 func (p *Processor) Keys() int { return len(p.keys) }
 
+// Hooks: the rollup counts late spans (ObserveLate) and the corrections
+// the corrections SLO attributed (CountCorrection) in its rows.
+func (p *Processor) Hooks() processors.Hooks {
+	return processors.Hooks{ObserveLate: p.ObserveLate, CountCorrection: p.CountCorrection}
+}
+
 // ObserveCorrection ignores corrections.
 func (p *Processor) ObserveCorrection(*schemas.Correction) {}
 

@@ -110,6 +110,9 @@ func (p *Processor) Interval() time.Duration { return p.cfg.Every }
 // Keys is the number of scope keys holding state.
 func (p *Processor) Keys() int { return len(p.keys) }
 
+// Hooks is the zero Hooks: the processor has no relay with the others.
+func (p *Processor) Hooks() processors.Hooks { return processors.Hooks{} }
+
 // ObserveCorrection ignores corrections.
 func (p *Processor) ObserveCorrection(*schemas.Correction) {}
 

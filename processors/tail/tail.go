@@ -101,6 +101,10 @@ func (p *Processor) Interval() time.Duration { return p.cfg.Every }
 // Keys is the number of keys holding samples.
 func (p *Processor) Keys() int { return len(p.keys) }
 
+// Hooks: the processor judges probed keys on the traffic since their
+// probe's start (SetProbes).
+func (p *Processor) Hooks() processors.Hooks { return processors.Hooks{SetProbes: p.SetProbes} }
+
 // ObserveCorrection ignores corrections.
 func (p *Processor) ObserveCorrection(*schemas.Correction) {}
 
@@ -146,6 +150,6 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 	}
 }
 
-// SetProbes implements processors.Prober: a probed key is judged on the
+// SetProbes is the processor's Hooks.SetProbes: a probed key is judged on the
 // traffic since its probe's start (see processors.Probes).
 func (p *Processor) SetProbes(pr processors.Probes) { p.probes = pr }

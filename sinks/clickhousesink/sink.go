@@ -55,7 +55,7 @@ func (e *InsertError) Unwrap() []error {
 	return []error{e.Err}
 }
 
-// Sink is the ClickHouse sink; it implements sinks.Sink and
+// Sink is the ClickHouse sink; it implements engine.Sink and
 // sinks.MetricsSource.
 type Sink struct {
 	cfg     Config
@@ -314,7 +314,4 @@ func (s *Sink) Metrics() []sinks.Metric {
 	)
 }
 
-var (
-	_ sinks.Sink          = (*Sink)(nil)
-	_ sinks.MetricsSource = (*Sink)(nil)
-)
+var _ sinks.MetricsSource = (*Sink)(nil)

@@ -42,7 +42,7 @@ const FuseCommandJSONVersion = "fusebox.fuse_command.v1"
 // SchemaHeader is the record header naming the value's encoding.
 const SchemaHeader = "fusebox-schema"
 
-// Sink is the Kafka sink; it implements sinks.Sink and sinks.MetricsSource.
+// Sink is the Kafka sink; it implements engine.Sink and sinks.MetricsSource.
 type Sink struct {
 	cfg     Config
 	cl      *kgo.Client
@@ -444,10 +444,7 @@ func (s *Sink) Metrics() []sinks.Metric {
 	}
 }
 
-var (
-	_ sinks.Sink          = (*Sink)(nil)
-	_ sinks.MetricsSource = (*Sink)(nil)
-)
+var _ sinks.MetricsSource = (*Sink)(nil)
 
 // PublishFuseRecord writes one record to the fuse topic with the given key
 // and value, as Write does for a command (same topic, header and

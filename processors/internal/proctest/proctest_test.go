@@ -30,6 +30,7 @@ func (l *logger) Evaluate(now int64, _ processors.Emitter) {
 	l.log = append(l.log, fmt.Sprint("E", now))
 }
 func (l *logger) Keys() int                      { return 0 }
+func (l *logger) Hooks() processors.Hooks        { return processors.Hooks{} }
 func (l *logger) MarshalBinary() ([]byte, error) { return nil, nil }
 func (l *logger) UnmarshalBinary([]byte) error   { return nil }
 
