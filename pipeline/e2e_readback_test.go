@@ -21,7 +21,6 @@ import (
 	"github.com/fusebox-dev/fusebox/ingest"
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/internal/testharness"
-	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/fusebox-dev/fusebox/sinks"
 )

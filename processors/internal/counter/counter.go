@@ -67,3 +67,6 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 
 // Keys is the number of keys counted.
 func (p *Processor) Keys() int { return len(p.keys) }
+
+// Hooks is empty: the counter relays nothing to other processors.
+func (p *Processor) Hooks() processors.Hooks { return processors.Hooks{} }
