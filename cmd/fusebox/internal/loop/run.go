@@ -14,11 +14,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fusebox-dev/fusebox/fuse"
 	"github.com/fusebox-dev/fusebox/fuse/fusehttp"
+	"github.com/fusebox-dev/fusebox/internal/broker"
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/internal/sim/traffic"
 	"github.com/fusebox-dev/fusebox/pipeline"
@@ -193,12 +193,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	brokers := o.Brokers
 	if len(brokers) == 0 {
-		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(2))
+		b, err := broker.Start(ctx, broker.Config{Listen: "127.0.0.1:0", Partitions: 2, AutoCreateTopics: true, LogLevel: "none"})
 		if err != nil {
 			return nil, err
 		}
-		defer c.Close()
-		brokers = c.ListenAddrs()
+		defer b.Close()
+		brokers = []string{b.Addr()}
 	}
 	cfg, err := config.Parse("loop.yaml", []byte(fmt.Sprintf(ConfigYAML, strings.Join(brokers, ", "), o.Budget.Milliseconds())))
 	if err != nil {
