@@ -1,7 +1,8 @@
 // Package broker runs franz-go's kfake, a Kafka-protocol broker, as the
-// embedded broker of `fusebox broker` and `fusebox demo`: one broker on one
-// listen address, optionally persisted to a data directory, with topics
-// created at start and optional SASL users.
+// embedded broker of `fusebox broker`, `fusebox demo` and the closed loop
+// (`fusebox bench loop`): one broker on one listen address, optionally
+// persisted to a data directory, with topics created at start and
+// optional SASL users, optionally held to ACLs.
 //
 // kfake is not Apache Kafka: it has no replication, one request thread, and
 // it accepts topic configs it does not implement. It is for development,

@@ -10,19 +10,17 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fusebox-dev/fusebox/cmd/fusebox/internal/product"
 	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/fuse"
 	"github.com/fusebox-dev/fusebox/internal/broker"
 	"github.com/fusebox-dev/fusebox/internal/observe"
 	"github.com/fusebox-dev/fusebox/internal/sim/gen"
 	"github.com/fusebox-dev/fusebox/internal/sim/traffic"
-	"github.com/fusebox-dev/fusebox/internal/ui"
-	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/processors/effect"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
@@ -202,10 +200,6 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
-	signer, err := fuse.NewSigner(ring)
-	if err != nil {
-		return res, err
-	}
 
 	st := newState(o.Start, Incidents())
 	var out *bufio.Writer
@@ -240,43 +234,30 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 
 	// The HTTP server (metrics, readiness, the live page) comes up before
 	// the pipeline and stays up until BeforeExit has returned.
-	extra := []engine.Sink{stateSink{st}}
-	var page *ui.Store
-	if cfg.HTTP.UI {
-		if page, err = ui.NewStore(ui.Config{}); err != nil {
-			return res, err
-		}
-		extra = append(extra, page)
-	}
-	var running atomic.Pointer[pipeline.Pipeline]
-	srv, err := serveHTTP(runCtx, cfg, o.HTTP == "", page, &running, logger)
+	fb, err := product.Start(runCtx, product.Config{File: cfg, Logger: logger, Keys: ring, ExtraSinks: []engine.Sink{stateSink{st}},
+		SourcePartitions: 3, HTTPFallback: o.HTTP == "", ServeUntilClose: true})
 	if err != nil {
-		return res, fmt.Errorf("demo: http (--http): %w", err)
+		return res, startError(err)
 	}
-	httpAddr, pageURL := "", ""
-	if srv != nil {
-		defer srv.Close()
-		httpAddr = srv.Addr()
+	defer fb.Close()
+	httpAddr, pageURL := fb.Addr(), ""
+	if httpAddr != "" {
 		what := "metrics on http://" + httpAddr + "/metrics"
-		if page != nil {
+		if fb.Page() != nil {
 			pageURL = "http://" + httpAddr + "/ui/"
 			what = "live page on " + pageURL + "; " + what
 		}
 		fmt.Fprintf(o.Stderr, "fusebox demo: %s\n", what)
 	}
 
-	p, err := pipeline.New(runCtx, pipeline.Options{
-		Config: cfg, Logger: logger, Signer: signer, SourcePartitions: 3,
-		ExtraSinks: extra,
-	})
+	p, err := fb.Open(runCtx)
 	if err != nil {
 		return res, fmt.Errorf("demo: start the pipeline: %w", err)
 	}
-	running.Store(p)
 	pipeCtx, stopPipe := context.WithCancel(context.WithoutCancel(runCtx))
 	defer stopPipe()
 	pipeDone := make(chan error, 1)
-	go func() { pipeDone <- p.Run(pipeCtx) }()
+	go func() { pipeDone <- fb.Run(pipeCtx) }()
 
 	// The fuse client reads the commands back as a gateway would: it
 	// verifies every signature with the keyring.

@@ -16,12 +16,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fusebox-dev/fusebox/cmd/fusebox/internal/product"
 	"github.com/fusebox-dev/fusebox/fuse"
 	"github.com/fusebox-dev/fusebox/fuse/fusehttp"
 	"github.com/fusebox-dev/fusebox/internal/broker"
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/internal/sim/traffic"
-	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/fusebox-dev/fusebox/sinks"
 )
@@ -210,17 +210,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	signer, err := fuse.NewSigner(ring)
+	fb, err := product.Start(ctx, product.Config{File: cfg, Logger: o.Logger.With("component", "pipeline"), Keys: ring, SourcePartitions: 2})
 	if err != nil {
 		return nil, err
 	}
-	p, err := pipeline.New(ctx, pipeline.Options{Config: cfg, Logger: o.Logger.With("component", "pipeline"), Signer: signer, SourcePartitions: 2})
-	if err != nil {
+	defer fb.Close()
+	if _, err := fb.Open(ctx); err != nil {
 		return nil, fmt.Errorf("loop: start the pipeline: %w", err)
 	}
 	pctx, stopPipe := context.WithCancel(ctx)
 	pdone := make(chan error, 1)
-	go func() { pdone <- p.Run(pctx) }()
+	go func() { pdone <- fb.Run(pctx) }()
 	defer func() { stopPipe(); <-pdone }()
 
 	fc, err := fuse.NewClient(fuse.WithBrokers(brokers...), fuse.WithTopic(cfg.Topics.Fuse), fuse.WithKeyring(ring),
