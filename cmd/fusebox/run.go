@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -82,17 +83,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// while fusebox connects; /readyz says why it is not ready yet.
 	fb, err := product.Start(ctx, product.Config{File: f, Logger: log, Keys: ring, KeysSource: keySrc, Unsigned: *insecure, Version: buildVersion()})
 	if err != nil {
-		var se *product.StartError
-		switch {
-		case errors.Is(err, product.ErrNoKeys):
-			log.Error("fusebox refuses to start: "+noKeyError(f.Signing).Error(), "config", *cfgPath)
-		case errors.As(err, &se) && se.Part == product.PartSigning:
-			log.Error("fusebox refuses to start: "+se.Err.Error(), "config", *cfgPath)
-		case errors.As(err, &se) && se.Part == product.PartHTTP:
-			log.Error("http.listen: "+se.Err.Error(), "listen", f.HTTP.Listen)
-		default:
-			log.Error(err.Error())
-		}
+		logStartError(log, err, f, *cfgPath)
 		return exitFailure
 	}
 	defer fb.Close()
@@ -119,6 +110,22 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	log.Info("fusebox stopped: input drained, sinks flushed, state saved, offsets committed")
 	return exitOK
+}
+
+// logStartError logs why product.Start failed: the signing key (no key,
+// an expired one), the live page's store or the HTTP address.
+func logStartError(log *slog.Logger, err error, f *config.File, cfgPath string) {
+	var se *product.StartError
+	switch {
+	case errors.Is(err, product.ErrNoKeys):
+		log.Error("fusebox refuses to start: "+noKeyError(f.Signing).Error(), "config", cfgPath)
+	case errors.As(err, &se) && se.Part == product.PartSigning:
+		log.Error("fusebox refuses to start: "+se.Err.Error(), "config", cfgPath)
+	case errors.As(err, &se) && se.Part == product.PartHTTP:
+		log.Error("http.listen: "+se.Err.Error(), "listen", f.HTTP.Listen)
+	default:
+		log.Error(err.Error()) // "http.ui: ..."
+	}
 }
 
 // noKeyError is why fusebox refuses to start without a signing key, and

@@ -43,8 +43,10 @@ type Fusebox struct {
 // past its not-after), a warning log when commands go out unsigned, the
 // live page's store when http.ui is on (PartUI), and the HTTP server when
 // http.listen is set (PartHTTP: a bad or busy address; see
-// Config.HTTPFallback). It then watches the active key's expiry (when it
-// has a not-after) until ctx ends or Close. On error nothing is left running. Close the Fusebox when done.
+// Config.HTTPFallback), which stops when ctx ends (unless
+// Config.ServeUntilClose). It then watches the active key's expiry (when
+// it has a not-after) until ctx ends or Close. On error nothing is left
+// running. Close the Fusebox when done.
 func Start(ctx context.Context, c Config) (*Fusebox, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
