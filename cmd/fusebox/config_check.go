@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fusebox-dev/fusebox/cmd/fusebox/internal/product"
 	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/schemas"
@@ -96,7 +97,7 @@ func cmdConfigCheck(_ context.Context, args []string, stdout, stderr io.Writer) 
 	case ring == nil:
 		fmt.Fprintln(stdout, "  signing: no key found here; run refuses to start without one (signing.keys_file, --fuse-keys or $"+f.Signing.KeysEnv+")")
 	default:
-		warn, err := checkSigningKey(ring, src, time.Now(), f.Signing.ExpiryWarning)
+		warn, err := product.CheckSigningKey(ring, src, time.Now(), f.Signing.ExpiryWarning)
 		if err != nil {
 			fmt.Fprintf(stderr, "fusebox config check: %s: %v\n", path, err)
 			return exitFailure

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fusebox-dev/fusebox/cmd/fusebox/internal/product"
 	"github.com/fusebox-dev/fusebox/fuse"
 	"github.com/fusebox-dev/fusebox/internal/observe"
 )
@@ -200,7 +201,7 @@ func TestSigningKeyMetric(t *testing.T) {
 		t.Fatal(err)
 	}
 	var s observe.Snapshot
-	signingKeyMetrics(ring).Collect(&s)
+	product.SigningKeyMetrics(ring).Collect(&s)
 	if len(s.Extra) != 1 || s.Extra[0].Name != "fusebox_signing_key_not_after_seconds" || s.Extra[0].Value != float64(na.Unix()) ||
 		len(s.Extra[0].Labels) != 1 || s.Extra[0].Labels[0].Value != "k1" {
 		t.Fatalf("samples %+v, want fusebox_signing_key_not_after_seconds{key=k1} %d", s.Extra, na.Unix())

@@ -5,19 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
+	"log/slog"
 	"os"
 	"runtime/debug"
 	"strings"
-	"sync/atomic"
-	"time"
 
-	"github.com/fusebox-dev/fusebox/engine"
+	"github.com/fusebox-dev/fusebox/cmd/fusebox/internal/product"
 	"github.com/fusebox-dev/fusebox/fuse"
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/internal/observe"
-	"github.com/fusebox-dev/fusebox/internal/ui"
-	"github.com/fusebox-dev/fusebox/pipeline"
 )
 
 const runDescription = `Runs the pipeline daemon with the SLO file FILE (see examples/fusebox.yaml;
@@ -78,69 +74,27 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fusebox run: log: %v\n", err)
 		return exitFailure
 	}
-	signer, keyDesc, ring, err := loadSigner(f.Signing, *keysFile, *insecure, time.Now())
+	ring, keySrc, err := loadKeyring(f.Signing, *keysFile)
 	if err != nil {
 		log.Error("fusebox refuses to start: "+err.Error(), "config", *cfgPath)
 		return exitFailure
 	}
-	if ring != nil {
-		go watchSigningKey(ctx, log, ring, keyDesc, f.Signing.ExpiryWarning, time.Minute)
-	}
-	if signer.Unsigned() {
-		log.Warn("fuse commands are published UNSIGNED (--insecure-unsigned or signing.insecure_unsigned): gateways can be spoofed by anyone who can write to " + f.Topics.Fuse)
-	}
-
 	// The observability server comes up first, so that /healthz answers
 	// while fusebox connects; /readyz says why it is not ready yet.
-	var running atomic.Pointer[pipeline.Pipeline]
-	var srv *observe.Server
-	var page *ui.Store // the live page's store (http.ui), an extra sink
-	var extra []engine.Sink
-	if f.HTTP.UI {
-		if page, err = ui.NewStore(ui.Config{}); err != nil {
-			log.Error("http.ui: " + err.Error())
-			return exitFailure
-		}
-		extra = append(extra, page)
+	fb, err := product.Start(ctx, product.Config{File: f, Logger: log, Keys: ring, KeysSource: keySrc, Unsigned: *insecure, Version: buildVersion()})
+	if err != nil {
+		logStartError(log, err, f, *cfgPath)
+		return exitFailure
 	}
-	if f.HTTP.Listen != "" {
-		var routes map[string]http.Handler
-		if page != nil {
-			routes = page.Routes()
-		}
-		srv, err = observe.Serve(ctx, f.HTTP.Listen, observe.Options{
-			Sources: []observe.Source{observe.SourceFunc(func(s *observe.Snapshot) {
-				if p := running.Load(); p != nil {
-					p.Metrics().Collect(s)
-				} else {
-					pipeline.StartingMetrics().Collect(s)
-				}
-			}), signingKeyMetrics(ring)},
-			Ready: func() error {
-				if p := running.Load(); p != nil {
-					return p.Ready()
-				}
-				return errors.New("starting: connecting to Kafka, creating topics, migrating ClickHouse")
-			},
-			Pprof:   f.HTTP.Pprof,
-			Routes:  routes,
-			Logger:  log.With("component", "http"),
-			Version: buildVersion(),
-		})
-		if err != nil {
-			log.Error("http.listen: "+err.Error(), "listen", f.HTTP.Listen)
-			return exitFailure
-		}
-		defer srv.Close()
-		log.Info("serving /metrics, /healthz and /readyz", "addr", srv.Addr(), "pprof", f.HTTP.Pprof, "ui", f.HTTP.UI)
-		if page != nil {
-			log.Info("serving the live page", "url", "http://"+srv.Addr()+"/ui/", "max_series", page.Config().MaxSeries, "max_points", page.Config().MaxPoints)
+	defer fb.Close()
+	if fb.Addr() != "" {
+		log.Info("serving /metrics, /healthz and /readyz", "addr", fb.Addr(), "pprof", f.HTTP.Pprof, "ui", f.HTTP.UI)
+		if page := fb.Page(); page != nil {
+			log.Info("serving the live page", "url", "http://"+fb.Addr()+"/ui/", "max_series", page.Config().MaxSeries, "max_points", page.Config().MaxPoints)
 		}
 	}
 
-	p, err := pipeline.New(ctx, pipeline.Options{Config: f, Logger: log, Signer: signer, InsecureUnsigned: signer.Unsigned(),
-		ExtraSinks: extra})
-	if err != nil {
+	if _, err := fb.Open(ctx); err != nil {
 		if ctx.Err() != nil {
 			log.Info("stopped while starting", "cause", context.Cause(ctx))
 			return exitOK
@@ -148,11 +102,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log.Error("fusebox could not start: "+err.Error(), "config", *cfgPath, "brokers", strings.Join(f.Kafka.Brokers, ","))
 		return exitFailure
 	}
-	running.Store(p)
 	log.Info("fusebox running", "config", *cfgPath, "version", f.Version, "brokers", strings.Join(f.Kafka.Brokers, ","),
-		"group", f.Kafka.Group, "slos", len(f.SLOs), "sinks", sinkNames(f), "signing", keyDesc)
-	err = p.Run(ctx)
-	if err != nil {
+		"group", f.Kafka.Group, "slos", len(f.SLOs), "sinks", sinkNames(f), "signing", fb.Signing())
+	if err := fb.Run(ctx); err != nil {
 		log.Error("fusebox stopped on an error: " + err.Error())
 		return exitFailure
 	}
@@ -160,40 +112,38 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// loadSigner builds the fuse command signer: keys from --fuse-keys, else
-// signing.keys_file, else the environment variable signing.keys_env. It
-// also returns a description of where the key came from (never the
-// secret), and the keyring (nil when unsigned). An active key past its
-// not-after (at now) is refused.
-func loadSigner(s config.Signing, keysFlag string, insecureFlag bool, now time.Time) (*fuse.Signer, string, *fuse.Keyring, error) {
-	ring, src, err := loadKeyring(s, keysFlag)
-	if err != nil {
-		return nil, "", nil, err
+// logStartError logs why product.Start failed: the signing key (no key,
+// an expired one), the live page's store or the HTTP address.
+func logStartError(log *slog.Logger, err error, f *config.File, cfgPath string) {
+	var se *product.StartError
+	switch {
+	case errors.Is(err, product.ErrNoKeys):
+		log.Error("fusebox refuses to start: "+noKeyError(f.Signing).Error(), "config", cfgPath)
+	case errors.As(err, &se) && se.Part == product.PartSigning:
+		log.Error("fusebox refuses to start: "+se.Err.Error(), "config", cfgPath)
+	case errors.As(err, &se) && se.Part == product.PartHTTP:
+		log.Error("http.listen: "+se.Err.Error(), "listen", f.HTTP.Listen)
+	default:
+		log.Error(err.Error()) // "http.ui: ..."
 	}
-	if ring == nil {
-		if insecureFlag || s.InsecureUnsigned {
-			sg, err := fuse.NewSigner(nil, fuse.AllowUnsigned())
-			return sg, "unsigned", nil, err
-		}
-		env := s.KeysEnv
-		if env == "" {
-			env = fuse.EnvKeys
-		}
-		return nil, "", nil, fmt.Errorf("no fuse signing key: set signing.keys_file (or --fuse-keys FILE), or put \"id:secret\" keys in $%s (signing.keys_env); "+
-			"or pass --insecure-unsigned (signing.insecure_unsigned: true) to publish unsigned commands, which gateways accept only when told to", env)
-	}
-	if _, err := checkSigningKey(ring, src, now, s.ExpiryWarning); err != nil {
-		return nil, "", nil, err
-	}
-	sg, err := fuse.NewSigner(ring)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	return sg, "key " + ring.Active() + " from " + src, ring, nil
 }
 
-// loadKeyring reads the keys as loadSigner does, applying
-// signing.active_key; nil (and no error) when none is configured.
+// noKeyError is why fusebox refuses to start without a signing key, and
+// how to give one.
+func noKeyError(s config.Signing) error {
+	env := s.KeysEnv
+	if env == "" {
+		env = fuse.EnvKeys
+	}
+	return fmt.Errorf("no fuse signing key: set signing.keys_file (or --fuse-keys FILE), or put \"id:secret\" keys in $%s (signing.keys_env); "+
+		"or pass --insecure-unsigned (signing.insecure_unsigned: true) to publish unsigned commands, which gateways accept only when told to", env)
+}
+
+// loadKeyring reads the fuse signing keys from --fuse-keys (keysFlag),
+// else signing.keys_file, else the environment variable signing.keys_env,
+// applying signing.active_key. It also returns where they came from (never
+// the secret). Nil (and no error) when none is configured; product.Start
+// checks the active key's not-after.
 func loadKeyring(s config.Signing, keysFlag string) (*fuse.Keyring, string, error) {
 	var (
 		ring *fuse.Keyring

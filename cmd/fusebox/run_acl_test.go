@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
+	"github.com/fusebox-dev/fusebox/internal/broker"
 	"github.com/fusebox-dev/fusebox/internal/sim/gen"
 )
 
@@ -122,17 +123,21 @@ func (p splitProducer) Flush(ctx context.Context) error {
 // principal wrote; the gateway's principal cannot write the fuse topic.
 func TestRunWithTheREADMEACLs(t *testing.T) {
 	acls := readmeACLs(t)
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.Superuser("PLAIN", "admin", "admin-secret"), kfake.EnableACLs(),
-		kfake.User("PLAIN", "fusebox", "fusebox-secret", acls["fusebox"]...),
-		kfake.User("PLAIN", "otel-collector", "collector-secret", acls["otel-collector"]...),
-		kfake.User("PLAIN", "app", "app-secret", acls["app"]...),
-		kfake.User("PLAIN", "gateway", "gateway-secret", acls["gateway"]...),
-	)
+	b, err := broker.Start(context.Background(), broker.Config{Listen: "127.0.0.1:0", Partitions: broker.DefaultPartitions, LogLevel: "none",
+		Users: []broker.SASLUser{
+			{Mechanism: broker.MechPlain, User: "admin", Password: "admin-secret"}, // a superuser: no ACLs
+			{Mechanism: broker.MechPlain, User: "fusebox", Password: "fusebox-secret"},
+			{Mechanism: broker.MechPlain, User: "otel-collector", Password: "collector-secret"},
+			{Mechanism: broker.MechPlain, User: "app", Password: "app-secret"},
+			{Mechanism: broker.MechPlain, User: "gateway", Password: "gateway-secret"},
+		},
+		ACLs: map[string][]kfake.ACL{"fusebox": acls["fusebox"], "otel-collector": acls["otel-collector"], "app": acls["app"], "gateway": acls["gateway"]},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(cluster.Close)
-	brokers := cluster.ListenAddrs()
+	t.Cleanup(b.Close)
+	brokers := []string{b.Addr()}
 	dir := t.TempDir()
 	jsonl := filepath.Join(dir, "out.jsonl")
 	cfg := writeFile(t, dir, "fusebox.yaml", withKafka(runConfig(brokers,

@@ -61,7 +61,14 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if len(cfg.Users) > 0 {
 		opts = append(opts, kfake.EnableSASL())
 		for _, u := range cfg.Users {
-			opts = append(opts, kfake.Superuser(u.Mechanism, u.User, u.Password))
+			if acls, ok := cfg.ACLs[u.User]; ok {
+				opts = append(opts, kfake.User(u.Mechanism, u.User, u.Password, acls...))
+			} else {
+				opts = append(opts, kfake.Superuser(u.Mechanism, u.User, u.Password))
+			}
+		}
+		if len(cfg.ACLs) > 0 {
+			opts = append(opts, kfake.EnableACLs())
 		}
 	}
 	c, err := kfake.NewCluster(opts...)
@@ -88,7 +95,8 @@ func (b *Broker) Cluster() *kfake.Cluster { return b.cluster }
 func (b *Broker) Close() { b.cluster.Close() }
 
 // ClientOpts are franz-go options that connect to this broker, authenticating
-// as the first configured SASL user if there is one.
+// as the first configured SASL user if there is one (with ACLs, make it a
+// superuser: Start creates Config.Topics of an existing data dir as it).
 func (b *Broker) ClientOpts() []kgo.Opt {
 	opts := []kgo.Opt{kgo.SeedBrokers(b.addr)}
 	if len(b.cfg.Users) > 0 {

@@ -1,7 +1,8 @@
 // Package broker runs franz-go's kfake, a Kafka-protocol broker, as the
-// embedded broker of `fusebox broker` and `fusebox demo`: one broker on one
-// listen address, optionally persisted to a data directory, with topics
-// created at start and optional SASL users.
+// embedded broker of `fusebox broker`, `fusebox demo` and the closed loop
+// (`fusebox bench loop`): one broker on one listen address, optionally
+// persisted to a data directory, with topics created at start and
+// optional SASL users, optionally held to ACLs.
 //
 // kfake is not Apache Kafka: it has no replication, one request thread, and
 // it accepts topic configs it does not implement. It is for development,
@@ -14,6 +15,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -66,8 +68,14 @@ type Config struct {
 	AutoCreateTopics bool
 	// Users enables SASL with these users (--sasl-user). With SASL, every
 	// client must authenticate; without users, no client may. All users are
-	// superusers (no ACLs).
+	// superusers (no ACLs), unless ACLs names them.
 	Users []SASLUser
+	// ACLs, when not empty, makes the broker enforce ACLs (no flag; tests
+	// of deployments with least-privilege principals): each key is the
+	// User of one of Users, which may then do exactly what its ACLs allow
+	// (Principal is ignored: it is that user). Users not named here stay
+	// superusers. Every key must name a user of Users.
+	ACLs map[string][]kfake.ACL
 	// LogLevel is kfake's log level (--log-level): none, error, warn, info
 	// or debug. Default "warn".
 	LogLevel string
@@ -102,7 +110,8 @@ func DefaultConfig() Config {
 	}
 }
 
-// ConfigError is a Config field that is wrong, named by its flag.
+// ConfigError is a Config field that is wrong, named by its flag (by the
+// field's name for a field without a flag: "ACLs").
 type ConfigError struct {
 	Flag   string // e.g. "--topic"
 	Value  string // the offending value
@@ -145,6 +154,11 @@ func (c Config) Validate() error {
 			return &ConfigError{Flag: "--sasl-user", Value: u.Mechanism + ":" + u.User, Reason: "user given twice for this mechanism"}
 		}
 		users[k] = true
+	}
+	for name := range c.ACLs {
+		if !slices.ContainsFunc(c.Users, func(u SASLUser) bool { return u.User == name }) {
+			return &ConfigError{Flag: "ACLs", Value: name, Reason: "names no --sasl-user user"}
+		}
 	}
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {
 		return err

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 func TestValidate(t *testing.T) {
@@ -36,6 +38,14 @@ func TestValidate(t *testing.T) {
 			c.Users = []SASLUser{{Mechanism: MechPlain, User: "u", Password: "p"}, {Mechanism: MechScramSHA512, User: "u", Password: "p"}}
 		}, ""},
 		{"bad log level", func(c *Config) { c.LogLevel = "loud" }, "--log-level"},
+		{"ACLs of a user", func(c *Config) {
+			c.Users = []SASLUser{{Mechanism: MechPlain, User: "u", Password: "p"}}
+			c.ACLs = map[string][]kfake.ACL{"u": nil}
+		}, ""},
+		{"ACLs of no user", func(c *Config) {
+			c.Users = []SASLUser{{Mechanism: MechPlain, User: "u", Password: "p"}}
+			c.ACLs = map[string][]kfake.ACL{"v": nil}
+		}, "ACLs"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

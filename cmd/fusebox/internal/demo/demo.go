@@ -1,7 +1,6 @@
 package demo
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -9,20 +8,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
+	"github.com/fusebox-dev/fusebox/cmd/fusebox/internal/product"
 	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/fuse"
 	"github.com/fusebox-dev/fusebox/internal/broker"
 	"github.com/fusebox-dev/fusebox/internal/observe"
 	"github.com/fusebox-dev/fusebox/internal/sim/gen"
 	"github.com/fusebox-dev/fusebox/internal/sim/traffic"
-	"github.com/fusebox-dev/fusebox/internal/ui"
-	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/processors/effect"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
@@ -114,36 +108,9 @@ type Result struct {
 // closes the broker. A context that ends is a clean stop, not an error.
 func Run(ctx context.Context, o Options) (res Result, err error) {
 	wall0 := time.Now()
-	if o.Stdout == nil {
-		o.Stdout = os.Stdout
-	}
-	if o.Stderr == nil {
-		o.Stderr = os.Stderr
-	}
-	if o.Speedup == 0 {
-		o.Speedup = DefaultSpeedup
-	}
-	if !(o.Speedup > 0) {
-		return res, fmt.Errorf("demo: speedup %v: must be positive", o.Speedup)
-	}
-	if o.RedrawEvery <= 0 {
-		o.RedrawEvery = time.Second
-	}
-	if o.Duration < 0 {
-		return res, fmt.Errorf("demo: duration %v: must not be negative", o.Duration)
-	}
-	sc := Scenario()
-	if o.Scenario != nil {
-		sc = *o.Scenario
-	}
-	if o.Seed != 0 {
-		sc.Seed = o.Seed
-	}
-	if o.Start.IsZero() {
-		o.Start = time.Now().UTC().Truncate(time.Minute)
-	}
-	if o.JSONL == "" {
-		o.JSONL = defaultJSONL(wall0)
+	sc, err := o.setDefaults(wall0)
+	if err != nil {
+		return res, err
 	}
 	res.JSONL = o.JSONL
 	res.Log = strings.TrimSuffix(o.JSONL, filepath.Ext(o.JSONL)) + ".log"
@@ -170,63 +137,27 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	}
 	defer b.Close()
 
-	cfg, err := Config(b.Addr())
+	cfg, err := o.sloFile(b.Addr())
 	if err != nil {
 		return res, err
 	}
-	cfg.Sinks.JSONL.Path = o.JSONL
-	switch o.HTTP {
-	case "":
-	case "off":
-		cfg.HTTP.Listen, cfg.HTTP.UI = "", false
-	default:
-		cfg.HTTP.Listen = o.HTTP
-	}
-	if o.NoUI {
-		cfg.HTTP.UI = false
-	}
-
-	if o.ClickHouse != "" {
-		ch := &cfg.Sinks.ClickHouse
-		ch.Addr = []string{o.ClickHouse}
-		if o.ClickHouseDatabase != "" {
-			ch.Database = o.ClickHouseDatabase
-		}
-		if o.ClickHouseUser != "" {
-			ch.Username = o.ClickHouseUser
-		}
-		ch.Password = o.ClickHousePassword
-	}
-
 	ring, err := randomKeyring()
-	if err != nil {
-		return res, err
-	}
-	signer, err := fuse.NewSigner(ring)
 	if err != nil {
 		return res, err
 	}
 
 	st := newState(o.Start, Incidents())
-	var out *bufio.Writer
-	var outMu sync.Mutex // headless lines come from several goroutines
 	lines := o.Headless || o.Plain
+	out := newPrinter(o.Stdout)
 	if lines {
-		out = bufio.NewWriter(o.Stdout)
-		print := func(s string) {
-			outMu.Lock()
-			out.WriteString(s)
-			out.WriteByte('\n')
-			outMu.Unlock()
-		}
 		st.onVerdict = func(v *schemas.Verdict) {
 			if v.Processor == effect.Name {
-				print(EffectLine(v, o.Start))
+				out.line(EffectLine(v, o.Start))
 				return
 			}
-			print(VerdictLine(v, o.Start))
+			out.line(VerdictLine(v, o.Start))
 		}
-		st.onCommand = func(c *schemas.FuseCommand) { print(CommandLine(c, o.Start)) }
+		st.onCommand = func(c *schemas.FuseCommand) { out.line(CommandLine(c, o.Start)) }
 	}
 
 	chNote := ""
@@ -240,43 +171,30 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 
 	// The HTTP server (metrics, readiness, the live page) comes up before
 	// the pipeline and stays up until BeforeExit has returned.
-	extra := []engine.Sink{stateSink{st}}
-	var page *ui.Store
-	if cfg.HTTP.UI {
-		if page, err = ui.NewStore(ui.Config{}); err != nil {
-			return res, err
-		}
-		extra = append(extra, page)
-	}
-	var running atomic.Pointer[pipeline.Pipeline]
-	srv, err := serveHTTP(runCtx, cfg, o.HTTP == "", page, &running, logger)
+	fb, err := product.Start(runCtx, product.Config{File: cfg, Logger: logger, Keys: ring, ExtraSinks: []engine.Sink{stateSink{st}},
+		SourcePartitions: 3, HTTPFallback: o.HTTP == "", ServeUntilClose: true})
 	if err != nil {
-		return res, fmt.Errorf("demo: http (--http): %w", err)
+		return res, startError(err)
 	}
-	httpAddr, pageURL := "", ""
-	if srv != nil {
-		defer srv.Close()
-		httpAddr = srv.Addr()
+	defer fb.Close()
+	httpAddr, pageURL := fb.Addr(), ""
+	if httpAddr != "" {
 		what := "metrics on http://" + httpAddr + "/metrics"
-		if page != nil {
+		if fb.Page() != nil {
 			pageURL = "http://" + httpAddr + "/ui/"
 			what = "live page on " + pageURL + "; " + what
 		}
 		fmt.Fprintf(o.Stderr, "fusebox demo: %s\n", what)
 	}
 
-	p, err := pipeline.New(runCtx, pipeline.Options{
-		Config: cfg, Logger: logger, Signer: signer, SourcePartitions: 3,
-		ExtraSinks: extra,
-	})
+	p, err := fb.Open(runCtx)
 	if err != nil {
 		return res, fmt.Errorf("demo: start the pipeline: %w", err)
 	}
-	running.Store(p)
 	pipeCtx, stopPipe := context.WithCancel(context.WithoutCancel(runCtx))
 	defer stopPipe()
 	pipeDone := make(chan error, 1)
-	go func() { pipeDone <- p.Run(pipeCtx) }()
+	go func() { pipeDone <- fb.Run(pipeCtx) }()
 
 	// The fuse client reads the commands back as a gateway would: it
 	// verifies every signature with the keyring.
@@ -297,35 +215,20 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	go func() { fuseDone <- fc.Run(fuseCtx) }()
 
 	// The generator publishes the scenario as a service and an app would.
-	prod, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ClientID("fusebox-demo-gen"), kgo.ProducerLinger(10*time.Millisecond))
+	gc := gen.DefaultConfig()
+	gc.Scenario, gc.Start, gc.Speedup = sc, o.Start, o.Speedup
+	gc.SpansTopic, gc.CorrectionsTopic = cfg.Topics.Spans[0], cfg.Topics.Corrections[0]
+	genCtx, stopGen := context.WithCancel(runCtx)
+	g, err := startGenerator(genCtx, b.Addr(), gc)
 	if err != nil {
+		stopGen()
 		stopPipe()
 		<-pipeDone
 		return res, err
 	}
-	defer prod.Close()
-	var progMu sync.Mutex
-	var prog gen.Progress
-	gc := gen.DefaultConfig()
-	gc.Scenario, gc.Start, gc.Speedup = sc, o.Start, o.Speedup
-	gc.SpansTopic, gc.CorrectionsTopic = cfg.Topics.Spans[0], cfg.Topics.Corrections[0]
-	gc.ProgressEvery = time.Second
-	gc.Progress = func(pr gen.Progress) {
-		progMu.Lock()
-		prog = pr
-		progMu.Unlock()
-	}
-	genCtx, stopGen := context.WithCancel(runCtx)
-	defer stopGen()
-	type genResult struct {
-		sum gen.Summary
-		err error
-	}
-	genDone := make(chan genResult, 1)
-	go func() {
-		sum, err := gen.Run(genCtx, gc, prod)
-		genDone <- genResult{sum, err}
-	}()
+	defer g.close()
+	defer stopGen() // before the producer closes
+	genDone := g.done
 
 	var deadline <-chan time.Time
 	if o.Duration > 0 {
@@ -346,14 +249,10 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	)
 	draw := func() {
 		if lines {
-			outMu.Lock()
-			out.Flush()
-			outMu.Unlock()
+			out.flush()
 			return
 		}
-		progMu.Lock()
-		pr := prog
-		progMu.Unlock()
+		pr := g.progress()
 		if pr.EventTime.IsZero() {
 			pr.EventTime = o.Start
 		}
@@ -420,9 +319,7 @@ loop:
 	stopFuse()
 	<-fuseDone
 	if lines {
-		outMu.Lock()
-		out.Flush()
-		outMu.Unlock()
+		out.flush()
 	}
 
 	if o.BeforeExit != nil {

@@ -6,11 +6,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync/atomic"
 	"testing"
 
-	"github.com/fusebox-dev/fusebox/internal/ui"
-	"github.com/fusebox-dev/fusebox/pipeline"
+	"github.com/fusebox-dev/fusebox/cmd/fusebox/internal/product"
 )
 
 // TestServeHTTPFallsBackFromABusyDefault: the built-in address busy (a
@@ -30,17 +28,20 @@ func TestServeHTTPFallsBackFromABusyDefault(t *testing.T) {
 		t.Fatalf("the demo's SLO file: http %+v, want the page on 127.0.0.1:9464", cfg.HTTP)
 	}
 	cfg.HTTP.Listen = busy.Addr().String()
-	page, err := ui.NewStore(ui.Config{})
+	ring, err := randomKeyring()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var running atomic.Pointer[pipeline.Pipeline]
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if srv, err := serveHTTP(context.Background(), cfg, false, page, &running, log); err == nil {
+	// As Run starts it: the fallback only for the built-in address (no --http).
+	start := func(fallback bool) (*product.Fusebox, error) {
+		return product.Start(context.Background(), product.Config{File: cfg, Logger: log, Keys: ring, HTTPFallback: fallback, ServeUntilClose: true})
+	}
+	if srv, err := start(false); err == nil {
 		srv.Close()
 		t.Fatal("a busy address given by the user was accepted")
 	}
-	srv, err := serveHTTP(context.Background(), cfg, true, page, &running, log)
+	srv, err := start(true)
 	if err != nil {
 		t.Fatalf("busy default: %v, want a free port", err)
 	}

@@ -1,8 +1,11 @@
 package demo
 
 import (
+	"bufio"
+	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors/effect"
@@ -109,4 +112,28 @@ func num(x float64) string {
 		return strconv.FormatInt(int64(x), 10)
 	}
 	return strconv.FormatFloat(x, 'g', 4, 64)
+}
+
+// printer writes the headless lines, which come from several goroutines
+// (the engine's sink, the fuse client), buffered until flush.
+type printer struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+func newPrinter(w io.Writer) *printer { return &printer{w: bufio.NewWriter(w)} }
+
+// line writes s and a newline.
+func (p *printer) line(s string) {
+	p.mu.Lock()
+	p.w.WriteString(s)
+	p.w.WriteByte('\n')
+	p.mu.Unlock()
+}
+
+// flush writes out what is buffered.
+func (p *printer) flush() {
+	p.mu.Lock()
+	p.w.Flush()
+	p.mu.Unlock()
 }

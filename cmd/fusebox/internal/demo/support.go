@@ -3,6 +3,7 @@ package demo
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fusebox-dev/fusebox/cmd/fusebox/internal/product"
 	"github.com/fusebox-dev/fusebox/fuse"
 	"github.com/fusebox-dev/fusebox/pipeline"
 )
@@ -106,6 +108,19 @@ func randomKeyring() (*fuse.Keyring, error) {
 		return nil, err
 	}
 	return fuse.NewKeyring("", k)
+}
+
+// startError words an error of product.Start for the demo's user: an
+// HTTP address error names --http.
+func startError(err error) error {
+	var se *product.StartError
+	switch {
+	case errors.As(err, &se) && se.Part == product.PartHTTP:
+		return fmt.Errorf("demo: http (--http): %w", se.Err)
+	case errors.As(err, &se):
+		return se.Err
+	}
+	return err
 }
 
 // slogWriter turns the broker's log lines into log records.

@@ -7,23 +7,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
-	"net/http"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fusebox-dev/fusebox/cmd/fusebox/internal/product"
 	"github.com/fusebox-dev/fusebox/fuse"
 	"github.com/fusebox-dev/fusebox/fuse/fusehttp"
+	"github.com/fusebox-dev/fusebox/internal/broker"
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/internal/sim/traffic"
-	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/schemas"
-	"github.com/fusebox-dev/fusebox/sinks"
 )
 
 // Fallback is the healthy model the loop degrades and fails over to.
@@ -177,11 +172,6 @@ type Result struct {
 	SpanStats map[string][2]float64
 }
 
-// never is the decider of the gateway without the loop.
-type never struct{}
-
-func (never) Decide(schemas.Key) fuse.Decision { return fuse.Decision{} }
-
 // Run runs the scenario with and without the loop, at the same time, and
 // reports per incident.
 func Run(ctx context.Context, o Options) (*Result, error) {
@@ -193,12 +183,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	brokers := o.Brokers
 	if len(brokers) == 0 {
-		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(2))
+		b, err := broker.Start(ctx, broker.Config{Listen: "127.0.0.1:0", Partitions: 2, AutoCreateTopics: true, LogLevel: "none"})
 		if err != nil {
 			return nil, err
 		}
-		defer c.Close()
-		brokers = c.ListenAddrs()
+		defer b.Close()
+		brokers = []string{b.Addr()}
 	}
 	cfg, err := config.Parse("loop.yaml", []byte(fmt.Sprintf(ConfigYAML, strings.Join(brokers, ", "), o.Budget.Milliseconds())))
 	if err != nil {
@@ -210,37 +200,29 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	signer, err := fuse.NewSigner(ring)
+	fb, err := product.Start(ctx, product.Config{File: cfg, Logger: o.Logger.With("component", "pipeline"), Keys: ring, SourcePartitions: 2})
 	if err != nil {
 		return nil, err
 	}
-	p, err := pipeline.New(ctx, pipeline.Options{Config: cfg, Logger: o.Logger.With("component", "pipeline"), Signer: signer, SourcePartitions: 2})
-	if err != nil {
+	defer fb.Close()
+	if _, err := fb.Open(ctx); err != nil {
 		return nil, fmt.Errorf("loop: start the pipeline: %w", err)
 	}
 	pctx, stopPipe := context.WithCancel(ctx)
 	pdone := make(chan error, 1)
-	go func() { pdone <- p.Run(pctx) }()
+	go func() { pdone <- fb.Run(pctx) }()
 	defer func() { stopPipe(); <-pdone }()
 
+	// The loop's gateway's fuse client: it records every command it
+	// applies, and when.
 	fc, err := fuse.NewClient(fuse.WithBrokers(brokers...), fuse.WithTopic(cfg.Topics.Fuse), fuse.WithKeyring(ring),
 		fuse.WithLogger(o.Logger.With("component", "fuse-client")))
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	var cmu sync.Mutex
-	var applied []schemas.FuseCommand
-	var appliedAt []time.Duration
-	fc.OnChange(func(_, c schemas.FuseCommand) {
-		at := time.Since(start)
-		cmu.Lock()
-		applied, appliedAt = append(applied, c), append(appliedAt, at)
-		cmu.Unlock()
-		if o.OnCommand != nil {
-			o.OnCommand(at, c)
-		}
-	})
+	cmds := &commandLog{start: start, notify: o.OnCommand}
+	fc.OnChange(cmds.applied)
 	fctx, stopFuse := context.WithCancel(ctx)
 	fdone := make(chan error, 1)
 	go func() { fdone <- fc.Run(fctx) }()
@@ -257,25 +239,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer vc.Close()
-	var emu sync.Mutex
-	var effects []schemas.Verdict
+	effects := &effectLog{}
 	vctx, stopVerdicts := context.WithCancel(ctx)
 	vdone := make(chan struct{})
-	go func() {
-		defer close(vdone)
-		for vctx.Err() == nil {
-			f := vc.PollFetches(vctx)
-			f.EachRecord(func(r *kgo.Record) {
-				v, err := sinks.UnmarshalVerdictJSON(r.Value)
-				if err != nil || v.Processor != "effect" {
-					return
-				}
-				emu.Lock()
-				effects = append(effects, v)
-				emu.Unlock()
-			})
-		}
-	}()
+	go func() { defer close(vdone); effects.read(vctx, vc) }()
 	defer func() { stopVerdicts(); <-vdone }()
 
 	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerLinger(5*time.Millisecond), kgo.AllowAutoTopicCreation())
@@ -286,172 +253,48 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	// Two worlds with the same providers (same seeds and scripts): the
 	// loop's gateway follows fusebox, the other one never gets a command.
-	type world struct {
-		gw    *Gateway
-		prov  map[string]*Provider
-		users map[string]*calls
-	}
-	models := []string{Fallback}
-	for _, inc := range o.Incidents {
-		if !slices.Contains(models, inc.Target.Model) {
-			models = append(models, inc.Target.Model)
-		}
-	}
-	mk := func(d fusehttp.Decider, cl *kgo.Client, shadow string) (*world, error) {
-		w := &world{prov: map[string]*Provider{}, users: map[string]*calls{}}
-		routes := map[string]string{}
-		for i, m := range models {
-			pv := NewProvider(m, o.Median, o.Seed+uint64(i), start, o.Incidents)
-			w.prov[m], routes[m] = pv, pv.URL()
-		}
-		var counters fusehttp.Counters
-		mw, err := fusehttp.New(d, fusehttp.WithMetrics(&counters), fusehttp.WithFailover(func(schemas.Key, fuse.Decision) string { return Fallback }))
-		if err != nil {
-			return nil, err
-		}
-		w.gw, err = NewGateway(mw, &counters, routes, cl, cfg.Topics.Spans[0], o.Seed, start, shadow)
-		return w, err
-	}
 	shadow := Fallback
 	if o.NoShadow {
 		shadow = ""
 	}
-	with, err := mk(fc, prod, shadow)
+	with, err := newWorld(o, fc, prod, cfg.Topics.Spans[0], shadow, start)
 	if err != nil {
 		return nil, err
 	}
-	without, err := mk(never{}, nil, "")
+	defer with.close()
+	without, err := newWorld(o, never{}, nil, cfg.Topics.Spans[0], "", start)
 	if err != nil {
 		return nil, err
 	}
+	defer without.close()
 	direct := map[string]*calls{}
-	for _, w := range []*world{with, without} {
-		defer w.gw.Close()
-		for _, pv := range w.prov {
-			defer pv.Close()
-		}
-		for _, inc := range o.Incidents {
-			w.users[inc.Name] = &calls{}
-		}
-	}
 	for _, inc := range o.Incidents {
 		direct[inc.Name] = &calls{}
 	}
 
-	// The users: open-loop arrivals at Rate per incident key, the same
-	// instants sent to both gateways; each request on its own goroutine.
-	// A long timeout: a loaded machine's delays must not turn into errors.
-	// Connections per host are bounded (file descriptors): a stalled
-	// machine queues the users' requests, and their latency counts it.
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128, MaxConnsPerHost: 128}, Timeout: 30 * time.Second}
-	rctx, stopRun := context.WithTimeout(ctx, o.Duration)
-	defer stopRun()
-	var wg sync.WaitGroup
-	// Arrivals are counted from the elapsed time, not from ticks, so a
-	// loaded machine that skips ticks sends late, never fewer.
-	tick := 10 * time.Millisecond
-	sent := map[string]int{}
-	dsent := map[string]int{}
-	t := time.NewTicker(tick)
-loop:
-	for {
-		select {
-		case <-rctx.Done():
-			break loop
-		case <-t.C:
-		}
-		at := time.Since(start)
-		for _, inc := range o.Incidents {
-			for ; float64(sent[inc.Name]) < o.Rate*at.Seconds(); sent[inc.Name]++ {
-				// A variant incident's users: CanaryShare of them on its
-				// variant, spread by n·φ mod 1.
-				variant := "baseline"
-				if _, f := math.Modf(float64(sent[inc.Name]) * 0.6180339887498949); inc.Target.Variant != "" && f < o.CanaryShare {
-					variant = inc.Target.Variant
-				}
-				for _, w := range []*world{with, without} {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						send(rctx, hc, w.gw.URL(), inc.Target.Tenant, inc.Target.Model, variant, at, w.users[inc.Name])
-					}()
-				}
-			}
-			for ; float64(dsent[inc.Name]) < o.DirectRate*at.Seconds(); dsent[inc.Name]++ {
-				variant := inc.Target.Variant
-				if variant == "" {
-					variant = "baseline"
-				}
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					send(rctx, hc, with.prov[inc.Target.Model].URL(), inc.Target.Tenant, inc.Target.Model, variant, at, direct[inc.Name])
-				}()
-			}
-		}
-	}
-	t.Stop()
-	wg.Wait()
+	drive(ctx, o, start, with, without, direct)
 
 	// The effect verdicts of the incidents' first commands: decided within
 	// effect.evaluations (20 s of event time) of the command, most of them
 	// earlier (recovered); wait for the last ones a little past the run.
-	firsts := func() map[string]uint64 {
-		cmu.Lock()
-		defer cmu.Unlock()
-		m := map[string]uint64{}
-		for _, c := range applied {
-			if _, ok := m[c.Target.String()]; !ok && c.State != schemas.StateClosed {
-				m[c.Target.String()] = c.Version
-			}
-		}
-		return m
-	}
-	effectOf := func(target string, version uint64) *schemas.Verdict {
-		emu.Lock()
-		defer emu.Unlock()
-		for i := range effects {
-			if v := &effects[i]; v.Key.String() == target {
-				if n, ok := v.Detail("command_version"); ok && uint64(n) == version {
-					c := *v
-					return &c
-				}
-			}
-		}
-		return nil
-	}
-	wait := time.NewTimer(25 * time.Second)
-	defer wait.Stop()
-	for done := false; !done; {
-		done = true
-		for target, version := range firsts() {
-			done = done && effectOf(target, version) != nil
-		}
-		if done {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			done = true
-		case <-wait.C:
-			done = true
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	effects.await(ctx, cmds.firsts, 25*time.Second)
 
 	// The users are done: let the probe copies in flight finish, so that
 	// what is read below is final (none is still running when Run returns).
 	with.gw.Drain()
+	return report(o, with, without, direct, cmds, effects), nil
+}
+
+// report is the run's Result: per incident, the users' SLO with and
+// without the loop, before and after the first command, the provider's
+// own, the probes'.
+func report(o Options, with, without *world, direct map[string]*calls, cmds *commandLog, effects *effectLog) *Result {
 	res := &Result{Counters: with.gw.Counters.Snapshot()}
-	emu.Lock()
-	res.Effects = append(res.Effects, effects...)
-	emu.Unlock()
+	res.Effects = effects.all()
 	res.Spans, _ = with.gw.Exported()
 	res.SpanStats = with.gw.SpanStats()
-	cmu.Lock()
-	res.Commands = append(res.Commands, applied...)
-	cmdAt := append([]time.Duration(nil), appliedAt...)
-	cmu.Unlock()
+	var cmdAt []time.Duration
+	res.Commands, cmdAt = cmds.all()
 	for _, inc := range o.Incidents {
 		row := Row{Incident: inc}
 		for i, c := range res.Commands {
@@ -460,7 +303,7 @@ loop:
 			}
 			if row.Commanded == 0 && c.State != schemas.StateClosed {
 				row.Commanded, row.Action, row.FirstVersion = cmdAt[i], c.Action, c.Version
-				row.Effect = effectOf(c.Target.String(), c.Version)
+				row.Effect = effects.of(c.Target.String(), c.Version)
 			}
 			if row.Commanded > 0 && row.Closed == 0 && c.State == schemas.StateClosed {
 				row.Closed = cmdAt[i]
@@ -484,5 +327,5 @@ loop:
 		row.Probes = judge(onlyProbes(probes, inc.Target.Tenant, inc.Target.Variant), inc.Start, inc.End, o.Budget, floor)
 		res.Rows = append(res.Rows, row)
 	}
-	return res, nil
+	return res
 }

@@ -1,4 +1,4 @@
-package main
+package product
 
 import (
 	"context"
@@ -15,10 +15,10 @@ import (
 // not-after: every gateway would reject every command signed with it.
 var errSigningKeyExpired = errors.New("the active fuse signing key is past its not-after: every gateway rejects what it signs")
 
-// checkSigningKey checks ring's active key at now (wall time): an error
+// CheckSigningKey checks ring's active key at now (wall time): an error
 // when its not-after has passed, a warning (else "") when it passes within
 // warnWithin. src names where the keys came from.
-func checkSigningKey(ring *fuse.Keyring, src string, now time.Time, warnWithin time.Duration) (warning string, err error) {
+func CheckSigningKey(ring *fuse.Keyring, src string, now time.Time, warnWithin time.Duration) (warning string, err error) {
 	k, _ := ring.Key(ring.Active())
 	na := k.NotAfter()
 	if na.IsZero() {
@@ -36,7 +36,7 @@ func checkSigningKey(ring *fuse.Keyring, src string, now time.Time, warnWithin t
 	return "", nil
 }
 
-// watchSigningKey logs the warning of checkSigningKey once when the active
+// watchSigningKey logs the warning of CheckSigningKey once when the active
 // key enters its warning window and an error once when it expires, checking
 // every interval until ctx ends.
 func watchSigningKey(ctx context.Context, log *slog.Logger, ring *fuse.Keyring, src string, warnWithin, every time.Duration) {
@@ -44,7 +44,7 @@ func watchSigningKey(ctx context.Context, log *slog.Logger, ring *fuse.Keyring, 
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		warn, err := checkSigningKey(ring, src, time.Now(), warnWithin)
+		warn, err := CheckSigningKey(ring, src, time.Now(), warnWithin)
 		switch {
 		case err != nil && !failed:
 			log.Error(err.Error())
@@ -61,10 +61,10 @@ func watchSigningKey(ctx context.Context, log *slog.Logger, ring *fuse.Keyring, 
 	}
 }
 
-// signingKeyMetrics exports fusebox_signing_key_not_after_seconds{key}: the
+// SigningKeyMetrics exports fusebox_signing_key_not_after_seconds{key}: the
 // active key's not-after (Unix seconds), when it has one, so that an alert
 // can fire before it passes (e.g. < time() + 7d).
-func signingKeyMetrics(ring *fuse.Keyring) observe.Source {
+func SigningKeyMetrics(ring *fuse.Keyring) observe.Source {
 	return observe.SourceFunc(func(s *observe.Snapshot) {
 		if ring == nil {
 			return
@@ -77,4 +77,29 @@ func signingKeyMetrics(ring *fuse.Keyring) observe.Source {
 			Help: "Not-after of the active fuse signing key (Unix seconds); after it gateways reject the commands it signs.",
 			Kind: observe.GaugeSample, Value: float64(k.NotAfter().Unix()), Labels: []observe.Label{{Name: "key", Value: k.ID()}}})
 	})
+}
+
+// newSigner builds the fuse command signer of c, and says how it signs
+// (never the secret): "key ID from SOURCE", or "unsigned". The active key
+// must not be past its not-after (at now).
+func newSigner(c *Config, now time.Time) (*fuse.Signer, string, error) {
+	if c.Keys == nil {
+		if !c.Unsigned && !c.File.Signing.InsecureUnsigned {
+			return nil, "", ErrNoKeys
+		}
+		sg, err := fuse.NewSigner(nil, fuse.AllowUnsigned())
+		return sg, "unsigned", err
+	}
+	if _, err := CheckSigningKey(c.Keys, c.KeysSource, now, c.File.Signing.ExpiryWarning); err != nil {
+		return nil, "", err
+	}
+	sg, err := fuse.NewSigner(c.Keys)
+	if err != nil {
+		return nil, "", err
+	}
+	desc := "key " + c.Keys.Active()
+	if c.KeysSource != "" {
+		desc += " from " + c.KeysSource
+	}
+	return sg, desc, nil
 }
