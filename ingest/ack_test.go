@@ -50,7 +50,7 @@ func TestAckRedelivery(t *testing.T) {
 	// 1: a handler that stops before acking.
 	s1 := &sink{ack: func(*Batch) bool { return false }}
 	r1 := start(t, k, "g-ack", machineryOpts(s1)...)
-	waitFor(t, "first consumer sees 10 records", 30*time.Second, func() bool { return s1.count() == 10 })
+	testharness.Eventually(t, 30*time.Second, "first consumer sees 10 records", func() bool { return s1.count() == 10 })
 	if err := r1.shutdown(t); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -62,7 +62,7 @@ func TestAckRedelivery(t *testing.T) {
 	// acknowledges them.
 	s2 := &sink{}
 	r2 := start(t, k, "g-ack", machineryOpts(s2)...)
-	waitFor(t, "second consumer sees the 10 records again", 30*time.Second, func() bool { return s2.count() == 10 })
+	testharness.Eventually(t, 30*time.Second, "second consumer sees the 10 records again", func() bool { return s2.count() == 10 })
 	if a, b := payloads(s1.snapshot()), payloads(s2.snapshot()); fmt.Sprint(a) != fmt.Sprint(b) {
 		t.Fatalf("redelivered %v, want %v", b, a)
 	}
@@ -78,7 +78,7 @@ func TestAckRedelivery(t *testing.T) {
 	s3 := &sink{}
 	start(t, k, "g-ack", machineryOpts(s3)...)
 	pub.publish(t, msg(1, "late", []byte("ok:late")))
-	waitFor(t, "third consumer sees the new record", 30*time.Second, func() bool { return s3.count() >= 1 })
+	testharness.Eventually(t, 30*time.Second, "third consumer sees the new record", func() bool { return s3.count() >= 1 })
 	time.Sleep(500 * time.Millisecond) // room for any wrongly redelivered record to show up
 	if got := payloads(s3.snapshot()); len(got) != 1 || got[0] != "ok:late" {
 		t.Fatalf("after ack and restart got %v, want only [ok:late]", got)
@@ -96,7 +96,7 @@ func TestOutOfOrderAcks(t *testing.T) {
 	start(t, k, "g-ooo", machineryOpts(s)...)
 	for i := 0; i < 3; i++ {
 		pub.publish(t, msg(0, fmt.Sprint(i), []byte(fmt.Sprintf("ok:%d", i))))
-		waitFor(t, fmt.Sprintf("batch %d", i), 30*time.Second, func() bool { return len(s.heldBatches()) == i+1 })
+		testharness.Eventually(t, 30*time.Second, fmt.Sprintf("batch %d", i), func() bool { return len(s.heldBatches()) == i+1 })
 	}
 	bs := s.heldBatches()
 	for i, b := range bs {
@@ -112,7 +112,7 @@ func TestOutOfOrderAcks(t *testing.T) {
 		t.Fatalf("committed %v with the first batch unacked", c)
 	}
 	bs[0].Ack()
-	waitFor(t, "commit of the whole acked prefix", 30*time.Second, func() bool {
+	testharness.Eventually(t, 30*time.Second, "commit of the whole acked prefix", func() bool {
 		return committed(t, k, "g-ooo", "in")[0] == 3
 	})
 }
@@ -148,7 +148,7 @@ func TestStarterSeeks(t *testing.T) {
 			Handlers(func(topic string, p int32) PartitionHandler {
 				return &startHandler{sinkHandler: sinkHandler{s: s, topic: topic, partition: p}, at: at, mu: &mu, committed: &seen}
 			}))
-		waitFor(t, "records from the start offset", 30*time.Second, func() bool { return s.count() == want })
+		testharness.Eventually(t, 30*time.Second, "records from the start offset", func() bool { return s.count() == want })
 		if err := r.shutdown(t); err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -195,7 +195,7 @@ func TestHandlerErrorStopsRun(t *testing.T) {
 			return &failingHandler{sinkHandler{s: s, topic: topic, partition: p}}
 		}))
 	pub.publish(t, msg(0, "a", []byte("ok:a")))
-	waitFor(t, "first record", 30*time.Second, func() bool { return s.count() == 1 })
+	testharness.Eventually(t, 30*time.Second, "first record", func() bool { return s.count() == 1 })
 	pub.publish(t, msg(0, "b", []byte("ok:fail")))
 	var err error
 	select {
@@ -311,8 +311,8 @@ func TestIdlerRunsWhenThePartitionIsQuiet(t *testing.T) {
 			h = &idleHandler{sinkHandler: sinkHandler{s: s, topic: topic, partition: p}}
 			return h
 		}))
-	waitFor(t, "the records", 30*time.Second, func() bool { return s.count() == 5 })
-	waitFor(t, "an Idle call", 30*time.Second, func() bool {
+	testharness.Eventually(t, 30*time.Second, "the records", func() bool { return s.count() == 5 })
+	testharness.Eventually(t, 30*time.Second, "an Idle call", func() bool {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		return h.idles > 0 && len(h.pending) == 0
@@ -325,7 +325,7 @@ func TestIdlerRunsWhenThePartitionIsQuiet(t *testing.T) {
 	s2 := &sink{}
 	r2 := start(t, k, "g-idle", machineryOpts(s2)...)
 	pub.publish(t, msg(0, "x", []byte("ok:after")))
-	waitFor(t, "the new record", 30*time.Second, func() bool { return s2.count() >= 1 })
+	testharness.Eventually(t, 30*time.Second, "the new record", func() bool { return s2.count() >= 1 })
 	if err := r2.shutdown(t); err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +384,7 @@ func TestIdleWaitsForStart(t *testing.T) {
 			mu.Unlock()
 			return h
 		}))
-	waitFor(t, "the records", 30*time.Second, func() bool { return s.count() == 3 })
+	testharness.Eventually(t, 30*time.Second, "the records", func() bool { return s.count() == 3 })
 	if err := r.shutdown(t); err != nil {
 		t.Fatalf("Run: %v", err)
 	}

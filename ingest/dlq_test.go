@@ -43,9 +43,9 @@ func TestDeadLetterMachinery(t *testing.T) {
 		DLQTopic("dlq"), Limits(lim), Handlers(s.factory))
 
 	wantDelivered := map[string]bool{"ok:1": true, "ok:3": true, "partial:6": true, "ok:9": true, "ok:a": true, "ok:c": true}
-	waitFor(t, "good records delivered", 30*time.Second, func() bool { return s.count() >= len(wantDelivered) })
+	testharness.Eventually(t, 30*time.Second, "good records delivered", func() bool { return s.count() >= len(wantDelivered) })
 	ends := endOffsets(t, k, "in")
-	waitFor(t, "offsets committed past every record", 30*time.Second, func() bool {
+	testharness.Eventually(t, 30*time.Second, "offsets committed past every record", func() bool {
 		c := committed(t, k, "g-dlq", "in")
 		return c[0] == ends[0] && c[1] == ends[1]
 	})
@@ -168,13 +168,13 @@ func TestDeadLetterRetriedUntilDurable(t *testing.T) {
 	r := start(t, k, "g-retry", SpanTopics(), CorrectionTopics(), TopicDecoder("in", testDecoder),
 		DLQTopic("dlq-late"), DLQRetryBackoffMax(200*time.Millisecond), Handlers(s.factory),
 		ClientOpts(kgo.UnknownTopicRetries(0)))
-	waitFor(t, "good records delivered", 30*time.Second, func() bool { return s.count() == 2 })
-	waitFor(t, "a failed DLQ write retried", 30*time.Second, func() bool { return r.c.Stats().DLQRetries >= 2 })
+	testharness.Eventually(t, 30*time.Second, "good records delivered", func() bool { return s.count() == 2 })
+	testharness.Eventually(t, 30*time.Second, "a failed DLQ write retried", func() bool { return r.c.Stats().DLQRetries >= 2 })
 	if c := committed(t, k, "g-retry", "in"); c[0] > 1 {
 		t.Fatalf("committed offset %d past the record whose DLQ write has not succeeded (offset 1)", c[0])
 	}
 	k.CreateTopic(t, "dlq-late", 1, nil)
-	waitFor(t, "offset committed past the dead letter", 30*time.Second, func() bool {
+	testharness.Eventually(t, 30*time.Second, "offset committed past the dead letter", func() bool {
 		return committed(t, k, "g-retry", "in")[0] == 3
 	})
 	dead := k.ReadAll(t, "dlq-late", 1, 10*time.Second)
@@ -208,7 +208,7 @@ func TestDeadLetterTooLargeForDLQ(t *testing.T) {
 	s := &sink{}
 	r := start(t, k, "g-omit", SpanTopics(), CorrectionTopics(), TopicDecoder("in", testDecoder),
 		DLQTopic("dlq-small"), Handlers(s.factory))
-	waitFor(t, "offset committed past the dead letter", 30*time.Second, func() bool {
+	testharness.Eventually(t, 30*time.Second, "offset committed past the dead letter", func() bool {
 		return committed(t, k, "g-omit", "in")[0] == 2
 	})
 	dead := k.ReadAll(t, "dlq-small", 1, 10*time.Second)

@@ -47,8 +47,8 @@ func TestDefaultLimitsDLQ(t *testing.T) {
 	s := &sink{}
 	r := start(t, k, "g-limits", SpanTopics(), CorrectionTopics(), TopicDecoder("in", testDecoder),
 		DLQTopic("dlq"), Handlers(s.factory))
-	waitFor(t, "good records delivered", 60*time.Second, func() bool { return s.count() == 3 })
-	waitFor(t, "offset committed past every record", 60*time.Second, func() bool { return committed(t, k, "g-limits", "in")[0] == 6 })
+	testharness.Eventually(t, 60*time.Second, "good records delivered", func() bool { return s.count() == 3 })
+	testharness.Eventually(t, 60*time.Second, "offset committed past every record", func() bool { return committed(t, k, "g-limits", "in")[0] == 6 })
 	dead := k.ReadAll(t, "dlq", 3, 20*time.Second)
 	if len(dead) != 3 {
 		t.Fatalf("DLQ holds %d records, want 3", len(dead))

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/internal/config"
+	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -104,7 +105,7 @@ func TestTwoDeploymentsShareOneCluster(t *testing.T) {
 	pB, stopB := startClusterPipeline(t, cfgB, nil)
 	waitFor := func(name string, col *clusterCollector, n int) {
 		t.Helper()
-		if !clusterWait(90*time.Second, func() bool { return col.count() >= n }) {
+		if !testharness.Poll(90*time.Second, func() bool { return col.count() >= n }) {
 			t.Fatalf("%s: %d distinct verdicts after 90s, waiting for %d", name, col.count(), n)
 		}
 	}
@@ -131,7 +132,7 @@ func TestTwoDeploymentsShareOneCluster(t *testing.T) {
 		nc, _ := col.missingCommands(want)
 		return n == 0 && nc == 0
 	}
-	if !clusterWait(120*time.Second, func() bool { return done(colA, wantA) && done(colB, wantB) }) {
+	if !testharness.Poll(120*time.Second, func() bool { return done(colA, wantA) && done(colB, wantB) }) {
 		na, ea := colA.missing(wantA, 1<<62)
 		nb, eb := colB.missing(wantB, 1<<62)
 		t.Fatalf("after the restarts alpha misses %d verdicts (e.g. %s), beta %d (e.g. %s)", na, ea, nb, eb)

@@ -115,7 +115,7 @@ func TestGatewayRebuildsFuseStateAfterCompaction(t *testing.T) {
 			t.Errorf("gateway Run: %v", err)
 		}
 	}()
-	eventually(t, 30*time.Second, "the gateway to catch up", g.Ready)
+	testharness.Eventually(t, 30*time.Second, "the gateway to catch up", g.Ready)
 
 	checked := 0
 	for key, want := range newest {

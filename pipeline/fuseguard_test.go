@@ -55,11 +55,11 @@ func TestFuseGuardInPipeline(t *testing.T) {
 			t.Fatal("no fuse command within 40s")
 		}
 	}
-	eventually(t, 10*time.Second, "the guard to read it", func() bool { return p.Guard.Ready() && p.Guard.Stats().Targets > 0 })
+	testharness.Eventually(t, 10*time.Second, "the guard to read it", func() bool { return p.Guard.Ready() && p.Guard.Stats().Targets > 0 })
 
 	k.Produce(t, &kgo.Record{Topic: fuseTopic, Key: first.Key, Value: nil})
 	start := time.Now()
-	eventually(t, 10*time.Second, "the repair", func() bool {
+	testharness.Eventually(t, 10*time.Second, "the repair", func() bool {
 		var last []byte
 		for _, r := range k.ReadAll(t, fuseTopic, 1<<30, 300*time.Millisecond) {
 			if bytes.Equal(r.Key, first.Key) {
@@ -69,15 +69,4 @@ func TestFuseGuardInPipeline(t *testing.T) {
 		return last != nil && p.Guard.Stats().Republished > 0
 	})
 	t.Logf("repaired in %v; guard %+v", time.Since(start), p.Guard.Stats())
-}
-
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

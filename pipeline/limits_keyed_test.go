@@ -64,7 +64,7 @@ func TestDefaultLimitsKeyedRecords(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	eventually(t, 2*time.Minute, "every span at the keyed stage", func() bool { return p.Keyed().Stats().Spans >= int64(total) })
+	testharness.Eventually(t, 2*time.Minute, "every span at the keyed stage", func() bool { return p.Keyed().Stats().Spans >= int64(total) })
 	st := p.Keyed().Stats()
 	cancel()
 	if err := <-done; err != nil {

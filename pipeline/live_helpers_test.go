@@ -313,17 +313,3 @@ func (l *logBuffer) count(parts ...string) int {
 	}
 	return n
 }
-
-// waitFor polls cond every 50ms until it holds, failing after timeout; it
-// returns how long it took.
-func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > timeout {
-			t.Fatalf("%s: not within %v", what, timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return time.Since(start)
-}

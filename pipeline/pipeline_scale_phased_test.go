@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/internal/sim/replay"
+	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/pipeline"
 )
 
@@ -23,7 +24,7 @@ func TestScaleOutPhased(t *testing.T) {
 		if end == 0 {
 			until = 1 << 62
 		}
-		if !clusterWait(90*time.Second, func() bool { n, _ := col.missing(want, until); return n == 0 }) {
+		if !testharness.Poll(90*time.Second, func() bool { n, _ := col.missing(want, until); return n == 0 }) {
 			n, example := col.missing(want, until)
 			t.Fatalf("%s: %d missing (e.g. %s)", name, n, example)
 		}

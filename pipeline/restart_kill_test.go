@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/internal/config"
+	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/pipeline"
 )
 
@@ -49,7 +50,7 @@ func TestRestartAfterSIGKILLMatchesUninterrupted(t *testing.T) {
 			// child has written at least 200 new ones (a restart replays
 			// up to a checkpoint interval first).
 			target := max(int(frac*float64(total)), col.count()+200)
-			if !clusterWait(90*time.Second, func() bool { return col.count() >= target || child.exited() }) {
+			if !testharness.Poll(90*time.Second, func() bool { return col.count() >= target || child.exited() }) {
 				t.Fatalf("child %d: %d distinct verdicts after 90s, waiting for %d", i, col.count(), target)
 			}
 		}
@@ -65,7 +66,7 @@ func TestRestartAfterSIGKILLMatchesUninterrupted(t *testing.T) {
 	// were durable but before the commands citing them were produced
 	// leaves those commands to the last child's replay, which on a loaded
 	// machine can take longer than the grace period below.
-	if !clusterWait(120*time.Second, func() bool {
+	if !testharness.Poll(120*time.Second, func() bool {
 		n, _ := col.missing(want, 1<<62)
 		nc, _ := col.missingCommands(want)
 		return (n == 0 && nc == 0) || last.exited()

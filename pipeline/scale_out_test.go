@@ -85,7 +85,7 @@ func TestScaleOutSameVerdictsAsOneProcess(t *testing.T) {
 	waitShare := func(name string, share float64) {
 		t.Helper()
 		target := int(share * float64(total))
-		if !clusterWait(90*time.Second, func() bool { return col.count() >= target }) {
+		if !testharness.Poll(90*time.Second, func() bool { return col.count() >= target }) {
 			t.Fatalf("%s: %d distinct verdicts after 90s, waiting for %d:%s", name, col.count(), target, report())
 		}
 		t.Logf("%s at %d of %d distinct verdicts", name, col.count(), total)
@@ -103,7 +103,7 @@ func TestScaleOutSameVerdictsAsOneProcess(t *testing.T) {
 		t.Fatalf("publishing: %v", err)
 	}
 	tl.add("publishing done")
-	if !clusterWait(90*time.Second, func() bool { n, _ := col.missing(want, 1<<62); return n == 0 }) {
+	if !testharness.Poll(90*time.Second, func() bool { n, _ := col.missing(want, 1<<62); return n == 0 }) {
 		n, _ := col.missing(want, 1<<62)
 		t.Fatalf("%d verdicts of the single process still missing after 90s:%s", n, report())
 	}

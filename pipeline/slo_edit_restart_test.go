@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fusebox-dev/fusebox/internal/config"
+	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/pipeline"
 )
 
@@ -93,7 +94,7 @@ func TestRestartUnderAnEditedSLOFileLogsWhatItKept(t *testing.T) {
 
 	col := startClusterCollector(t, k)
 	_, stop := startClusterPipeline(t, old, nil)
-	if !clusterWait(90*time.Second, func() bool { return col.count() >= 1500 }) {
+	if !testharness.Poll(90*time.Second, func() bool { return col.count() >= 1500 }) {
 		t.Fatalf("%d verdicts after 90s", col.count())
 	}
 	if err := stop(); err != nil {
@@ -114,7 +115,7 @@ func TestRestartUnderAnEditedSLOFileLogsWhatItKept(t *testing.T) {
 		<-done
 	}()
 	var restored []map[string]any
-	if !clusterWait(60*time.Second, func() bool {
+	if !testharness.Poll(60*time.Second, func() bool {
 		restored = restored[:0]
 		for _, l := range logs.lines() {
 			if msg, _ := l["msg"].(string); strings.HasPrefix(msg, "restored checkpoint") {

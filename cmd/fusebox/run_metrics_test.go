@@ -104,7 +104,7 @@ func TestRunMetricsPassPromtool(t *testing.T) {
 	// The publisher reports to t: it must end before the test does (and
 	// before the broker, whose cleanup was registered earlier, stops).
 	t.Cleanup(func() { <-published })
-	waitFor(t, 90*time.Second, "a trip", func() bool {
+	testharness.Eventually(t, 90*time.Second, "a trip", func() bool {
 		return scrape(t, addr)[`fusebox_fuse_commands_total{action="trip"}`] > 0
 	})
 	_, text = get(t, "http://"+addr+"/metrics")

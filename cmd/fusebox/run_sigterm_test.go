@@ -105,7 +105,7 @@ func TestRunSIGTERMLosesNothing(t *testing.T) {
 		}
 		return n
 	}
-	waitFor(t, 60*time.Second, "some verdicts", func() bool {
+	testharness.Eventually(t, 60*time.Second, "some verdicts", func() bool {
 		m = scrape(t, addr)
 		return verdicts() >= 100
 	})
@@ -252,7 +252,7 @@ func referenceRun(t *testing.T, brokers []string, cfgText string, eventEnd time.
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
 	want := eventEnd.Add(-f.Time.AllowedLateness - time.Second).UnixNano()
-	waitFor(t, 90*time.Second, "the reference run to reach the end", func() bool {
+	testharness.Eventually(t, 90*time.Second, "the reference run to reach the end", func() bool {
 		parts := p.Keyed().Partitions()
 		if len(parts) < int(f.Topics.KeyedPartitions) {
 			return false

@@ -89,11 +89,11 @@ func TestRunServesMetrics(t *testing.T) {
 	if code, body := get(t, "http://"+addr+"/healthz"); code != http.StatusOK || body != "ok\n" {
 		t.Errorf("/healthz: %d %q", code, body)
 	}
-	waitFor(t, 30*time.Second, "/readyz 200", func() bool { code, _ := get(t, "http://"+addr+"/readyz"); return code == http.StatusOK })
+	testharness.Eventually(t, 30*time.Second, "/readyz 200", func() bool { code, _ := get(t, "http://"+addr+"/readyz"); return code == http.StatusOK })
 	// Everything read, evaluated to the end and written: the verdicts
 	// counted equal the verdicts the Kafka sink wrote, and a trip.
 	var m map[string]float64
-	waitFor(t, 60*time.Second, "the traffic to be processed", func() bool {
+	testharness.Eventually(t, 60*time.Second, "the traffic to be processed", func() bool {
 		m = scrape(t, addr)
 		written := m[`fusebox_sink_records_total{destination="fusebox.verdicts",sink="kafka"}`]
 		var counted float64
@@ -248,7 +248,7 @@ func TestRunSASL(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			stderr, addr, done := startRun(t, ctx, "--config", cfg)
-			waitFor(t, 30*time.Second, "/readyz 200", func() bool { code, _ := get(t, "http://"+addr+"/readyz"); return code == http.StatusOK })
+			testharness.Eventually(t, 30*time.Second, "/readyz 200", func() bool { code, _ := get(t, "http://"+addr+"/readyz"); return code == http.StatusOK })
 			cancel()
 			if code := <-done; code != exitOK {
 				t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())

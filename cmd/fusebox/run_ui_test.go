@@ -61,7 +61,7 @@ func TestRunServesLivePage(t *testing.T) {
 	sc.Rate = 100
 	sc.Duration = 12 * time.Minute
 	publishScenario(t, k.Brokers, sc, time.Now().Add(-time.Hour).Truncate(time.Minute))
-	waitFor(t, 90*time.Second, "tail verdicts on the page", func() bool {
+	testharness.Eventually(t, 90*time.Second, "tail verdicts on the page", func() bool {
 		readKeys()
 		for _, k := range keys.Keys {
 			for _, p := range k.Processors {

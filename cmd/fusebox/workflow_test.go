@@ -51,7 +51,7 @@ func TestReadmeWorkflowGenRunReport(t *testing.T) {
 	// now-24h, covers the run), polled until the sink has flushed.
 	args := append(append([]string{"report"}, chArgs(ch, db)...), "--to", "now", "--format", "csv", "slo_compliance_daily")
 	var rows []map[string]string
-	waitFor(t, 60*time.Second, "slo_compliance_daily rows for the generated traffic", func() bool {
+	testharness.Eventually(t, 60*time.Second, "slo_compliance_daily rows for the generated traffic", func() bool {
 		code, out, errs := runCmd(t, args...)
 		if code != exitOK {
 			t.Fatalf("report: exit %d\nstderr: %s", code, errs)

@@ -22,6 +22,13 @@
 //		...
 //	}
 //
+// The kfake cluster is internal/broker's (broker.StartWithKfakeOpts): the
+// module starts kfake in that one package.
+//
+// Tests wait with Eventually (or Poll, where the failure needs the state at
+// the deadline): one polling helper that fails naming what was awaited and
+// for how long. Wait on the event a test stands for, not a fixed time.
+//
 // Every integration test in the module uses it, so there is one place that
 // knows how to bring the services up and down. It is for tests only.
 package testharness

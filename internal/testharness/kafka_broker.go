@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fusebox-dev/fusebox/internal/broker"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -130,17 +131,15 @@ func StartBroker(t testing.TB, opts ...BrokerOpt) *Kafka {
 	if BrokerKind(t) == KindApache {
 		return startApache(t, &c)
 	}
-	var kopts []kfake.Opt
-	if len(c.sasl) > 0 {
-		kopts = append(kopts, kfake.EnableSASL())
-		for _, u := range c.sasl {
-			kopts = append(kopts, kfake.Superuser(u.Mechanism, u.User, u.Password))
-		}
+	cfg := kfakeConfig()
+	for _, u := range c.sasl {
+		cfg.Users = append(cfg.Users, broker.SASLUser{Mechanism: u.Mechanism, User: u.User, Password: u.Password})
 	}
+	var kopts []kfake.Opt
 	if c.minSessionTimeout > 0 {
 		kopts = append(kopts, kfake.GroupMinSessionTimeout(c.minSessionTimeout))
 	}
-	return StartKafka(t, append(kopts, c.kfakeOpts...)...)
+	return startKfake(t, cfg, append(kopts, c.kfakeOpts...)...)
 }
 
 // WithFastCompaction makes compaction run within a test on Apache Kafka:
