@@ -37,10 +37,10 @@ func machineryOpts(s *sink, extra ...Opt) []Opt {
 	return append([]Opt{SpanTopics(), CorrectionTopics(), TopicDecoder("in", testDecoder), DLQTopic("dlq"), Handlers(s.factory)}, extra...)
 }
 
-// TestAckRedelivery is the ack contract end to end: records delivered but
+// TestKafkaAckRedelivery is the ack contract end to end: records delivered but
 // not acknowledged come back to the next consumer of the group; once
 // acknowledged and the consumer stopped, they do not.
-func TestAckRedelivery(t *testing.T) {
+func TestKafkaAckRedelivery(t *testing.T) {
 	k := testharness.StartBroker(t)
 	k.CreateTopic(t, "in", 2, nil)
 	k.CreateTopic(t, "dlq", 1, nil)

@@ -14,11 +14,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestDeadLetterMachinery interleaves bad records of every kind with good
+// TestKafkaDeadLetterMachinery interleaves bad records of every kind with good
 // ones and checks that each bad one lands in the DLQ unchanged with the
 // right headers, the good ones around it are delivered in order, and the
 // group's offsets end committed past all of them.
-func TestDeadLetterMachinery(t *testing.T) {
+func TestKafkaDeadLetterMachinery(t *testing.T) {
 	k := testharness.StartBroker(t)
 	k.CreateTopic(t, "in", 2, nil)
 	k.CreateTopic(t, "dlq", 1, nil)
@@ -154,11 +154,11 @@ func TestDeadLetterMachinery(t *testing.T) {
 	}
 }
 
-// TestDeadLetterRetriedUntilDurable starts with no DLQ topic (and a client
+// TestKafkaDeadLetterRetriedUntilDurable starts with no DLQ topic (and a client
 // that may not create it): the DLQ write fails and is retried, and the
 // partition's offset is not committed past the bad record until the topic
 // exists and the write is acknowledged.
-func TestDeadLetterRetriedUntilDurable(t *testing.T) {
+func TestKafkaDeadLetterRetriedUntilDurable(t *testing.T) {
 	k := testharness.StartBroker(t)
 	k.CreateTopic(t, "in", 1, nil)
 	pub := newPublisher(t, k, "in")
@@ -186,10 +186,10 @@ func TestDeadLetterRetriedUntilDurable(t *testing.T) {
 	}
 }
 
-// TestDeadLetterTooLargeForDLQ: a DLQ topic whose max.message.bytes refuses
+// TestKafkaDeadLetterTooLargeForDLQ: a DLQ topic whose max.message.bytes refuses
 // the record gets it without its value and with the original size, instead
 // of a write retried forever.
-func TestDeadLetterTooLargeForDLQ(t *testing.T) {
+func TestKafkaDeadLetterTooLargeForDLQ(t *testing.T) {
 	k := testharness.StartBroker(t)
 	k.CreateTopic(t, "in", 1, nil)
 	maxBytes := "2000"

@@ -16,7 +16,7 @@ import (
 // trigger an hour away, a busy partition still checkpoints every
 // checkpoint_records records (so its consumer, bounded at 4x that many
 // unacknowledged records, never stalls waiting for a checkpoint).
-func TestCheckpointRecordsTriggersCheckpoints(t *testing.T) {
+func TestKafkaCheckpointRecordsTriggersCheckpoints(t *testing.T) {
 	k := testharness.StartBroker(t)
 	const every = 1000
 	y := "kafka:\n  brokers: [" + k.Brokers[0] + "]\n" +

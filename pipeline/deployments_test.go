@@ -65,7 +65,7 @@ func parseYAML(t *testing.T, name string, b []byte) *config.File {
 	return f
 }
 
-// TestTwoDeploymentsShareOneCluster runs two deployments with different
+// TestKafkaTwoDeploymentsShareOneCluster runs two deployments with different
 // SLO files side by side on one broker, reading the same source topics and
 // — the hard case: their operators pinned the same names — writing the same
 // keyed topic and checkpointing to the same state topic. Each one stops
@@ -76,7 +76,7 @@ func parseYAML(t *testing.T, name string, b []byte) *config.File {
 // both kept their state across the restarts (processors restarted empty
 // would give other verdicts after the restart). Both must have seen and
 // skipped the other's records.
-func TestTwoDeploymentsShareOneCluster(t *testing.T) {
+func TestKafkaTwoDeploymentsShareOneCluster(t *testing.T) {
 	t.Parallel()
 	wantA := clusterReference(t)
 	wantB := runSolo(t, func(brokers []string) *config.File { return parseYAML(t, "beta-solo.yaml", betaYAML(t, brokers, nil)) })

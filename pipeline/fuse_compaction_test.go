@@ -12,13 +12,13 @@ import (
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
-// TestGatewayRebuildsFuseStateAfterCompaction: the fuse topic fusebox
+// TestKafkaGatewayRebuildsFuseStateAfterCompaction: the fuse topic fusebox
 // creates is compacted for real (on Apache Kafka by its log cleaner, with
 // the harness's fast-compaction settings; on kfake at once), and a gateway
 // that starts after the compaction rebuilds, per target, exactly the
 // newest command fusebox published — not an older one the cleaner kept,
 // nothing the cleaner removed. Part of the Apache Kafka conformance set.
-func TestGatewayRebuildsFuseStateAfterCompaction(t *testing.T) {
+func TestKafkaGatewayRebuildsFuseStateAfterCompaction(t *testing.T) {
 	k := testharness.StartBroker(t, testharness.WithFastCompaction())
 	cfg := loadConfig(t, k.Brokers, "")
 	sc := traffic.Demo()

@@ -41,7 +41,7 @@ func (h *historyStore) Save(_ context.Context, p int32, b []byte) error {
 
 // At every checkpoint of a running partition, Keyed.PartitionStats holds
 // the counters of the snapshot just saved, and OnCheckpoint's offset is
-// the snapshot's: TestE2EKilledBeforeCommit's child counts the verdicts the
+// the snapshot's: TestKafkaE2EKilledBeforeCommit's child counts the verdicts the
 // saved snapshots cover by it.
 func TestPartitionStatsAtCheckpointAreTheSnapshots(t *testing.T) {
 	k := testharness.StartKafka(t)

@@ -9,10 +9,10 @@ import (
 	"github.com/fusebox-dev/fusebox/pipeline"
 )
 
-// TestScaleOutPhased: the traffic arrives in three bursts separated by
+// TestKafkaScaleOutPhased: the traffic arrives in three bursts separated by
 // pauses longer than the idle timeout (every source marked idle between
 // them); membership changes between bursts.
-func TestScaleOutPhased(t *testing.T) {
+func TestKafkaScaleOutPhased(t *testing.T) {
 	want := clusterReference(t)
 	k := startTestCluster(t)
 	cfg := parseClusterConfig(t, k.Brokers)

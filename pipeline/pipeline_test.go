@@ -97,7 +97,7 @@ func readJSONL(t *testing.T, path string) ([]schemas.Verdict, []schemas.FuseComm
 	return vs, cs
 }
 
-func TestPipelineEndToEnd(t *testing.T) {
+func TestKafkaPipelineEndToEnd(t *testing.T) {
 	k := testharness.StartBroker(t)
 	dir := t.TempDir()
 	jsonl := filepath.Join(dir, "out.jsonl")

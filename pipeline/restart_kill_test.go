@@ -21,7 +21,7 @@ import (
 // restartChildEnv names the SLO file a child process runs the pipeline on.
 const restartChildEnv = "FUSEBOX_RESTART_CHILD_CONFIG"
 
-// TestRestartAfterSIGKILLMatchesUninterrupted runs the pipeline as a child
+// TestKafkaRestartAfterSIGKILLMatchesUninterrupted runs the pipeline as a child
 // process (this test binary re-executed), kills it with SIGKILL at several
 // points of the stream — half a second after it starts (joining its
 // groups, restoring state), and once 25%, 50% and 75% of the verdicts are
@@ -30,7 +30,7 @@ const restartChildEnv = "FUSEBOX_RESTART_CHILD_CONFIG"
 // with the same value (the stable JSON of every field), every fuse command,
 // nothing extra, and no id written twice with different values. Replayed
 // output may be written twice; it must be identical.
-func TestRestartAfterSIGKILLMatchesUninterrupted(t *testing.T) {
+func TestKafkaRestartAfterSIGKILLMatchesUninterrupted(t *testing.T) {
 	t.Parallel()
 	want := clusterReference(t)
 	k := startTestCluster(t)
@@ -86,7 +86,7 @@ func TestRestartAfterSIGKILLMatchesUninterrupted(t *testing.T) {
 }
 
 // TestRestartChildProcess is not a test of its own: it is the pipeline
-// process of TestRestartAfterSIGKILLMatchesUninterrupted, run when this
+// process of TestKafkaRestartAfterSIGKILLMatchesUninterrupted, run when this
 // test binary is re-executed with FUSEBOX_RESTART_CHILD_CONFIG set, until
 // SIGTERM (or SIGKILL). Without the variable it does nothing.
 func TestRestartChildProcess(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestScaleOutSameVerdictsAsOneProcess: two pipelines (two pipeline.New
+// TestKafkaScaleOutSameVerdictsAsOneProcess: two pipelines (two pipeline.New
 // on the same SLO file: two fusebox processes in one consumer group per
 // stage) share the partitions; a third joins and the first leaves while
 // traffic keeps arriving. Together they write exactly the verdicts and
@@ -31,7 +31,7 @@ import (
 // process joins once 30% of the verdicts are out, the first leaves at 60%.
 // (The reference consumed all of it at once: the verdicts do not depend on
 // arrival timing either.)
-func TestScaleOutSameVerdictsAsOneProcess(t *testing.T) {
+func TestKafkaScaleOutSameVerdictsAsOneProcess(t *testing.T) {
 	t.Parallel()
 	want := clusterReference(t)
 	k := startTestCluster(t)

@@ -42,13 +42,13 @@ func (s *syncBuffer) lines() []map[string]any {
 	return out
 }
 
-// TestRestartUnderAnEditedSLOFileLogsWhatItKept stops a pipeline midway
+// TestKafkaRestartUnderAnEditedSLOFileLogsWhatItKept stops a pipeline midway
 // and restarts it with an edited SLO file — a budget changed (kept), a
 // window changed (reset), an SLO added, one removed, the breaker's target
 // dimensions unchanged (kept) — and checks that the keyed stage says so
 // at start, once for all partitions, in the words of `fusebox config
 // diff` (config.PlanEdit).
-func TestRestartUnderAnEditedSLOFileLogsWhatItKept(t *testing.T) {
+func TestKafkaRestartUnderAnEditedSLOFileLogsWhatItKept(t *testing.T) {
 	t.Parallel()
 	k := startTestCluster(t)
 	publishClusterTraffic(t, k, 0, 0)

@@ -51,14 +51,14 @@ slos:
     tail: {budget: 2500, window: 5m}
 `
 
-// TestRunMetricsPassPromtool runs `fusebox run` as a process and checks
+// TestKafkaRunMetricsPassPromtool runs `fusebox run` as a process and checks
 // its /metrics with promtool before any traffic and while traffic with a
 // latency incident flows: the fuse command counters are there from the
 // start at 0 for every action; build_info carries a revision; the sinks
 // label where they write "destination"; the watermark is a
 // _timestamp_seconds gauge; once the incident trips a breaker, the
 // open-targets gauge names the SLO and one INFO line tells the change.
-func TestRunMetricsPassPromtool(t *testing.T) {
+func TestKafkaRunMetricsPassPromtool(t *testing.T) {
 	bin := promtool(t)
 	k := testharness.StartBroker(t)
 	dir := t.TempDir()

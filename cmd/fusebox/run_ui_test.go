@@ -15,11 +15,11 @@ import (
 	"github.com/fusebox-dev/fusebox/internal/ui"
 )
 
-// TestRunServesLivePage runs `fusebox run` as a process with http.ui on
+// TestKafkaRunServesLivePage runs `fusebox run` as a process with http.ui on
 // and checks that the listener serving /metrics also serves the page and
 // its API, fed by the run's verdicts: every key of the JSONL file's tail
 // verdicts is listed, and a key's series hold its evaluations.
-func TestRunServesLivePage(t *testing.T) {
+func TestKafkaRunServesLivePage(t *testing.T) {
 	k := testharness.StartBroker(t)
 	dir := t.TempDir()
 	jsonl := filepath.Join(dir, "run.jsonl")

@@ -7,7 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-func TestKafkaRoundTrip(t *testing.T) {
+func TestKfakeRoundTrip(t *testing.T) {
 	k := StartKafka(t)
 	k.Produce(t, &kgo.Record{Topic: "t", Value: []byte("a")}, &kgo.Record{Topic: "t", Value: []byte("b")})
 	got := k.ReadAll(t, "t", 2, 10*time.Second)
