@@ -107,7 +107,8 @@ func TestOutOfOrderAcks(t *testing.T) {
 	bs[2].Ack()
 	bs[1].Ack()
 	bs[1].Ack()                        // idempotent
-	time.Sleep(500 * time.Millisecond) // five commit intervals
+	// Absence: five commit intervals for a wrong commit to show.
+	time.Sleep(500 * time.Millisecond)
 	if c := committed(t, k, "g-ooo", "in"); len(c) != 0 {
 		t.Fatalf("committed %v with the first batch unacked", c)
 	}

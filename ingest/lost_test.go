@@ -47,7 +47,8 @@ func TestPartitionsLost(t *testing.T) {
 			t.Fatalf("redelivered offset %d where %d was first delivered", recs[5+i].Offset, recs[i].Offset)
 		}
 	}
-	time.Sleep(300 * time.Millisecond) // three commit intervals
+	// Absence: three commit intervals for a wrong commit to show.
+	time.Sleep(300 * time.Millisecond)
 	if c := committed(t, k, "g-lost", "in"); len(c) != 0 {
 		t.Fatalf("committed %v from acks of a lost session", c)
 	}

@@ -137,7 +137,9 @@ func TestKafkaTwoDeploymentsShareOneCluster(t *testing.T) {
 		nb, eb := colB.missing(wantB, 1<<62)
 		t.Fatalf("after the restarts alpha misses %d verdicts (e.g. %s), beta %d (e.g. %s)", na, ea, nb, eb)
 	}
-	time.Sleep(2 * time.Second) // anything either would still write
+	// Absence: anything either would still write (a duplicate, a stray
+	// command) has 2 s to show before the outputs are compared.
+	time.Sleep(2 * time.Second)
 	if err := stopA2(); err != nil {
 		t.Fatalf("alpha: %v", err)
 	}

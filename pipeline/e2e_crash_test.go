@@ -320,12 +320,14 @@ func createSourceTopics(t *testing.T, k *testharness.Kafka, cfg *config.File) {
 		k.CreateTopic(t, topic, partitions, nil)
 	}
 	adm := kadm.NewClient(k.Client(t))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var served int
+	var err error
+	if !testharness.Poll(30*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		lo, err := adm.ListEndOffsets(ctx, topics...)
-		cancel()
-		served := 0
+		defer cancel()
+		var lo kadm.ListedOffsets
+		lo, err = adm.ListEndOffsets(ctx, topics...)
+		served = 0
 		if err == nil {
 			lo.Each(func(o kadm.ListedOffset) {
 				if o.Err == nil {
@@ -333,13 +335,9 @@ func createSourceTopics(t *testing.T, k *testharness.Kafka, cfg *config.File) {
 				}
 			})
 		}
-		if served == partitions*len(topics) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the broker serves %d of the %d partitions of %v 30 s after creating them (%v)", served, partitions*len(topics), topics, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return served == partitions*len(topics)
+	}) {
+		t.Fatalf("the broker serves %d of the %d partitions of %v 30 s after creating them (%v)", served, partitions*len(topics), topics, err)
 	}
 }
 

@@ -28,7 +28,9 @@ func TestKafkaScaleOutPhased(t *testing.T) {
 			n, example := col.missing(want, until)
 			t.Fatalf("%s: %d missing (e.g. %s)", name, n, example)
 		}
-		time.Sleep(3 * time.Second) // every source idle
+		// The gap between bursts the test is about: longer than
+		// idle_source_timeout (2 s), so every source goes idle.
+		time.Sleep(3 * time.Second)
 	}
 	publishClusterTraffic(t, k, 0, 12*time.Minute)
 	p1, stop1 := startClusterPipeline(t, cfg, cp.record)

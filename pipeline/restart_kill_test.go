@@ -76,8 +76,8 @@ func TestKafkaRestartAfterSIGKILLMatchesUninterrupted(t *testing.T) {
 		t.Fatalf("after the last restart %d verdicts (e.g. %s) and %d fuse commands (e.g. %s) of the uninterrupted run are still missing; child exited %v: %v; log %s",
 			n, example, nc, exampleCmd, last.exited(), last.err, last.logPath)
 	}
-	// Let anything the last child would still write arrive, then stop it
-	// the polite way.
+	// Absence: let anything the last child would still write (a duplicate
+	// the comparison must see) arrive, then stop it the polite way.
 	time.Sleep(2 * time.Second)
 	last.terminate(t)
 	got := readClusterOutput(t, k)

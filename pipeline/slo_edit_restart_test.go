@@ -126,6 +126,7 @@ func TestKafkaRestartUnderAnEditedSLOFileLogsWhatItKept(t *testing.T) {
 	}) {
 		t.Fatalf("no restore logged after 60s; logs: %v", logs.lines())
 	}
+	// Absence: room for a second restore line to show.
 	time.Sleep(500 * time.Millisecond)
 	if len(restored) != 1 {
 		t.Fatalf("%d restore lines at info/warn for %d partitions with one outcome, want 1: %v", len(restored), old.Topics.KeyedPartitions, restored)

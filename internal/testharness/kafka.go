@@ -217,6 +217,26 @@ func (k *Kafka) duplicateKeys(t testing.TB, topic string) int {
 	return dups
 }
 
+// ReadToEnd reads every partition of topic from its start to the end
+// offsets it has when ReadToEnd is called, and returns the records. It waits
+// on those offsets, not a fixed time: use it to read everything a stopped
+// writer wrote (ReadAll is for records still to come). It fails the test if
+// the end offsets cannot be listed or reading takes more than 20 s.
+func (k *Kafka) ReadToEnd(t testing.TB, topic string) []*kgo.Record {
+	t.Helper()
+	adm := kadm.NewClient(k.Client(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		t.Fatalf("testharness: end offsets of %s: %v", topic, err)
+	}
+	return k.readToEnd(t, topic, ends)
+}
+
 // readToEnd reads every partition of topic from its start to the given end
 // offsets.
 func (k *Kafka) readToEnd(t testing.TB, topic string, ends kadm.ListedOffsets) []*kgo.Record {
