@@ -106,7 +106,7 @@ func TestOutOfOrderAcks(t *testing.T) {
 	}
 	bs[2].Ack()
 	bs[1].Ack()
-	bs[1].Ack()                        // idempotent
+	bs[1].Ack() // idempotent
 	// Absence: five commit intervals for a wrong commit to show.
 	time.Sleep(500 * time.Millisecond)
 	if c := committed(t, k, "g-ooo", "in"); len(c) != 0 {
