@@ -6,10 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/internal/broker"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fusebox-dev/fusebox/internal/broker"
 )
 
 // Kafka is a broker listening on free loopback ports: a kfake cluster

@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/internal/broker"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/fusebox-dev/fusebox/internal/broker"
 )
 
 // Environment variables that pick the Kafka broker of StartBroker.
