@@ -14,12 +14,6 @@ import (
 	"testing"
 )
 
-// ConformancePrefix starts the name of every test that takes its broker from
-// StartBroker, and of no other: scripts/test runs `go test -run
-// '^TestKafka'` over the conformance packages with FUSEBOX_KAFKA=apache, so
-// these tests, and only these, run on Apache Kafka as well as on kfake.
-const ConformancePrefix = "TestKafka"
-
 // conformanceExempt are tests that call StartBroker but are not
 // conformance tests: subprocess helpers (the Go idiom: a Test...HelperProcess
 // that skips unless its parent test set an environment variable).

@@ -31,6 +31,13 @@ const (
 	KindApache = "apache"
 )
 
+// ConformancePrefix starts the name of every test that takes its broker
+// from StartBroker, and of no other: scripts/test runs `go test -run
+// '^TestKafka'` over the conformance packages with FUSEBOX_KAFKA=apache, so
+// these tests, and only these, run on Apache Kafka as well as on kfake.
+// TestConformanceSetFollowsTheConvention checks the names.
+const ConformancePrefix = "TestKafka"
+
 // BrokerOpt configures StartBroker. The same options mean the same on both
 // brokers, so a test written against StartBroker runs on either.
 type BrokerOpt func(*brokerConfig)
