@@ -119,14 +119,12 @@ func TestKafkaE2EClickHouseOutage(t *testing.T) {
 	}
 	// Kill the server once verdicts reach it and every keyed partition has
 	// committed a checkpoint: commits are then what one expects to see.
-	deadline := time.Now().Add(time.Minute)
-	for chMetric("fusebox_sink_records_total", clickhousesink.TableVerdicts) < 200 ||
-		len(committed(t, adm, engineGroup, cfg.Topics.Keyed)) < int(cfg.Topics.KeyedPartitions) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no verdicts in ClickHouse or no commit of every keyed partition within a minute; keyed stage %+v, committed %v",
-				r.p.Keyed().Stats(), committed(t, adm, engineGroup, cfg.Topics.Keyed))
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !testharness.Poll(time.Minute, func() bool {
+		return chMetric("fusebox_sink_records_total", clickhousesink.TableVerdicts) >= 200 &&
+			len(committed(t, adm, engineGroup, cfg.Topics.Keyed)) >= int(cfg.Topics.KeyedPartitions)
+	}) {
+		t.Fatalf("no verdicts in ClickHouse or no commit of every keyed partition within a minute; keyed stage %+v, committed %v",
+			r.p.Keyed().Stats(), committed(t, adm, engineGroup, cfg.Topics.Keyed))
 	}
 	before := chMetric("fusebox_sink_records_total", clickhousesink.TableVerdicts)
 	srv.Kill()

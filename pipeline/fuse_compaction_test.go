@@ -48,15 +48,16 @@ func TestKafkaGatewayRebuildsFuseStateAfterCompaction(t *testing.T) {
 	// pipeline was still joining its groups on a loaded machine.
 	deadline := time.Now().Add(3 * time.Minute)
 	want := end.Add(-2 * time.Minute).UnixNano()
-	for caughtUp := false; !caughtUp; time.Sleep(100 * time.Millisecond) {
-		wms := p.Keyed().Partitions()
-		caughtUp = len(wms) == int(cfg.Topics.KeyedPartitions)
+	var wms map[int32]int64
+	if !testharness.Poll(3*time.Minute, func() bool {
+		wms = p.Keyed().Partitions()
+		caughtUp := len(wms) == int(cfg.Topics.KeyedPartitions)
 		for _, wm := range wms {
 			caughtUp = caughtUp && wm >= want
 		}
-		if !caughtUp && time.Now().After(deadline) {
-			t.Fatalf("keyed watermarks %v after 3m, want all %d partitions at %v or later", wms, cfg.Topics.KeyedPartitions, time.Unix(0, want).UTC())
-		}
+		return caughtUp
+	}) {
+		t.Fatalf("keyed watermarks %v after 3m, want all %d partitions at %v or later", wms, cfg.Topics.KeyedPartitions, time.Unix(0, want).UTC())
 	}
 	topic := cfg.Topics.Fuse
 	n, stable := 0, time.Now()
