@@ -114,20 +114,23 @@ func TestKafkaRestartUnderAnEditedSLOFileLogsWhatItKept(t *testing.T) {
 		cancel()
 		<-done
 	}()
-	var restored []map[string]any
-	if !testharness.Poll(60*time.Second, func() bool {
-		restored = restored[:0]
+	restoreLines := func() []map[string]any {
+		var out []map[string]any
 		for _, l := range logs.lines() {
 			if msg, _ := l["msg"].(string); strings.HasPrefix(msg, "restored checkpoint") {
-				restored = append(restored, l)
+				out = append(out, l)
 			}
 		}
-		return len(p.Keyed().Partitions()) == int(old.Topics.KeyedPartitions) && len(restored) > 0
+		return out
+	}
+	if !testharness.Poll(60*time.Second, func() bool {
+		return len(p.Keyed().Partitions()) == int(old.Topics.KeyedPartitions) && len(restoreLines()) > 0
 	}) {
 		t.Fatalf("no restore logged after 60s; logs: %v", logs.lines())
 	}
-	// Absence: room for a second restore line to show.
+	// Absence: room for a second restore line to show (read again after).
 	time.Sleep(500 * time.Millisecond)
+	restored := restoreLines()
 	if len(restored) != 1 {
 		t.Fatalf("%d restore lines at info/warn for %d partitions with one outcome, want 1: %v", len(restored), old.Topics.KeyedPartitions, restored)
 	}
