@@ -10,7 +10,7 @@ import (
 )
 
 // TestSourcesIdleAtStartMissNoVerdict replays the order that reproduces
-// the one failure of pipeline's TestScaleOutSameVerdictsAsOneProcess
+// the one failure of pipeline's TestKafkaScaleOutSameVerdictsAsOneProcess
 // under load ("2 verdicts of the single process still missing: burnrate
 // burn_rate_ticket acme/chat/gpt-4o-mini/canary window end +0s"): span
 // partitions 1 and 2 are marked idle just after routing began (the router

@@ -37,10 +37,10 @@ func machineryOpts(s *sink, extra ...Opt) []Opt {
 	return append([]Opt{SpanTopics(), CorrectionTopics(), TopicDecoder("in", testDecoder), DLQTopic("dlq"), Handlers(s.factory)}, extra...)
 }
 
-// TestAckRedelivery is the ack contract end to end: records delivered but
+// TestKafkaAckRedelivery is the ack contract end to end: records delivered but
 // not acknowledged come back to the next consumer of the group; once
 // acknowledged and the consumer stopped, they do not.
-func TestAckRedelivery(t *testing.T) {
+func TestKafkaAckRedelivery(t *testing.T) {
 	k := testharness.StartBroker(t)
 	k.CreateTopic(t, "in", 2, nil)
 	k.CreateTopic(t, "dlq", 1, nil)
@@ -50,7 +50,7 @@ func TestAckRedelivery(t *testing.T) {
 	// 1: a handler that stops before acking.
 	s1 := &sink{ack: func(*Batch) bool { return false }}
 	r1 := start(t, k, "g-ack", machineryOpts(s1)...)
-	waitFor(t, "first consumer sees 10 records", 30*time.Second, func() bool { return s1.count() == 10 })
+	testharness.Eventually(t, 30*time.Second, "first consumer sees 10 records", func() bool { return s1.count() == 10 })
 	if err := r1.shutdown(t); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -62,7 +62,7 @@ func TestAckRedelivery(t *testing.T) {
 	// acknowledges them.
 	s2 := &sink{}
 	r2 := start(t, k, "g-ack", machineryOpts(s2)...)
-	waitFor(t, "second consumer sees the 10 records again", 30*time.Second, func() bool { return s2.count() == 10 })
+	testharness.Eventually(t, 30*time.Second, "second consumer sees the 10 records again", func() bool { return s2.count() == 10 })
 	if a, b := payloads(s1.snapshot()), payloads(s2.snapshot()); fmt.Sprint(a) != fmt.Sprint(b) {
 		t.Fatalf("redelivered %v, want %v", b, a)
 	}
@@ -78,7 +78,7 @@ func TestAckRedelivery(t *testing.T) {
 	s3 := &sink{}
 	start(t, k, "g-ack", machineryOpts(s3)...)
 	pub.publish(t, msg(1, "late", []byte("ok:late")))
-	waitFor(t, "third consumer sees the new record", 30*time.Second, func() bool { return s3.count() >= 1 })
+	testharness.Eventually(t, 30*time.Second, "third consumer sees the new record", func() bool { return s3.count() >= 1 })
 	time.Sleep(500 * time.Millisecond) // room for any wrongly redelivered record to show up
 	if got := payloads(s3.snapshot()); len(got) != 1 || got[0] != "ok:late" {
 		t.Fatalf("after ack and restart got %v, want only [ok:late]", got)
@@ -96,7 +96,7 @@ func TestOutOfOrderAcks(t *testing.T) {
 	start(t, k, "g-ooo", machineryOpts(s)...)
 	for i := 0; i < 3; i++ {
 		pub.publish(t, msg(0, fmt.Sprint(i), []byte(fmt.Sprintf("ok:%d", i))))
-		waitFor(t, fmt.Sprintf("batch %d", i), 30*time.Second, func() bool { return len(s.heldBatches()) == i+1 })
+		testharness.Eventually(t, 30*time.Second, fmt.Sprintf("batch %d", i), func() bool { return len(s.heldBatches()) == i+1 })
 	}
 	bs := s.heldBatches()
 	for i, b := range bs {
@@ -106,13 +106,14 @@ func TestOutOfOrderAcks(t *testing.T) {
 	}
 	bs[2].Ack()
 	bs[1].Ack()
-	bs[1].Ack()                        // idempotent
-	time.Sleep(500 * time.Millisecond) // five commit intervals
+	bs[1].Ack() // idempotent
+	// Absence: five commit intervals for a wrong commit to show.
+	time.Sleep(500 * time.Millisecond)
 	if c := committed(t, k, "g-ooo", "in"); len(c) != 0 {
 		t.Fatalf("committed %v with the first batch unacked", c)
 	}
 	bs[0].Ack()
-	waitFor(t, "commit of the whole acked prefix", 30*time.Second, func() bool {
+	testharness.Eventually(t, 30*time.Second, "commit of the whole acked prefix", func() bool {
 		return committed(t, k, "g-ooo", "in")[0] == 3
 	})
 }
@@ -148,7 +149,7 @@ func TestStarterSeeks(t *testing.T) {
 			Handlers(func(topic string, p int32) PartitionHandler {
 				return &startHandler{sinkHandler: sinkHandler{s: s, topic: topic, partition: p}, at: at, mu: &mu, committed: &seen}
 			}))
-		waitFor(t, "records from the start offset", 30*time.Second, func() bool { return s.count() == want })
+		testharness.Eventually(t, 30*time.Second, "records from the start offset", func() bool { return s.count() == want })
 		if err := r.shutdown(t); err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -195,7 +196,7 @@ func TestHandlerErrorStopsRun(t *testing.T) {
 			return &failingHandler{sinkHandler{s: s, topic: topic, partition: p}}
 		}))
 	pub.publish(t, msg(0, "a", []byte("ok:a")))
-	waitFor(t, "first record", 30*time.Second, func() bool { return s.count() == 1 })
+	testharness.Eventually(t, 30*time.Second, "first record", func() bool { return s.count() == 1 })
 	pub.publish(t, msg(0, "b", []byte("ok:fail")))
 	var err error
 	select {
@@ -311,8 +312,8 @@ func TestIdlerRunsWhenThePartitionIsQuiet(t *testing.T) {
 			h = &idleHandler{sinkHandler: sinkHandler{s: s, topic: topic, partition: p}}
 			return h
 		}))
-	waitFor(t, "the records", 30*time.Second, func() bool { return s.count() == 5 })
-	waitFor(t, "an Idle call", 30*time.Second, func() bool {
+	testharness.Eventually(t, 30*time.Second, "the records", func() bool { return s.count() == 5 })
+	testharness.Eventually(t, 30*time.Second, "an Idle call", func() bool {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		return h.idles > 0 && len(h.pending) == 0
@@ -325,7 +326,7 @@ func TestIdlerRunsWhenThePartitionIsQuiet(t *testing.T) {
 	s2 := &sink{}
 	r2 := start(t, k, "g-idle", machineryOpts(s2)...)
 	pub.publish(t, msg(0, "x", []byte("ok:after")))
-	waitFor(t, "the new record", 30*time.Second, func() bool { return s2.count() >= 1 })
+	testharness.Eventually(t, 30*time.Second, "the new record", func() bool { return s2.count() >= 1 })
 	if err := r2.shutdown(t); err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +388,7 @@ func TestIdleWaitsForStart(t *testing.T) {
 	// While Start runs the partition counts as starting (Stats.Starting,
 	// what readiness waits on): a snapshot taken before the handler's
 	// Start returned must say so.
-	waitFor(t, "Start", 30*time.Second, func() bool {
+	testharness.Eventually(t, 30*time.Second, "Start", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(hs) > 0 && hs[0].startCalls.Load() > 0
@@ -398,7 +399,7 @@ func TestIdleWaitsForStart(t *testing.T) {
 	if st := r.c.Stats(); !h0.started.Load() && (st.Starting != 1 || st.Partitions != 1) {
 		t.Errorf("during Start: Starting %d of %d partitions, want 1 of 1", st.Starting, st.Partitions)
 	}
-	waitFor(t, "the records", 30*time.Second, func() bool { return s.count() == 3 })
+	testharness.Eventually(t, 30*time.Second, "the records", func() bool { return s.count() == 3 })
 	if st := r.c.Stats(); st.Starting != 0 || st.Partitions != 1 {
 		t.Errorf("after Start: Starting %d of %d partitions, want 0 of 1", st.Starting, st.Partitions)
 	}

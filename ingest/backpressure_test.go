@@ -46,14 +46,14 @@ func TestBackPressure(t *testing.T) {
 		}
 		return
 	}
-	waitFor(t, "partition 1 delivered to the end", 30*time.Second, func() bool { _, p1 := perPart(); return p1 == n })
-	waitFor(t, "partition 0 paused", 30*time.Second, func() bool { return r.c.Stats().PausedPartitions == 1 })
+	testharness.Eventually(t, 30*time.Second, "partition 1 delivered to the end", func() bool { _, p1 := perPart(); return p1 == n })
+	testharness.Eventually(t, 30*time.Second, "partition 0 paused", func() bool { return r.c.Stats().PausedPartitions == 1 })
 	time.Sleep(500 * time.Millisecond) // more fetch cycles: nothing more may come for partition 0
 	p0, _ := perPart()
 	if p0 < 5 || p0 > 5+10 {
 		t.Fatalf("partition 0 delivered %d unacked records, want between 5 and 15 (bound 5 plus one fetch)", p0)
 	}
-	waitFor(t, "partition 1 committed to the end", 30*time.Second, func() bool {
+	testharness.Eventually(t, 30*time.Second, "partition 1 committed to the end", func() bool {
 		return committed(t, k, "g-bp", "in")[1] == n
 	})
 	if c, ok := committed(t, k, "g-bp", "in")[0]; ok {
@@ -64,7 +64,7 @@ func TestBackPressure(t *testing.T) {
 	for _, b := range s.heldBatches() {
 		b.Ack()
 	}
-	waitFor(t, "partition 0 resumed and delivered to the end", 30*time.Second, func() bool { p0, _ := perPart(); return p0 == n })
+	testharness.Eventually(t, 30*time.Second, "partition 0 resumed and delivered to the end", func() bool { p0, _ := perPart(); return p0 == n })
 	// Pausing dropped nothing and repeated nothing: partition 0 arrived as
 	// offsets 0..n-1, once each, in order.
 	next := int64(0)
@@ -77,7 +77,7 @@ func TestBackPressure(t *testing.T) {
 		}
 		next++
 	}
-	waitFor(t, "both partitions committed to the end", 30*time.Second, func() bool {
+	testharness.Eventually(t, 30*time.Second, "both partitions committed to the end", func() bool {
 		c := committed(t, k, "g-bp", "in")
 		return c[0] == n && c[1] == n
 	})

@@ -53,7 +53,7 @@ func TestCorrections(t *testing.T) {
 	newPublisher(t, k, DefaultCorrectionTopic).publish(t, msgs...)
 	s := &sink{}
 	r := start(t, k, "g-corr", SpanTopics(), Handlers(s.factory))
-	waitFor(t, "every correction delivered", 30*time.Second, func() bool { return s.count() == len(msgs) })
+	testharness.Eventually(t, 30*time.Second, "every correction delivered", func() bool { return s.count() == len(msgs) })
 
 	trace, err := schemas.ParseTraceID(corrTraceHex)
 	if err != nil {

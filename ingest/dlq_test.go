@@ -14,11 +14,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestDeadLetterMachinery interleaves bad records of every kind with good
+// TestKafkaDeadLetterMachinery interleaves bad records of every kind with good
 // ones and checks that each bad one lands in the DLQ unchanged with the
 // right headers, the good ones around it are delivered in order, and the
 // group's offsets end committed past all of them.
-func TestDeadLetterMachinery(t *testing.T) {
+func TestKafkaDeadLetterMachinery(t *testing.T) {
 	k := testharness.StartBroker(t)
 	k.CreateTopic(t, "in", 2, nil)
 	k.CreateTopic(t, "dlq", 1, nil)
@@ -43,9 +43,9 @@ func TestDeadLetterMachinery(t *testing.T) {
 		DLQTopic("dlq"), Limits(lim), Handlers(s.factory))
 
 	wantDelivered := map[string]bool{"ok:1": true, "ok:3": true, "partial:6": true, "ok:9": true, "ok:a": true, "ok:c": true}
-	waitFor(t, "good records delivered", 30*time.Second, func() bool { return s.count() >= len(wantDelivered) })
+	testharness.Eventually(t, 30*time.Second, "good records delivered", func() bool { return s.count() >= len(wantDelivered) })
 	ends := endOffsets(t, k, "in")
-	waitFor(t, "offsets committed past every record", 30*time.Second, func() bool {
+	testharness.Eventually(t, 30*time.Second, "offsets committed past every record", func() bool {
 		c := committed(t, k, "g-dlq", "in")
 		return c[0] == ends[0] && c[1] == ends[1]
 	})
@@ -154,11 +154,11 @@ func TestDeadLetterMachinery(t *testing.T) {
 	}
 }
 
-// TestDeadLetterRetriedUntilDurable starts with no DLQ topic (and a client
+// TestKafkaDeadLetterRetriedUntilDurable starts with no DLQ topic (and a client
 // that may not create it): the DLQ write fails and is retried, and the
 // partition's offset is not committed past the bad record until the topic
 // exists and the write is acknowledged.
-func TestDeadLetterRetriedUntilDurable(t *testing.T) {
+func TestKafkaDeadLetterRetriedUntilDurable(t *testing.T) {
 	k := testharness.StartBroker(t)
 	k.CreateTopic(t, "in", 1, nil)
 	pub := newPublisher(t, k, "in")
@@ -168,13 +168,13 @@ func TestDeadLetterRetriedUntilDurable(t *testing.T) {
 	r := start(t, k, "g-retry", SpanTopics(), CorrectionTopics(), TopicDecoder("in", testDecoder),
 		DLQTopic("dlq-late"), DLQRetryBackoffMax(200*time.Millisecond), Handlers(s.factory),
 		ClientOpts(kgo.UnknownTopicRetries(0)))
-	waitFor(t, "good records delivered", 30*time.Second, func() bool { return s.count() == 2 })
-	waitFor(t, "a failed DLQ write retried", 30*time.Second, func() bool { return r.c.Stats().DLQRetries >= 2 })
+	testharness.Eventually(t, 30*time.Second, "good records delivered", func() bool { return s.count() == 2 })
+	testharness.Eventually(t, 30*time.Second, "a failed DLQ write retried", func() bool { return r.c.Stats().DLQRetries >= 2 })
 	if c := committed(t, k, "g-retry", "in"); c[0] > 1 {
 		t.Fatalf("committed offset %d past the record whose DLQ write has not succeeded (offset 1)", c[0])
 	}
 	k.CreateTopic(t, "dlq-late", 1, nil)
-	waitFor(t, "offset committed past the dead letter", 30*time.Second, func() bool {
+	testharness.Eventually(t, 30*time.Second, "offset committed past the dead letter", func() bool {
 		return committed(t, k, "g-retry", "in")[0] == 3
 	})
 	dead := k.ReadAll(t, "dlq-late", 1, 10*time.Second)
@@ -186,10 +186,10 @@ func TestDeadLetterRetriedUntilDurable(t *testing.T) {
 	}
 }
 
-// TestDeadLetterTooLargeForDLQ: a DLQ topic whose max.message.bytes refuses
+// TestKafkaDeadLetterTooLargeForDLQ: a DLQ topic whose max.message.bytes refuses
 // the record gets it without its value and with the original size, instead
 // of a write retried forever.
-func TestDeadLetterTooLargeForDLQ(t *testing.T) {
+func TestKafkaDeadLetterTooLargeForDLQ(t *testing.T) {
 	k := testharness.StartBroker(t)
 	k.CreateTopic(t, "in", 1, nil)
 	maxBytes := "2000"
@@ -208,7 +208,7 @@ func TestDeadLetterTooLargeForDLQ(t *testing.T) {
 	s := &sink{}
 	r := start(t, k, "g-omit", SpanTopics(), CorrectionTopics(), TopicDecoder("in", testDecoder),
 		DLQTopic("dlq-small"), Handlers(s.factory))
-	waitFor(t, "offset committed past the dead letter", 30*time.Second, func() bool {
+	testharness.Eventually(t, 30*time.Second, "offset committed past the dead letter", func() bool {
 		return committed(t, k, "g-omit", "in")[0] == 2
 	})
 	dead := k.ReadAll(t, "dlq-small", 1, 10*time.Second)

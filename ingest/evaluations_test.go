@@ -110,7 +110,7 @@ func TestEvaluationEventsBecomeCorrections(t *testing.T) {
 
 	s := &sink{}
 	start(t, k, "g-eval", CorrectionTopics(), LogTopics(DefaultLogTopic), Evaluations(feedbackRules()), Handlers(s.factory))
-	waitFor(t, "the good log messages and the span message delivered", 30*time.Second, func() bool { return s.count() == 4 })
+	testharness.Eventually(t, 30*time.Second, "the good log messages and the span message delivered", func() bool { return s.count() == 4 })
 
 	var logCorr, spanCorr []schemas.Correction
 	spans := 0

@@ -168,18 +168,6 @@ func (r *running) shutdown(t testing.TB) error {
 	return nil
 }
 
-// waitFor polls cond until it holds or the timeout passes.
-func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // committed returns the group's committed offsets of topic by partition.
 func committed(t testing.TB, k *testharness.Kafka, group, topic string) map[int32]int64 {
 	t.Helper()

@@ -12,7 +12,7 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-// TestDefaultLimitsDLQ runs on the harness's broker (Apache Kafka in the
+// TestKafkaDefaultLimitsDLQ runs on the harness's broker (Apache Kafka in the
 // conformance set) with a DLQ topic of default configs, so the broker's
 // message.max.bytes (1,048,588 bytes on Apache Kafka) applies. The source
 // topic takes records up to 4 MiB (max.message.bytes), as a team sending
@@ -22,7 +22,7 @@ import (
 // with its headers, its size and the SHA-256 of its value instead; the
 // good records keep flowing and the offsets end committed past everything,
 // with no retry loop.
-func TestDefaultLimitsDLQ(t *testing.T) {
+func TestKafkaDefaultLimitsDLQ(t *testing.T) {
 	k := testharness.StartBroker(t)
 	big := strconv.Itoa(4 << 20)
 	k.CreateTopic(t, "in", 1, map[string]*string{"max.message.bytes": &big})
@@ -47,8 +47,8 @@ func TestDefaultLimitsDLQ(t *testing.T) {
 	s := &sink{}
 	r := start(t, k, "g-limits", SpanTopics(), CorrectionTopics(), TopicDecoder("in", testDecoder),
 		DLQTopic("dlq"), Handlers(s.factory))
-	waitFor(t, "good records delivered", 60*time.Second, func() bool { return s.count() == 3 })
-	waitFor(t, "offset committed past every record", 60*time.Second, func() bool { return committed(t, k, "g-limits", "in")[0] == 6 })
+	testharness.Eventually(t, 60*time.Second, "good records delivered", func() bool { return s.count() == 3 })
+	testharness.Eventually(t, 60*time.Second, "offset committed past every record", func() bool { return committed(t, k, "g-limits", "in")[0] == 6 })
 	dead := k.ReadAll(t, "dlq", 3, 20*time.Second)
 	if len(dead) != 3 {
 		t.Fatalf("DLQ holds %d records, want 3", len(dead))

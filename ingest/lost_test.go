@@ -24,7 +24,7 @@ func TestPartitionsLost(t *testing.T) {
 
 	s := &sink{ack: func(*Batch) bool { return false }}
 	start(t, k, "g-lost", append(machineryOpts(s), ClientOpts(kgo.HeartbeatInterval(100*time.Millisecond)))...)
-	waitFor(t, "first delivery", 30*time.Second, func() bool { return s.count() == 5 })
+	testharness.Eventually(t, 30*time.Second, "first delivery", func() bool { return s.count() == 5 })
 	held := s.heldBatches()
 
 	k.Cluster.ControlKey(int16(kmsg.Heartbeat), func(req kmsg.Request) (kmsg.Response, error, bool) {
@@ -32,7 +32,7 @@ func TestPartitionsLost(t *testing.T) {
 		resp.ErrorCode = kerr.UnknownMemberID.Code
 		return resp, nil, true
 	})
-	waitFor(t, "handler closed as lost", 30*time.Second, func() bool {
+	testharness.Eventually(t, 30*time.Second, "handler closed as lost", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return strings.Contains(strings.Join(s.closes, " "), ":lost")
@@ -40,14 +40,15 @@ func TestPartitionsLost(t *testing.T) {
 	for _, b := range held {
 		b.Ack() // too late: the session that fetched it is gone
 	}
-	waitFor(t, "redelivery after rejoining", 30*time.Second, func() bool { return s.count() == 10 })
+	testharness.Eventually(t, 30*time.Second, "redelivery after rejoining", func() bool { return s.count() == 10 })
 	recs := s.snapshot()
 	for i := 0; i < 5; i++ {
 		if recs[5+i].Offset != recs[i].Offset {
 			t.Fatalf("redelivered offset %d where %d was first delivered", recs[5+i].Offset, recs[i].Offset)
 		}
 	}
-	time.Sleep(300 * time.Millisecond) // three commit intervals
+	// Absence: three commit intervals for a wrong commit to show.
+	time.Sleep(300 * time.Millisecond)
 	if c := committed(t, k, "g-lost", "in"); len(c) != 0 {
 		t.Fatalf("committed %v from acks of a lost session", c)
 	}

@@ -132,7 +132,7 @@ func runCorpus(t *testing.T, group string, cases []badCase, opts ...Opt) {
 
 	s := &sink{}
 	r := start(t, k, group, append([]Opt{DLQTopic(dlq), Handlers(s.factory)}, opts...)...)
-	waitFor(t, "offsets committed past every message", 60*time.Second, func() bool {
+	testharness.Eventually(t, 60*time.Second, "offsets committed past every message", func() bool {
 		for topic := range byTopic {
 			if committed(t, k, group, topic)[0] != int64(len(byTopic[topic])) {
 				return false

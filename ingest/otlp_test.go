@@ -195,7 +195,7 @@ func TestOTLPProtoAndJSON(t *testing.T) {
 
 	s := &sink{}
 	r := start(t, k, "g-otlp", Handlers(s.factory))
-	waitFor(t, "every message delivered", 30*time.Second, func() bool { return s.count() == len(msgs)+1 })
+	testharness.Eventually(t, 30*time.Second, "every message delivered", func() bool { return s.count() == len(msgs)+1 })
 
 	seen := map[[3]int]bool{}
 	lastSeq := map[int32]int{0: -1, 1: -1, 2: -1}

@@ -24,17 +24,17 @@ func TestRebalance(t *testing.T) {
 
 	sa, sb := &sink{}, &sink{}
 	ra := start(t, k, "g-rb", machineryOpts(sa)...)
-	waitFor(t, "A consuming", 30*time.Second, func() bool { return sa.count() > 0 })
+	testharness.Eventually(t, 30*time.Second, "A consuming", func() bool { return sa.count() > 0 })
 	rb := start(t, k, "g-rb", machineryOpts(sb)...)
-	waitFor(t, "B assigned partitions", 30*time.Second, func() bool { return rb.c.Stats().Partitions > 0 })
+	testharness.Eventually(t, 30*time.Second, "B assigned partitions", func() bool { return rb.c.Stats().Partitions > 0 })
 	pub.publish(t, okMsgs(6, per, "b")...)
-	waitFor(t, "both members received their share", 30*time.Second, func() bool { return sa.count()+sb.count() >= 12*per })
+	testharness.Eventually(t, 30*time.Second, "both members received their share", func() bool { return sa.count()+sb.count() >= 12*per })
 
 	if err := ra.shutdown(t); err != nil {
 		t.Fatalf("A: Run: %v", err)
 	}
 	pub.publish(t, okMsgs(6, per, "c")...)
-	waitFor(t, "B owns all six partitions", 30*time.Second, func() bool { return rb.c.Stats().Partitions == 6 })
+	testharness.Eventually(t, 30*time.Second, "B owns all six partitions", func() bool { return rb.c.Stats().Partitions == 6 })
 
 	total := 18 * per
 	seen := map[string]int{}
@@ -47,7 +47,7 @@ func TestRebalance(t *testing.T) {
 		}
 		return len(seen)
 	}
-	waitFor(t, "every record delivered", 30*time.Second, func() bool { return count() == total })
+	testharness.Eventually(t, 30*time.Second, "every record delivered", func() bool { return count() == total })
 	time.Sleep(300 * time.Millisecond) // let a wrong redelivery show
 	count()
 	var dups []string

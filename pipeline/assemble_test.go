@@ -104,19 +104,16 @@ func TestAssembleRunsOnTheGivenParts(t *testing.T) {
 	go func() { done <- p.Run(ctx) }()
 
 	want := end.Add(-2 * time.Minute).UnixNano()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	var reached int64
+	if !testharness.Poll(30*time.Second, func() bool {
 		sink.mu.Lock()
-		reached := int64(0)
+		defer sink.mu.Unlock()
 		for _, v := range sink.verdicts {
 			reached = max(reached, v.WindowEndUnixNano)
 		}
-		sink.mu.Unlock()
-		if reached >= want {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("verdicts in the given sink reached %v, want %v", time.Unix(0, reached), time.Unix(0, want))
-		}
+		return reached >= want
+	}) {
+		t.Fatalf("verdicts in the given sink reached %v after 30s, want %v", time.Unix(0, reached), time.Unix(0, want))
 	}
 	cancel()
 	if err := <-done; err != nil {

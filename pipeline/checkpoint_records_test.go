@@ -16,7 +16,7 @@ import (
 // trigger an hour away, a busy partition still checkpoints every
 // checkpoint_records records (so its consumer, bounded at 4x that many
 // unacknowledged records, never stalls waiting for a checkpoint).
-func TestCheckpointRecordsTriggersCheckpoints(t *testing.T) {
+func TestKafkaCheckpointRecordsTriggersCheckpoints(t *testing.T) {
 	k := testharness.StartBroker(t)
 	const every = 1000
 	y := "kafka:\n  brokers: [" + k.Brokers[0] + "]\n" +
@@ -51,18 +51,14 @@ func TestCheckpointRecordsTriggersCheckpoints(t *testing.T) {
 	// The router writes ~4,700 keyed records for 30 minutes at 60
 	// calls/s (fetched in batches of hundreds to thousands); wait for two
 	// checkpoints.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	var n int
+	if !testharness.Poll(60*time.Second, func() bool {
 		mu.Lock()
-		n := len(offsets)
-		mu.Unlock()
-		if n >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d checkpoints in 60s with checkpoint_every 1h and checkpoint_records %d (keyed stage %+v)", n, every, p.Keyed().Stats())
-		}
-		time.Sleep(100 * time.Millisecond)
+		defer mu.Unlock()
+		n = len(offsets)
+		return n >= 2
+	}) {
+		t.Fatalf("%d checkpoints in 60s with checkpoint_every 1h and checkpoint_records %d (keyed stage %+v)", n, every, p.Keyed().Stats())
 	}
 	cancel()
 	if err := <-done; err != nil {

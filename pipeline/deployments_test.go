@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/internal/config"
+	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -64,7 +65,7 @@ func parseYAML(t *testing.T, name string, b []byte) *config.File {
 	return f
 }
 
-// TestTwoDeploymentsShareOneCluster runs two deployments with different
+// TestKafkaTwoDeploymentsShareOneCluster runs two deployments with different
 // SLO files side by side on one broker, reading the same source topics and
 // — the hard case: their operators pinned the same names — writing the same
 // keyed topic and checkpointing to the same state topic. Each one stops
@@ -75,7 +76,7 @@ func parseYAML(t *testing.T, name string, b []byte) *config.File {
 // both kept their state across the restarts (processors restarted empty
 // would give other verdicts after the restart). Both must have seen and
 // skipped the other's records.
-func TestTwoDeploymentsShareOneCluster(t *testing.T) {
+func TestKafkaTwoDeploymentsShareOneCluster(t *testing.T) {
 	t.Parallel()
 	wantA := clusterReference(t)
 	wantB := runSolo(t, func(brokers []string) *config.File { return parseYAML(t, "beta-solo.yaml", betaYAML(t, brokers, nil)) })
@@ -104,7 +105,7 @@ func TestTwoDeploymentsShareOneCluster(t *testing.T) {
 	pB, stopB := startClusterPipeline(t, cfgB, nil)
 	waitFor := func(name string, col *clusterCollector, n int) {
 		t.Helper()
-		if !clusterWait(90*time.Second, func() bool { return col.count() >= n }) {
+		if !testharness.Poll(90*time.Second, func() bool { return col.count() >= n }) {
 			t.Fatalf("%s: %d distinct verdicts after 90s, waiting for %d", name, col.count(), n)
 		}
 	}
@@ -131,12 +132,14 @@ func TestTwoDeploymentsShareOneCluster(t *testing.T) {
 		nc, _ := col.missingCommands(want)
 		return n == 0 && nc == 0
 	}
-	if !clusterWait(120*time.Second, func() bool { return done(colA, wantA) && done(colB, wantB) }) {
+	if !testharness.Poll(120*time.Second, func() bool { return done(colA, wantA) && done(colB, wantB) }) {
 		na, ea := colA.missing(wantA, 1<<62)
 		nb, eb := colB.missing(wantB, 1<<62)
 		t.Fatalf("after the restarts alpha misses %d verdicts (e.g. %s), beta %d (e.g. %s)", na, ea, nb, eb)
 	}
-	time.Sleep(2 * time.Second) // anything either would still write
+	// Absence: anything either would still write (a duplicate, a stray
+	// command) has 2 s to show before the outputs are compared.
+	time.Sleep(2 * time.Second)
 	if err := stopA2(); err != nil {
 		t.Fatalf("alpha: %v", err)
 	}

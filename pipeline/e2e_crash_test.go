@@ -28,7 +28,7 @@ import (
 	"github.com/fusebox-dev/fusebox/sinks/clickhousesink"
 )
 
-// The child process of TestE2EKilledBeforeCommit reads these.
+// The child process of TestKafkaE2EKilledBeforeCommit reads these.
 const (
 	// envCrashConfig is the SLO file the child runs.
 	envCrashConfig = "FUSEBOX_E2E_CRASH_CONFIG"
@@ -134,7 +134,7 @@ func (s *crashSink) Flush(context.Context) error {
 func (s *crashSink) Close(context.Context) error { return nil }
 
 // TestE2EKilledBeforeCommitChild is the child process of
-// TestE2EKilledBeforeCommit: it runs the pipeline of the SLO file in
+// TestKafkaE2EKilledBeforeCommit: it runs the pipeline of the SLO file in
 // $FUSEBOX_E2E_CRASH_CONFIG until its crash sink kills it. Run as a
 // normal test (the variable unset) it has nothing to do and passes.
 func TestE2EKilledBeforeCommitChild(t *testing.T) {
@@ -163,7 +163,7 @@ func TestE2EKilledBeforeCommitChild(t *testing.T) {
 	t.Fatalf("the pipeline stopped without the crash (Run: %v); keyed stage %+v", err, p.Keyed().Stats())
 }
 
-// TestE2EKilledBeforeCommit kills the process running the pipeline (SIGKILL,
+// TestKafkaE2EKilledBeforeCommit kills the process running the pipeline (SIGKILL,
 // in a child process) inside a checkpoint, right after every sink durably
 // accepted the output and before the state snapshot is saved and the
 // input committed — after earlier checkpoints of every partition. The
@@ -172,7 +172,7 @@ func TestE2EKilledBeforeCommitChild(t *testing.T) {
 // were already in ClickHouse. After FINAL each verdict is one row, and the
 // verdict set equals an uninterrupted in-memory replay of the keyed topic;
 // rollups are neither missing nor doubled.
-func TestE2EKilledBeforeCommit(t *testing.T) {
+func TestKafkaE2EKilledBeforeCommit(t *testing.T) {
 	k := testharness.StartBroker(t)
 	ch := testharness.StartClickHouse(t)
 	db := ch.NewDatabase(t)
@@ -320,12 +320,14 @@ func createSourceTopics(t *testing.T, k *testharness.Kafka, cfg *config.File) {
 		k.CreateTopic(t, topic, partitions, nil)
 	}
 	adm := kadm.NewClient(k.Client(t))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var served int
+	var err error
+	if !testharness.Poll(30*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		lo, err := adm.ListEndOffsets(ctx, topics...)
-		cancel()
-		served := 0
+		defer cancel()
+		var lo kadm.ListedOffsets
+		lo, err = adm.ListEndOffsets(ctx, topics...)
+		served = 0
 		if err == nil {
 			lo.Each(func(o kadm.ListedOffset) {
 				if o.Err == nil {
@@ -333,13 +335,9 @@ func createSourceTopics(t *testing.T, k *testharness.Kafka, cfg *config.File) {
 				}
 			})
 		}
-		if served == partitions*len(topics) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the broker serves %d of the %d partitions of %v 30 s after creating them (%v)", served, partitions*len(topics), topics, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return served == partitions*len(topics)
+	}) {
+		t.Fatalf("the broker serves %d of the %d partitions of %v 30 s after creating them (%v)", served, partitions*len(topics), topics, err)
 	}
 }
 

@@ -50,7 +50,7 @@ func effectScenario() traffic.Scenario {
 	return sc
 }
 
-// TestE2EEffectVerdicts runs two scripted incidents through the whole
+// TestKafkaE2EEffectVerdicts runs two scripted incidents through the whole
 // pipeline (kfake, the Kafka and ClickHouse sinks): each trips its key;
 // acme's incident ends and its trip's effect verdict says recovered (the
 // users' traffic of acme/chat back under budget within 8 evaluations),
@@ -58,7 +58,7 @@ func effectScenario() traffic.Scenario {
 // Both verdicts are on fusebox.verdicts and in ClickHouse's fuse_effects,
 // once each, naming the version of the trip they judge; the refreshes of
 // the trips get none.
-func TestE2EEffectVerdicts(t *testing.T) {
+func TestKafkaE2EEffectVerdicts(t *testing.T) {
 	k := testharness.StartBroker(t)
 	ch := testharness.StartClickHouse(t)
 	db := ch.NewDatabase(t)

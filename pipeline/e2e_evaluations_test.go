@@ -227,26 +227,21 @@ func TestCorrectionsFromEvaluationEventsTrip(t *testing.T) {
 	go func() { done <- p.Run(ctx) }()
 	for range 4 {
 		nBad += publishWithEvaluations(t, k, g, 4*time.Minute, &seq, true)
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // traffic in four bursts, not one batch
 	}
 	end := g.Now()
 
 	want := end.Add(-2 * time.Minute).UnixNano()
-	deadline := time.Now().Add(40 * time.Second)
-	for {
+	var reached int64
+	if !testharness.Poll(40*time.Second, func() bool {
 		vs, _ := readJSONL(t, jsonl)
-		reached := int64(0)
 		for _, v := range vs {
 			reached = max(reached, v.WindowEndUnixNano)
 		}
-		if reached >= want {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("verdicts reached %v, want %v; keyed %+v, ingest %+v", time.Unix(0, reached), time.Unix(0, want),
-				p.Keyed().Stats(), p.Source().Stats())
-		}
-		time.Sleep(200 * time.Millisecond)
+		return reached >= want
+	}) {
+		t.Fatalf("after 40s verdicts reached %v, want %v; keyed %+v, ingest %+v", time.Unix(0, reached), time.Unix(0, want),
+			p.Keyed().Stats(), p.Source().Stats())
 	}
 	cancel()
 	if err := <-done; err != nil {

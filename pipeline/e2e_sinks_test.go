@@ -36,7 +36,7 @@ func migrateAndStopMerges(t *testing.T, conn driver.Conn, db string) {
 	}
 }
 
-// TestE2EBothSinksAgree sends 100k generated spans (36 keys, an error
+// TestKafkaE2EBothSinksAgree sends 100k generated spans (36 keys, an error
 // burst, a latency tail blow-up and a canary drift) through the whole
 // pipeline with the Kafka and ClickHouse sinks on, and checks that the
 // three views of the result agree exactly: the verdict rows of ClickHouse
@@ -46,7 +46,7 @@ func migrateAndStopMerges(t *testing.T, conn driver.Conn, db string) {
 // replay (signatures included); the span rollups of ClickHouse and of the
 // replay, whose span counts per key equal the generated spans of every
 // closed minute.
-func TestE2EBothSinksAgree(t *testing.T) {
+func TestKafkaE2EBothSinksAgree(t *testing.T) {
 	k := testharness.StartBroker(t)
 	ch := testharness.StartClickHouse(t)
 	db := ch.NewDatabase(t)
@@ -198,13 +198,13 @@ func checkRollupSpans(t *testing.T, got map[string]rollupRow, ref *reference, ge
 		len(got), total, open, published, late)
 }
 
-// TestE2ESameInputTwice runs the pipeline twice from scratch over the same
+// TestKafkaE2ESameInputTwice runs the pipeline twice from scratch over the same
 // topics — the second time with a fresh consumer group and a fresh state
 // topic, as after losing the state — into the same ClickHouse database.
 // Everything is written a second time (the Kafka topic holds every verdict
 // twice, the sink inserted every row again), yet after FINAL each verdict
 // id is one row and the rollup sums are not doubled.
-func TestE2ESameInputTwice(t *testing.T) {
+func TestKafkaE2ESameInputTwice(t *testing.T) {
 	k := testharness.StartBroker(t)
 	ch := testharness.StartClickHouse(t)
 	db := ch.NewDatabase(t)

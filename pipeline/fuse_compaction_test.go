@@ -12,13 +12,13 @@ import (
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
-// TestGatewayRebuildsFuseStateAfterCompaction: the fuse topic fusebox
+// TestKafkaGatewayRebuildsFuseStateAfterCompaction: the fuse topic fusebox
 // creates is compacted for real (on Apache Kafka by its log cleaner, with
 // the harness's fast-compaction settings; on kfake at once), and a gateway
 // that starts after the compaction rebuilds, per target, exactly the
 // newest command fusebox published — not an older one the cleaner kept,
 // nothing the cleaner removed. Part of the Apache Kafka conformance set.
-func TestGatewayRebuildsFuseStateAfterCompaction(t *testing.T) {
+func TestKafkaGatewayRebuildsFuseStateAfterCompaction(t *testing.T) {
 	k := testharness.StartBroker(t, testharness.WithFastCompaction())
 	cfg := loadConfig(t, k.Brokers, "")
 	sc := traffic.Demo()
@@ -48,23 +48,24 @@ func TestGatewayRebuildsFuseStateAfterCompaction(t *testing.T) {
 	// pipeline was still joining its groups on a loaded machine.
 	deadline := time.Now().Add(3 * time.Minute)
 	want := end.Add(-2 * time.Minute).UnixNano()
-	for caughtUp := false; !caughtUp; time.Sleep(100 * time.Millisecond) {
-		wms := p.Keyed().Partitions()
-		caughtUp = len(wms) == int(cfg.Topics.KeyedPartitions)
+	var wms map[int32]int64
+	if !testharness.Poll(3*time.Minute, func() bool {
+		wms = p.Keyed().Partitions()
+		caughtUp := len(wms) == int(cfg.Topics.KeyedPartitions)
 		for _, wm := range wms {
 			caughtUp = caughtUp && wm >= want
 		}
-		if !caughtUp && time.Now().After(deadline) {
-			t.Fatalf("keyed watermarks %v after 3m, want all %d partitions at %v or later", wms, cfg.Topics.KeyedPartitions, time.Unix(0, want).UTC())
-		}
+		return caughtUp
+	}) {
+		t.Fatalf("keyed watermarks %v after 3m, want all %d partitions at %v or later", wms, cfg.Topics.KeyedPartitions, time.Unix(0, want).UTC())
 	}
 	topic := cfg.Topics.Fuse
 	n, stable := 0, time.Now()
-	for time.Since(stable) < 5*time.Second {
+	for ; time.Since(stable) < 5*time.Second; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the fuse topic still grows after 3m (%d records)", n)
 		}
-		if m := len(k.ReadAll(t, topic, 1<<30, time.Second)); m != n {
+		if m := len(k.ReadToEnd(t, topic)); m != n {
 			n, stable = m, time.Now()
 		}
 	}
@@ -74,7 +75,7 @@ func TestGatewayRebuildsFuseStateAfterCompaction(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 
-	before := k.ReadAll(t, topic, 1<<30, 2*time.Second)
+	before := k.ReadToEnd(t, topic)
 	newest := map[string]schemas.FuseCommand{}
 	perKey := map[string]int{}
 	var clock int64
@@ -94,7 +95,7 @@ func TestGatewayRebuildsFuseStateAfterCompaction(t *testing.T) {
 	// Compact returns once no key repeats among the closed segments (on
 	// Apache Kafka the cleaner may already have run while fusebox wrote).
 	k.Compact(t, topic)
-	after := k.ReadAll(t, topic, 1<<30, 2*time.Second)
+	after := k.ReadToEnd(t, topic)
 	if int64(len(after)) >= published {
 		t.Fatalf("the topic holds %d records of the %d commands fusebox published: compaction did not run", len(after), published)
 	}
@@ -115,7 +116,7 @@ func TestGatewayRebuildsFuseStateAfterCompaction(t *testing.T) {
 			t.Errorf("gateway Run: %v", err)
 		}
 	}()
-	eventually(t, 30*time.Second, "the gateway to catch up", g.Ready)
+	testharness.Eventually(t, 30*time.Second, "the gateway to catch up", g.Ready)
 
 	checked := 0
 	for key, want := range newest {

@@ -46,22 +46,19 @@ func TestFuseGuardInPipeline(t *testing.T) {
 	// The first command fusebox published.
 	fuseTopic := cfg.Topics.Fuse
 	var first *kgo.Record
-	deadline := time.Now().Add(40 * time.Second)
-	for first == nil {
+	testharness.Eventually(t, 40*time.Second, "a fuse command", func() bool {
 		if recs := k.ReadAll(t, fuseTopic, 1, 2*time.Second); len(recs) > 0 {
 			first = recs[0]
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no fuse command within 40s")
-		}
-	}
-	eventually(t, 10*time.Second, "the guard to read it", func() bool { return p.Guard.Ready() && p.Guard.Stats().Targets > 0 })
+		return first != nil
+	})
+	testharness.Eventually(t, 10*time.Second, "the guard to read it", func() bool { return p.Guard.Ready() && p.Guard.Stats().Targets > 0 })
 
 	k.Produce(t, &kgo.Record{Topic: fuseTopic, Key: first.Key, Value: nil})
 	start := time.Now()
-	eventually(t, 10*time.Second, "the repair", func() bool {
+	testharness.Eventually(t, 10*time.Second, "the repair", func() bool {
 		var last []byte
-		for _, r := range k.ReadAll(t, fuseTopic, 1<<30, 300*time.Millisecond) {
+		for _, r := range k.ReadToEnd(t, fuseTopic) {
 			if bytes.Equal(r.Key, first.Key) {
 				last = r.Value
 			}
@@ -69,15 +66,4 @@ func TestFuseGuardInPipeline(t *testing.T) {
 		return last != nil && p.Guard.Stats().Republished > 0
 	})
 	t.Logf("repaired in %v; guard %+v", time.Since(start), p.Guard.Stats())
-}
-
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -15,14 +15,14 @@ import (
 // (.ci/run sets it).
 const envRequireKcat = "FUSEBOX_REQUIRE_KCAT"
 
-// TestKcatPublishedTrafficSameVerdicts publishes the restart tests' traffic
+// TestKafkaKcatPublishedTrafficSameVerdicts publishes the restart tests' traffic
 // the way a team's tooling would, with kcat (librdkafka, a third client
 // implementation besides franz-go and kafka-go): every OTLP protobuf
 // message is a file, sent one file per message to its span partition, and
 // the corrections are a JSON-lines file, one message per line. The
 // pipeline then runs on it; its verdicts and fuse commands must equal the
 // uninterrupted run's on the franz-go-published input.
-func TestKcatPublishedTrafficSameVerdicts(t *testing.T) {
+func TestKafkaKcatPublishedTrafficSameVerdicts(t *testing.T) {
 	kcat, err := exec.LookPath("kcat")
 	if err != nil {
 		if os.Getenv(envRequireKcat) == "1" {

@@ -14,14 +14,14 @@ import (
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
-// TestDefaultLimitsKeyedRecords: a team sends OTLP batches of ~3 MB, all
+// TestKafkaDefaultLimitsKeyedRecords: a team sends OTLP batches of ~3 MB, all
 // of one tenant, to a span topic configured to take them (max.message.bytes
 // 4 MiB). The keyed topic fusebox creates has the broker's default limits
 // (message.max.bytes 1,048,588 on Apache Kafka; the conformance set runs
 // this there), so the router must split each tenant's share of a message
 // into keyed records that fit: every span reaches the keyed stage, none is
 // dead-lettered, and no keyed record exceeds the default limit.
-func TestDefaultLimitsKeyedRecords(t *testing.T) {
+func TestKafkaDefaultLimitsKeyedRecords(t *testing.T) {
 	k := testharness.StartBroker(t)
 	big := strconv.Itoa(4 << 20)
 	k.CreateTopic(t, "otlp_spans", 3, map[string]*string{"max.message.bytes": &big})
@@ -64,7 +64,7 @@ func TestDefaultLimitsKeyedRecords(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	eventually(t, 2*time.Minute, "every span at the keyed stage", func() bool { return p.Keyed().Stats().Spans >= int64(total) })
+	testharness.Eventually(t, 2*time.Minute, "every span at the keyed stage", func() bool { return p.Keyed().Stats().Spans >= int64(total) })
 	st := p.Keyed().Stats()
 	cancel()
 	if err := <-done; err != nil {
@@ -73,7 +73,7 @@ func TestDefaultLimitsKeyedRecords(t *testing.T) {
 	if st.Spans != int64(total) {
 		t.Errorf("keyed stage saw %d spans, want %d", st.Spans, total)
 	}
-	keyed := k.ReadAll(t, cfg.Topics.Keyed, 1<<30, 3*time.Second)
+	keyed := k.ReadToEnd(t, cfg.Topics.Keyed)
 	largest, parts, bytes := 0, 0, 0
 	for _, r := range keyed {
 		largest = max(largest, len(r.Value))

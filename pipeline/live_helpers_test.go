@@ -133,23 +133,20 @@ func (v *verdictLog) waitAnyVerdict(t testing.TB, since time.Time, timeout time.
 
 func (v *verdictLog) wait(t testing.TB, judged bool, since time.Time, timeout time.Duration, tenants ...string) time.Time {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		missing := []string{}
+	var missing []string
+	if !testharness.Poll(timeout, func() bool {
+		missing = missing[:0]
 		for _, tn := range tenants {
 			if v.newest(tn, judged) < since.UnixNano() {
 				missing = append(missing, tn)
 			}
 		}
-		if len(missing) == 0 {
-			return time.Now()
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no verdict with a window ending after %s for %v within %v (newest per tenant: %v)",
-				since.Format(time.RFC3339Nano), missing, timeout, v.newestAll(tenants))
-		}
-		time.Sleep(50 * time.Millisecond)
+		return len(missing) == 0
+	}) {
+		t.Fatalf("no verdict with a window ending after %s for %v within %v (newest per tenant: %v)",
+			since.Format(time.RFC3339Nano), missing, timeout, v.newestAll(tenants))
 	}
+	return time.Now()
 }
 
 func (v *verdictLog) newestAll(tenants []string) map[string]string {
@@ -312,18 +309,4 @@ func (l *logBuffer) count(parts ...string) int {
 		}
 	}
 	return n
-}
-
-// waitFor polls cond every 50ms until it holds, failing after timeout; it
-// returns how long it took.
-func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > timeout {
-			t.Fatalf("%s: not within %v", what, timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return time.Since(start)
 }

@@ -47,7 +47,7 @@ func TestLiveRestartAfterSIGKILLIsBackWithinSeconds(t *testing.T) {
 	pub := startPublisher(t, k, []string{"acme", "globex"})
 
 	child := startLiveChild(t, cfgPath, filepath.Join(dir, "child0.log"))
-	if !clusterWait(60*time.Second, func() bool { return col.newest() > 0 }) {
+	if !testharness.Poll(60*time.Second, func() bool { return col.newest() > 0 }) {
 		t.Fatalf("no verdict from the first child within 60s; log %s", child.logPath)
 	}
 	for i := 1; i <= 2; i++ {
@@ -56,7 +56,7 @@ func TestLiveRestartAfterSIGKILLIsBackWithinSeconds(t *testing.T) {
 		seen := col.newest()
 		restart := time.Now()
 		child = startLiveChild(t, cfgPath, filepath.Join(dir, fmt.Sprintf("child%d.log", i)))
-		if !clusterWait(60*time.Second, func() bool { return col.newest() > seen }) {
+		if !testharness.Poll(60*time.Second, func() bool { return col.newest() > seen }) {
 			t.Fatalf("restart %d: no new verdict within 60s; log %s", i, child.logPath)
 		}
 		back := time.Since(restart)

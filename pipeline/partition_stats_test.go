@@ -41,7 +41,7 @@ func (h *historyStore) Save(_ context.Context, p int32, b []byte) error {
 
 // At every checkpoint of a running partition, Keyed.PartitionStats holds
 // the counters of the snapshot just saved, and OnCheckpoint's offset is
-// the snapshot's: TestE2EKilledBeforeCommit's child counts the verdicts the
+// the snapshot's: TestKafkaE2EKilledBeforeCommit's child counts the verdicts the
 // saved snapshots cover by it.
 func TestPartitionStatsAtCheckpointAreTheSnapshots(t *testing.T) {
 	k := testharness.StartKafka(t)
@@ -99,15 +99,16 @@ func TestPartitionStatsAtCheckpointAreTheSnapshots(t *testing.T) {
 	// checkpoints on close, with the partition no longer owned, are not
 	// what the test is about.
 	want := end.Add(-2 * time.Minute).UnixNano()
-	for deadline := time.Now().Add(120 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	var reached int64
+	var running int
+	if !testharness.Poll(120*time.Second, func() bool {
 		sink.mu.Lock()
-		reached := int64(0)
 		for _, v := range sink.verdicts {
 			reached = max(reached, v.WindowEndUnixNano)
 		}
 		sink.mu.Unlock()
 		mu.Lock()
-		running := 0
+		running = 0
 		for _, evs := range events {
 			n := 0
 			for _, ev := range evs {
@@ -120,13 +121,10 @@ func TestPartitionStatsAtCheckpointAreTheSnapshots(t *testing.T) {
 			}
 		}
 		mu.Unlock()
-		if reached >= want && running == int(cfg.Topics.KeyedPartitions) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("verdicts reached %v (want %v), %d of %d partitions checkpointed twice while running",
-				time.Unix(0, reached), time.Unix(0, want), running, cfg.Topics.KeyedPartitions)
-		}
+		return reached >= want && running == int(cfg.Topics.KeyedPartitions)
+	}) {
+		t.Fatalf("after 120s verdicts reached %v (want %v), %d of %d partitions checkpointed twice while running",
+			time.Unix(0, reached), time.Unix(0, want), running, cfg.Topics.KeyedPartitions)
 	}
 	cancel()
 	if err := <-done; err != nil {

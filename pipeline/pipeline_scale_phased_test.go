@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/internal/sim/replay"
+	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/pipeline"
 )
 
-// TestScaleOutPhased: the traffic arrives in three bursts separated by
+// TestKafkaScaleOutPhased: the traffic arrives in three bursts separated by
 // pauses longer than the idle timeout (every source marked idle between
 // them); membership changes between bursts.
-func TestScaleOutPhased(t *testing.T) {
+func TestKafkaScaleOutPhased(t *testing.T) {
 	want := clusterReference(t)
 	k := startTestCluster(t)
 	cfg := parseClusterConfig(t, k.Brokers)
@@ -23,11 +24,13 @@ func TestScaleOutPhased(t *testing.T) {
 		if end == 0 {
 			until = 1 << 62
 		}
-		if !clusterWait(90*time.Second, func() bool { n, _ := col.missing(want, until); return n == 0 }) {
+		if !testharness.Poll(90*time.Second, func() bool { n, _ := col.missing(want, until); return n == 0 }) {
 			n, example := col.missing(want, until)
 			t.Fatalf("%s: %d missing (e.g. %s)", name, n, example)
 		}
-		time.Sleep(3 * time.Second) // every source idle
+		// The gap between bursts the test is about: longer than
+		// idle_source_timeout (2 s), so every source goes idle.
+		time.Sleep(3 * time.Second)
 	}
 	publishClusterTraffic(t, k, 0, 12*time.Minute)
 	p1, stop1 := startClusterPipeline(t, cfg, cp.record)

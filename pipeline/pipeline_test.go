@@ -97,7 +97,7 @@ func readJSONL(t *testing.T, path string) ([]schemas.Verdict, []schemas.FuseComm
 	return vs, cs
 }
 
-func TestPipelineEndToEnd(t *testing.T) {
+func TestKafkaPipelineEndToEnd(t *testing.T) {
 	k := testharness.StartBroker(t)
 	dir := t.TempDir()
 	jsonl := filepath.Join(dir, "out.jsonl")
@@ -125,49 +125,44 @@ func TestPipelineEndToEnd(t *testing.T) {
 	// Wait for evaluations up to a few minutes before the end of the
 	// traffic: the watermark lags by the allowed lateness.
 	want := end.Add(-2 * time.Minute).UnixNano()
-	deadline := time.Now().Add(25 * time.Second)
-	for {
+	var reached int64
+	if !testharness.Poll(25*time.Second, func() bool {
 		vs, _ := readJSONL(t, jsonl)
-		reached := int64(0)
 		for _, v := range vs {
 			reached = max(reached, v.WindowEndUnixNano)
 		}
-		if reached >= want {
-			break
-		}
-		if time.Now().After(deadline) {
-			seen := map[string]int{}
-			all := k.ReadAll(t, "fusebox.keyed", 4988, 10*time.Second)
-			if dump := os.Getenv("FUSEBOX_DUMP_KEYED"); dump != "" {
-				var recs []map[string]any
-				for _, r := range all {
-					h := map[string]string{}
-					for _, x := range r.Headers {
-						h[x.Key] = string(x.Value)
-					}
-					recs = append(recs, map[string]any{"p": r.Partition, "o": r.Offset, "h": h, "v": r.Value})
-				}
-				b, _ := json.Marshal(recs)
-				os.WriteFile(dump, b, 0o644)
-			}
+		return reached >= want
+	}) {
+		seen := map[string]int{}
+		all := k.ReadAll(t, "fusebox.keyed", 4988, 10*time.Second)
+		if dump := os.Getenv("FUSEBOX_DUMP_KEYED"); dump != "" {
+			var recs []map[string]any
 			for _, r := range all {
-				var src, idle string
-				for _, h := range r.Headers {
-					if h.Key == "fb.src" {
-						src = string(h.Value)
-						src = src[:strings.LastIndexByte(src[:strings.LastIndexByte(src, '/')], '/')]
-					}
-					if h.Key == "fb.idle" {
-						idle = "idle"
-					}
+				h := map[string]string{}
+				for _, x := range r.Headers {
+					h[x.Key] = string(x.Value)
 				}
-				seen[strconv.Itoa(int(r.Partition))+" "+src+" "+idle]++
+				recs = append(recs, map[string]any{"p": r.Partition, "o": r.Offset, "h": h, "v": r.Value})
 			}
-			t.Logf("keyed records by partition/source: %v", seen)
-			t.Fatalf("verdicts reached %v, want %v; keyed stage %+v, watermarks %v, router ingest %+v",
-				time.Unix(0, reached), time.Unix(0, want), p.Keyed().Stats(), p.Keyed().Partitions(), p.Source().Stats())
+			b, _ := json.Marshal(recs)
+			os.WriteFile(dump, b, 0o644)
 		}
-		time.Sleep(200 * time.Millisecond)
+		for _, r := range all {
+			var src, idle string
+			for _, h := range r.Headers {
+				if h.Key == "fb.src" {
+					src = string(h.Value)
+					src = src[:strings.LastIndexByte(src[:strings.LastIndexByte(src, '/')], '/')]
+				}
+				if h.Key == "fb.idle" {
+					idle = "idle"
+				}
+			}
+			seen[strconv.Itoa(int(r.Partition))+" "+src+" "+idle]++
+		}
+		t.Logf("keyed records by partition/source: %v", seen)
+		t.Fatalf("after 25s verdicts reached %v, want %v; keyed stage %+v, watermarks %v, router ingest %+v",
+			time.Unix(0, reached), time.Unix(0, want), p.Keyed().Stats(), p.Keyed().Partitions(), p.Source().Stats())
 	}
 	cancel()
 	if err := <-done; err != nil {

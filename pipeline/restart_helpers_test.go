@@ -263,7 +263,7 @@ func (c *clusterCheckpoints) waitDrained(t *testing.T, k *testharness.Kafka, col
 	lastCount := -1
 	stableSince, quietSince := time.Now(), time.Now()
 	routed := false
-	ok := clusterWait(timeout, func() bool {
+	ok := testharness.Poll(timeout, func() bool {
 		if !routed {
 			if routed = sourcesRouted(t, k, adm, clusterRouterGroup); !routed {
 				return false

@@ -14,13 +14,14 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/internal/config"
+	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/pipeline"
 )
 
 // restartChildEnv names the SLO file a child process runs the pipeline on.
 const restartChildEnv = "FUSEBOX_RESTART_CHILD_CONFIG"
 
-// TestRestartAfterSIGKILLMatchesUninterrupted runs the pipeline as a child
+// TestKafkaRestartAfterSIGKILLMatchesUninterrupted runs the pipeline as a child
 // process (this test binary re-executed), kills it with SIGKILL at several
 // points of the stream — half a second after it starts (joining its
 // groups, restoring state), and once 25%, 50% and 75% of the verdicts are
@@ -29,7 +30,7 @@ const restartChildEnv = "FUSEBOX_RESTART_CHILD_CONFIG"
 // with the same value (the stable JSON of every field), every fuse command,
 // nothing extra, and no id written twice with different values. Replayed
 // output may be written twice; it must be identical.
-func TestRestartAfterSIGKILLMatchesUninterrupted(t *testing.T) {
+func TestKafkaRestartAfterSIGKILLMatchesUninterrupted(t *testing.T) {
 	t.Parallel()
 	want := clusterReference(t)
 	k := startTestCluster(t)
@@ -49,7 +50,7 @@ func TestRestartAfterSIGKILLMatchesUninterrupted(t *testing.T) {
 			// child has written at least 200 new ones (a restart replays
 			// up to a checkpoint interval first).
 			target := max(int(frac*float64(total)), col.count()+200)
-			if !clusterWait(90*time.Second, func() bool { return col.count() >= target || child.exited() }) {
+			if !testharness.Poll(90*time.Second, func() bool { return col.count() >= target || child.exited() }) {
 				t.Fatalf("child %d: %d distinct verdicts after 90s, waiting for %d", i, col.count(), target)
 			}
 		}
@@ -65,7 +66,7 @@ func TestRestartAfterSIGKILLMatchesUninterrupted(t *testing.T) {
 	// were durable but before the commands citing them were produced
 	// leaves those commands to the last child's replay, which on a loaded
 	// machine can take longer than the grace period below.
-	if !clusterWait(120*time.Second, func() bool {
+	if !testharness.Poll(120*time.Second, func() bool {
 		n, _ := col.missing(want, 1<<62)
 		nc, _ := col.missingCommands(want)
 		return (n == 0 && nc == 0) || last.exited()
@@ -75,8 +76,8 @@ func TestRestartAfterSIGKILLMatchesUninterrupted(t *testing.T) {
 		t.Fatalf("after the last restart %d verdicts (e.g. %s) and %d fuse commands (e.g. %s) of the uninterrupted run are still missing; child exited %v: %v; log %s",
 			n, example, nc, exampleCmd, last.exited(), last.err, last.logPath)
 	}
-	// Let anything the last child would still write arrive, then stop it
-	// the polite way.
+	// Absence: let anything the last child would still write (a duplicate
+	// the comparison must see) arrive, then stop it the polite way.
 	time.Sleep(2 * time.Second)
 	last.terminate(t)
 	got := readClusterOutput(t, k)
@@ -85,7 +86,7 @@ func TestRestartAfterSIGKILLMatchesUninterrupted(t *testing.T) {
 }
 
 // TestRestartChildProcess is not a test of its own: it is the pipeline
-// process of TestRestartAfterSIGKILLMatchesUninterrupted, run when this
+// process of TestKafkaRestartAfterSIGKILLMatchesUninterrupted, run when this
 // test binary is re-executed with FUSEBOX_RESTART_CHILD_CONFIG set, until
 // SIGTERM (or SIGKILL). Without the variable it does nothing.
 func TestRestartChildProcess(t *testing.T) {

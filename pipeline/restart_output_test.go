@@ -180,18 +180,6 @@ func (c *clusterCollector) missingCommands(want *clusterOutput) (int, string) {
 	return n, example
 }
 
-// clusterWait polls cond every 50 ms until it holds or d passes.
-func clusterWait(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return true
-}
-
 // readClusterOutput reads the verdict and fuse topics up to their end offsets now.
 func readClusterOutput(t *testing.T, k *testharness.Kafka) *clusterOutput {
 	t.Helper()

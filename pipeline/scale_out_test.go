@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestScaleOutSameVerdictsAsOneProcess: two pipelines (two pipeline.New
+// TestKafkaScaleOutSameVerdictsAsOneProcess: two pipelines (two pipeline.New
 // on the same SLO file: two fusebox processes in one consumer group per
 // stage) share the partitions; a third joins and the first leaves while
 // traffic keeps arriving. Together they write exactly the verdicts and
@@ -31,7 +31,7 @@ import (
 // process joins once 30% of the verdicts are out, the first leaves at 60%.
 // (The reference consumed all of it at once: the verdicts do not depend on
 // arrival timing either.)
-func TestScaleOutSameVerdictsAsOneProcess(t *testing.T) {
+func TestKafkaScaleOutSameVerdictsAsOneProcess(t *testing.T) {
 	t.Parallel()
 	want := clusterReference(t)
 	k := startTestCluster(t)
@@ -85,7 +85,7 @@ func TestScaleOutSameVerdictsAsOneProcess(t *testing.T) {
 	waitShare := func(name string, share float64) {
 		t.Helper()
 		target := int(share * float64(total))
-		if !clusterWait(90*time.Second, func() bool { return col.count() >= target }) {
+		if !testharness.Poll(90*time.Second, func() bool { return col.count() >= target }) {
 			t.Fatalf("%s: %d distinct verdicts after 90s, waiting for %d:%s", name, col.count(), target, report())
 		}
 		t.Logf("%s at %d of %d distinct verdicts", name, col.count(), total)
@@ -103,7 +103,7 @@ func TestScaleOutSameVerdictsAsOneProcess(t *testing.T) {
 		t.Fatalf("publishing: %v", err)
 	}
 	tl.add("publishing done")
-	if !clusterWait(90*time.Second, func() bool { n, _ := col.missing(want, 1<<62); return n == 0 }) {
+	if !testharness.Poll(90*time.Second, func() bool { n, _ := col.missing(want, 1<<62); return n == 0 }) {
 		n, _ := col.missing(want, 1<<62)
 		t.Fatalf("%d verdicts of the single process still missing after 90s:%s", n, report())
 	}

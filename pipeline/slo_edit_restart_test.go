@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fusebox-dev/fusebox/internal/config"
+	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/pipeline"
 )
 
@@ -41,13 +42,13 @@ func (s *syncBuffer) lines() []map[string]any {
 	return out
 }
 
-// TestRestartUnderAnEditedSLOFileLogsWhatItKept stops a pipeline midway
+// TestKafkaRestartUnderAnEditedSLOFileLogsWhatItKept stops a pipeline midway
 // and restarts it with an edited SLO file — a budget changed (kept), a
 // window changed (reset), an SLO added, one removed, the breaker's target
 // dimensions unchanged (kept) — and checks that the keyed stage says so
 // at start, once for all partitions, in the words of `fusebox config
 // diff` (config.PlanEdit).
-func TestRestartUnderAnEditedSLOFileLogsWhatItKept(t *testing.T) {
+func TestKafkaRestartUnderAnEditedSLOFileLogsWhatItKept(t *testing.T) {
 	t.Parallel()
 	k := startTestCluster(t)
 	publishClusterTraffic(t, k, 0, 0)
@@ -93,7 +94,7 @@ func TestRestartUnderAnEditedSLOFileLogsWhatItKept(t *testing.T) {
 
 	col := startClusterCollector(t, k)
 	_, stop := startClusterPipeline(t, old, nil)
-	if !clusterWait(90*time.Second, func() bool { return col.count() >= 1500 }) {
+	if !testharness.Poll(90*time.Second, func() bool { return col.count() >= 1500 }) {
 		t.Fatalf("%d verdicts after 90s", col.count())
 	}
 	if err := stop(); err != nil {
@@ -113,19 +114,23 @@ func TestRestartUnderAnEditedSLOFileLogsWhatItKept(t *testing.T) {
 		cancel()
 		<-done
 	}()
-	var restored []map[string]any
-	if !clusterWait(60*time.Second, func() bool {
-		restored = restored[:0]
+	restoreLines := func() []map[string]any {
+		var out []map[string]any
 		for _, l := range logs.lines() {
 			if msg, _ := l["msg"].(string); strings.HasPrefix(msg, "restored checkpoint") {
-				restored = append(restored, l)
+				out = append(out, l)
 			}
 		}
-		return len(p.Keyed().Partitions()) == int(old.Topics.KeyedPartitions) && len(restored) > 0
+		return out
+	}
+	if !testharness.Poll(60*time.Second, func() bool {
+		return len(p.Keyed().Partitions()) == int(old.Topics.KeyedPartitions) && len(restoreLines()) > 0
 	}) {
 		t.Fatalf("no restore logged after 60s; logs: %v", logs.lines())
 	}
+	// Absence: room for a second restore line to show (read again after).
 	time.Sleep(500 * time.Millisecond)
+	restored := restoreLines()
 	if len(restored) != 1 {
 		t.Fatalf("%d restore lines at info/warn for %d partitions with one outcome, want 1: %v", len(restored), old.Topics.KeyedPartitions, restored)
 	}

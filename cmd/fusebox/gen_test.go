@@ -49,7 +49,7 @@ func parseSummary(t *testing.T, stdout string) (how string, spans, other, msgs, 
 	return m[1], n(m[2]), n(m[3]), n(m[4]), n(m[7])
 }
 
-func TestGenCommandPublishes(t *testing.T) {
+func TestKafkaGenCommandPublishes(t *testing.T) {
 	k := testharness.StartBroker(t)
 	code, stdout, stderr := runCmd(t, "gen", "--brokers", k.Brokers[0], "--seed", "3", "--rate", "100", "--duration", "20s",
 		"--speedup", "0", "--start", "2025-03-04T10:00:00Z", "--encoding", "otlp_json", "--spans-topic", "spans",
@@ -82,7 +82,7 @@ func TestGenCommandPublishes(t *testing.T) {
 	}
 }
 
-func TestGenCommandSCRAM(t *testing.T) {
+func TestKafkaGenCommandSCRAM(t *testing.T) {
 	k := testharness.StartBroker(t, testharness.WithSASL(testharness.SASLUser{Mechanism: "SCRAM-SHA-256", User: "gen", Password: "s3cret"}))
 	base := []string{"gen", "--brokers", k.Brokers[0], "--sasl-mechanism", "SCRAM-SHA-256", "--sasl-user", "gen",
 		"--duration", "2s", "--speedup", "0", "--progress-every", "0"}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/fusebox-dev/fusebox/internal/broker"
 	"github.com/fusebox-dev/fusebox/internal/sim/gen"
+	"github.com/fusebox-dev/fusebox/internal/testharness"
 )
 
 // securityDoc is the manual's page with the ACLs (relative to this
@@ -147,7 +148,7 @@ func TestRunWithTheREADMEACLs(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stderr, addr, done := startRun(t, ctx, "--config", cfg)
-	waitFor(t, 30*time.Second, "/readyz 200", func() bool { code, _ := get(t, "http://"+addr+"/readyz"); return code == http.StatusOK })
+	testharness.Eventually(t, 30*time.Second, "/readyz 200", func() bool { code, _ := get(t, "http://"+addr+"/readyz"); return code == http.StatusOK })
 
 	as := func(user, pass string) *kgo.Client {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()),
@@ -175,7 +176,7 @@ func TestRunWithTheREADMEACLs(t *testing.T) {
 	}
 
 	var m map[string]float64
-	waitFor(t, 60*time.Second, "verdicts, a fuse command and a DLQ record written", func() bool {
+	testharness.Eventually(t, 60*time.Second, "verdicts, a fuse command and a DLQ record written", func() bool {
 		m = scrape(t, addr)
 		return m[`fusebox_records_in_total{topic="otlp_spans"}`] == float64(sum.SpanMessages+1) &&
 			m[`fusebox_sink_records_total{destination="fusebox.verdicts",sink="kafka"}`] > 0 &&

@@ -51,14 +51,14 @@ slos:
     tail: {budget: 2500, window: 5m}
 `
 
-// TestRunMetricsPassPromtool runs `fusebox run` as a process and checks
+// TestKafkaRunMetricsPassPromtool runs `fusebox run` as a process and checks
 // its /metrics with promtool before any traffic and while traffic with a
 // latency incident flows: the fuse command counters are there from the
 // start at 0 for every action; build_info carries a revision; the sinks
 // label where they write "destination"; the watermark is a
 // _timestamp_seconds gauge; once the incident trips a breaker, the
 // open-targets gauge names the SLO and one INFO line tells the change.
-func TestRunMetricsPassPromtool(t *testing.T) {
+func TestKafkaRunMetricsPassPromtool(t *testing.T) {
 	bin := promtool(t)
 	k := testharness.StartBroker(t)
 	dir := t.TempDir()
@@ -104,7 +104,7 @@ func TestRunMetricsPassPromtool(t *testing.T) {
 	// The publisher reports to t: it must end before the test does (and
 	// before the broker, whose cleanup was registered earlier, stops).
 	t.Cleanup(func() { <-published })
-	waitFor(t, 90*time.Second, "a trip", func() bool {
+	testharness.Eventually(t, 90*time.Second, "a trip", func() bool {
 		return scrape(t, addr)[`fusebox_fuse_commands_total{action="trip"}`] > 0
 	})
 	_, text = get(t, "http://"+addr+"/metrics")

@@ -103,7 +103,7 @@ func TestRunTakesConfigAndOverridesFromOutside(t *testing.T) {
 	if strings.HasSuffix(addr, ":1") {
 		t.Fatalf("listening on the file's address %s, not $FUSEBOX_LISTEN's", addr)
 	}
-	waitFor(t, 30*time.Second, "/readyz 200", func() bool { code, _ := get(t, "http://"+addr+"/readyz"); return code == http.StatusOK })
+	testharness.Eventually(t, 30*time.Second, "/readyz 200", func() bool { code, _ := get(t, "http://"+addr+"/readyz"); return code == http.StatusOK })
 	if b := stderr.field(t, "fusebox running", "brokers", 10*time.Second); b != strings.Join(k.Brokers, ",") {
 		t.Errorf("running with brokers %q, want --brokers %q", b, strings.Join(k.Brokers, ","))
 	}

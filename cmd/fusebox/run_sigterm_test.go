@@ -50,7 +50,7 @@ func sigtermConfig(brokers []string, prefix, extra string) string {
 		"signing: {insecure_unsigned: true}\n" + extra + sigtermSLOs
 }
 
-// TestRunSIGTERMLosesNothing publishes traffic, computes the verdicts of
+// TestKafkaRunSIGTERMLosesNothing publishes traffic, computes the verdicts of
 // an uninterrupted reference run (in-process, its own group and topics),
 // then runs `fusebox run` as a process on the same traffic and sends it
 // SIGTERM while it is still working through the backlog. It must exit 0;
@@ -59,7 +59,7 @@ func sigtermConfig(brokers []string, prefix, extra string) string {
 // JSONL file and the verdict topic) hold every verdict of the reference
 // run that the checkpoint covers (evaluated at or before its watermark),
 // with the same ids, and nothing the reference run does not have.
-func TestRunSIGTERMLosesNothing(t *testing.T) {
+func TestKafkaRunSIGTERMLosesNothing(t *testing.T) {
 	k := testharness.StartBroker(t)
 	dir := t.TempDir()
 	sc := traffic.Demo()
@@ -105,7 +105,7 @@ func TestRunSIGTERMLosesNothing(t *testing.T) {
 		}
 		return n
 	}
-	waitFor(t, 60*time.Second, "some verdicts", func() bool {
+	testharness.Eventually(t, 60*time.Second, "some verdicts", func() bool {
 		m = scrape(t, addr)
 		return verdicts() >= 100
 	})
@@ -252,7 +252,7 @@ func referenceRun(t *testing.T, brokers []string, cfgText string, eventEnd time.
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
 	want := eventEnd.Add(-f.Time.AllowedLateness - time.Second).UnixNano()
-	waitFor(t, 90*time.Second, "the reference run to reach the end", func() bool {
+	testharness.Eventually(t, 90*time.Second, "the reference run to reach the end", func() bool {
 		parts := p.Keyed().Partitions()
 		if len(parts) < int(f.Topics.KeyedPartitions) {
 			return false

@@ -67,12 +67,12 @@ func startRun(t *testing.T, ctx context.Context, args ...string) (*logLines, str
 	return nil, "", nil
 }
 
-// TestRunServesMetrics runs `fusebox run` in-process on a kfake broker with
+// TestKafkaRunServesMetrics runs `fusebox run` in-process on a kfake broker with
 // generated traffic (and one malformed record), then scrapes /metrics over
 // HTTP and checks the named series against what was published; /healthz,
 // /readyz and pprof answer; the fuse commands are signed with the key
 // file's key; cancelling (what SIGTERM does) exits 0.
-func TestRunServesMetrics(t *testing.T) {
+func TestKafkaRunServesMetrics(t *testing.T) {
 	k := testharness.StartBroker(t)
 	dir := t.TempDir()
 	jsonl := filepath.Join(dir, "out.jsonl")
@@ -89,11 +89,11 @@ func TestRunServesMetrics(t *testing.T) {
 	if code, body := get(t, "http://"+addr+"/healthz"); code != http.StatusOK || body != "ok\n" {
 		t.Errorf("/healthz: %d %q", code, body)
 	}
-	waitFor(t, 30*time.Second, "/readyz 200", func() bool { code, _ := get(t, "http://"+addr+"/readyz"); return code == http.StatusOK })
+	testharness.Eventually(t, 30*time.Second, "/readyz 200", func() bool { code, _ := get(t, "http://"+addr+"/readyz"); return code == http.StatusOK })
 	// Everything read, evaluated to the end and written: the verdicts
 	// counted equal the verdicts the Kafka sink wrote, and a trip.
 	var m map[string]float64
-	waitFor(t, 60*time.Second, "the traffic to be processed", func() bool {
+	testharness.Eventually(t, 60*time.Second, "the traffic to be processed", func() bool {
 		m = scrape(t, addr)
 		written := m[`fusebox_sink_records_total{destination="fusebox.verdicts",sink="kafka"}`]
 		var counted float64
@@ -226,11 +226,11 @@ func TestRunRefusesBadStarts(t *testing.T) {
 	}
 }
 
-// TestRunSASL runs `fusebox run` against a kfake broker with SASL users:
+// TestKafkaRunSASL runs `fusebox run` against a kfake broker with SASL users:
 // with the right password (SCRAM-SHA-256, SCRAM-SHA-512, PLAIN) it joins
 // both groups (/readyz 200) and stops cleanly; with a wrong password it
 // exits 1 with an error that names SASL and the config fields.
-func TestRunSASL(t *testing.T) {
+func TestKafkaRunSASL(t *testing.T) {
 	k := testharness.StartBroker(t, testharness.WithSASL(
 		testharness.SASLUser{Mechanism: "SCRAM-SHA-256", User: "s256", Password: "pw-256"},
 		testharness.SASLUser{Mechanism: "SCRAM-SHA-512", User: "s512", Password: "pw-512"},
@@ -248,7 +248,7 @@ func TestRunSASL(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			stderr, addr, done := startRun(t, ctx, "--config", cfg)
-			waitFor(t, 30*time.Second, "/readyz 200", func() bool { code, _ := get(t, "http://"+addr+"/readyz"); return code == http.StatusOK })
+			testharness.Eventually(t, 30*time.Second, "/readyz 200", func() bool { code, _ := get(t, "http://"+addr+"/readyz"); return code == http.StatusOK })
 			cancel()
 			if code := <-done; code != exitOK {
 				t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())

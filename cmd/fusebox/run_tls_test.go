@@ -67,7 +67,7 @@ func TestRunKafkaTLS(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stderr, addr, done := startRun(t, ctx, "--config", cfg)
-	waitFor(t, 30*time.Second, "/readyz 200", func() bool { code, _ := get(t, "http://"+addr+"/readyz"); return code == http.StatusOK })
+	testharness.Eventually(t, 30*time.Second, "/readyz 200", func() bool { code, _ := get(t, "http://"+addr+"/readyz"); return code == http.StatusOK })
 	cancel()
 	if code := <-done; code != exitOK {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())

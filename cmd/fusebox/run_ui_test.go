@@ -15,11 +15,11 @@ import (
 	"github.com/fusebox-dev/fusebox/internal/ui"
 )
 
-// TestRunServesLivePage runs `fusebox run` as a process with http.ui on
+// TestKafkaRunServesLivePage runs `fusebox run` as a process with http.ui on
 // and checks that the listener serving /metrics also serves the page and
 // its API, fed by the run's verdicts: every key of the JSONL file's tail
 // verdicts is listed, and a key's series hold its evaluations.
-func TestRunServesLivePage(t *testing.T) {
+func TestKafkaRunServesLivePage(t *testing.T) {
 	k := testharness.StartBroker(t)
 	dir := t.TempDir()
 	jsonl := filepath.Join(dir, "run.jsonl")
@@ -61,7 +61,7 @@ func TestRunServesLivePage(t *testing.T) {
 	sc.Rate = 100
 	sc.Duration = 12 * time.Minute
 	publishScenario(t, k.Brokers, sc, time.Now().Add(-time.Hour).Truncate(time.Minute))
-	waitFor(t, 90*time.Second, "tail verdicts on the page", func() bool {
+	testharness.Eventually(t, 90*time.Second, "tail verdicts on the page", func() bool {
 		readKeys()
 		for _, k := range keys.Keys {
 			for _, p := range k.Processors {

@@ -13,7 +13,7 @@ import (
 	"github.com/fusebox-dev/fusebox/internal/testharness"
 )
 
-// TestReadmeWorkflowGenRunReport runs the docs' workflow as written —
+// TestKafkaReadmeWorkflowGenRunReport runs the docs' workflow as written —
 // `fusebox run` with a ClickHouse sink, `fusebox gen --speedup N --scenario
 // examples/scenario.yaml` with its default start, then `fusebox report NAME
 // --to now` — and checks that the report shows the run's evaluations. It
@@ -21,7 +21,7 @@ import (
 // it: every verdict's window_end was later than "now" (and the router
 // dead-lettered spans beyond max_future_skew), so the report was empty.
 // 10 minutes of event time at 30x: about 20 s of wall time.
-func TestReadmeWorkflowGenRunReport(t *testing.T) {
+func TestKafkaReadmeWorkflowGenRunReport(t *testing.T) {
 	k := testharness.StartBroker(t)
 	ch := testharness.StartClickHouse(t)
 	db := ch.NewDatabase(t)
@@ -51,7 +51,7 @@ func TestReadmeWorkflowGenRunReport(t *testing.T) {
 	// now-24h, covers the run), polled until the sink has flushed.
 	args := append(append([]string{"report"}, chArgs(ch, db)...), "--to", "now", "--format", "csv", "slo_compliance_daily")
 	var rows []map[string]string
-	waitFor(t, 60*time.Second, "slo_compliance_daily rows for the generated traffic", func() bool {
+	testharness.Eventually(t, 60*time.Second, "slo_compliance_daily rows for the generated traffic", func() bool {
 		code, out, errs := runCmd(t, args...)
 		if code != exitOK {
 			t.Fatalf("report: exit %d\nstderr: %s", code, errs)

@@ -5,10 +5,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fusebox-dev/fusebox/ingest"
+	"github.com/fusebox-dev/fusebox/internal/broker"
 )
 
 // TestRefreshWhileHandling: the metadata refresh (Run's goroutine, every
@@ -16,17 +16,22 @@ import (
 // share the keyed partition count; run under -race, this fails when it is
 // a plain field (it did: cmd/fusebox/internal/loop's TestLoopCloses under -race).
 func TestRefreshWhileHandling(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "keyed", "spans"))
+	ctx := context.Background()
+	b, err := broker.Start(ctx, broker.Config{
+		Listen:     "127.0.0.1:0",
+		Partitions: 2,
+		Topics:     []broker.TopicSpec{{Name: "keyed", Partitions: 2}, {Name: "spans", Partitions: 2}},
+		LogLevel:   "none",
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	defer b.Close()
+	cl, err := kgo.NewClient(b.ClientOpts()...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx := context.Background()
 	r, err := New(ctx, cl, Config{KeyedTopic: "keyed", SourceTopics: []string{"spans"}})
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ func random(r *rand.Rand, n int) []byte {
 	return b
 }
 
-func TestSaveLoadGenerationsAndCompaction(t *testing.T) {
+func TestKafkaSaveLoadGenerationsAndCompaction(t *testing.T) {
 	k := testharness.StartBroker(t, testharness.WithFastCompaction())
 	ctx := context.Background()
 	s := newStore(t, k, "state")
@@ -80,7 +80,7 @@ func TestSaveLoadGenerationsAndCompaction(t *testing.T) {
 	}
 }
 
-func TestCrashBeforeManifestKeepsThePreviousCheckpoint(t *testing.T) {
+func TestKafkaCrashBeforeManifestKeepsThePreviousCheckpoint(t *testing.T) {
 	k := testharness.StartBroker(t, testharness.WithFastCompaction())
 	ctx := context.Background()
 	s := newStore(t, k, "state")
@@ -106,7 +106,7 @@ func TestCrashBeforeManifestKeepsThePreviousCheckpoint(t *testing.T) {
 	}
 }
 
-func TestCorruptCheckpointIsAnError(t *testing.T) {
+func TestKafkaCorruptCheckpointIsAnError(t *testing.T) {
 	k := testharness.StartBroker(t, testharness.WithFastCompaction())
 	ctx := context.Background()
 	s := newStore(t, k, "state")

@@ -10,12 +10,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestDefaultLimitsLargeSnapshot saves a 3 MB snapshot with the production
+// TestKafkaDefaultLimitsLargeSnapshot saves a 3 MB snapshot with the production
 // chunk size (DefaultChunkBytes) and the pipeline's state client batch cap
 // (1 MiB) to a state topic of default configs: on Apache Kafka
 // (message.max.bytes 1,048,588) every chunk and every batch must fit, and
 // a fresh store loads the snapshot back unchanged.
-func TestDefaultLimitsLargeSnapshot(t *testing.T) {
+func TestKafkaDefaultLimitsLargeSnapshot(t *testing.T) {
 	k := testharness.StartBroker(t)
 	ctx := context.Background()
 	cl := k.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(1<<20))

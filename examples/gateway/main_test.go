@@ -41,17 +41,6 @@ func publish(t *testing.T, k *testharness.Kafka, cmd schemas.FuseCommand) {
 	k.Produce(t, &kgo.Record{Topic: fuse.DefaultTopic, Key: []byte(cmd.Target.String()), Value: v})
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 type syncBuf struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -82,7 +71,7 @@ func TestGatewayExample(t *testing.T) {
 				done <- run(ctx, []string{"-brokers", strings.Join(k.Brokers, ","), "-client", client, "-every", "50ms",
 					"-key", "acme/chat/big/stable", "-key", "acme/chat/small/stable"}, &out)
 			}()
-			eventually(t, "decisions", func() bool {
+			testharness.Eventually(t, 30*time.Second, "decisions", func() bool {
 				s := out.String()
 				return strings.Contains(s, "decide acme/chat/big/stable: degrade to small") &&
 					strings.Contains(s, "decide acme/chat/small/stable: allow")
@@ -127,7 +116,7 @@ func TestGatewayExampleShowsExpired(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"-brokers", strings.Join(k.Brokers, ","), "-every", "50ms"}, &out) }()
-	eventually(t, "the expired command shown and the default keys decided", func() bool {
+	testharness.Eventually(t, 30*time.Second, "the expired command shown and the default keys decided", func() bool {
 		s := out.String()
 		return strings.Contains(s, "not applied: expired 1") &&
 			strings.Contains(s, "decide acme/chat/gpt-4o-mini/baseline: allow") &&
@@ -171,7 +160,7 @@ func TestGatewayExampleProxy(t *testing.T) {
 		done <- run(ctx, []string{"--brokers", strings.Join(k.Brokers, ","), "--listen", "127.0.0.1:0", "--upstream", up.URL}, &out)
 	}()
 	var addr string
-	eventually(t, "the proxy listening", func() bool {
+	testharness.Eventually(t, 30*time.Second, "the proxy listening", func() bool {
 		_, rest, ok := strings.Cut(out.String(), "proxy: listening on ")
 		addr, _, _ = strings.Cut(rest, ",")
 		return ok && strings.Contains(rest, ",")

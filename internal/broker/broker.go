@@ -31,6 +31,10 @@ type Broker struct {
 // previous run's state, and creates cfg.Topics. It returns once clients can
 // connect. On error nothing is left listening. Close the Broker to stop it.
 func Start(ctx context.Context, cfg Config) (*Broker, error) {
+	return startKfake(ctx, cfg, nil)
+}
+
+func startKfake(ctx context.Context, cfg Config, extra []kfake.Opt) (*Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -71,7 +75,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			opts = append(opts, kfake.EnableACLs())
 		}
 	}
-	c, err := kfake.NewCluster(opts...)
+	c, err := kfake.NewCluster(append(opts, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("broker: listen on %s: %w", cfg.Listen, err)
 	}

@@ -78,7 +78,7 @@ func values(recs []*kgo.Record) []string {
 	return out
 }
 
-func TestKafkaGoAndKgoInterop(t *testing.T) {
+func TestKgoAndKafkaGoInterop(t *testing.T) {
 	cfg := testConfig()
 	cfg.Topics = []TopicSpec{{Name: "spans", Partitions: 3}, {Name: "back", Partitions: 2}}
 	b := start(t, cfg)

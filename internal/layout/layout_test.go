@@ -57,8 +57,9 @@ var rules = []rule{
 	// never the Kafka and ClickHouse assembly.
 	{dir: "internal/sim/", allow: []string{"internal/sim", "internal/config", "engine", "processors", "schemas", "stats"}},
 	// Test tooling: brokers and ClickHouse servers for tests, and the
-	// Python suites' harness. It assembles nothing of the product.
-	{dir: "internal/testharness/", allow: []string{"internal/testharness", "fuse", "schemas"}},
+	// Python suites' harness. It assembles nothing of the product; its
+	// kfake is the embedded broker's.
+	{dir: "internal/testharness/", allow: []string{"internal/testharness", "internal/broker", "fuse", "schemas"}},
 	// Nothing under internal/ (tests included) imports pipeline or a
 	// command: the commands under cmd/ assemble and run the product.
 	{dir: "internal/", deny: []string{"pipeline", "cmd"}, withTests: true},

@@ -303,11 +303,7 @@ func TestCrashedBinaryTakesServerDown(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(h.dir) }) // Main did not run to remove it
 	// The kernel delivers SIGKILL on the parent's death; give it a moment.
-	deadline := time.Now().Add(20 * time.Second)
-	for !processGone(h.pid) && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if !processGone(h.pid) {
+	if !Poll(20*time.Second, func() bool { return processGone(h.pid) }) {
 		_ = syscall.Kill(h.pid, syscall.SIGKILL)
 		t.Fatalf("server pid %d outlived its crashed test binary", h.pid)
 	}

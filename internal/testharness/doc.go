@@ -22,6 +22,18 @@
 //		...
 //	}
 //
+// The kfake cluster is internal/broker's (broker.StartWithKfakeOpts): the
+// module starts kfake in that one package.
+//
+// A test that takes its broker from StartBroker is named TestKafka...
+// (ConformancePrefix), and no other test is: scripts/test runs
+// -run '^TestKafka' again with FUSEBOX_KAFKA=apache, and
+// TestConformanceSetFollowsTheConvention holds the names to it.
+//
+// Tests wait with Eventually (or Poll, where the failure needs the state at
+// the deadline): one polling helper that fails naming what was awaited and
+// for how long. Wait on the event a test stands for, not a fixed time.
+//
 // Every integration test in the module uses it, so there is one place that
 // knows how to bring the services up and down. It is for tests only.
 package testharness

@@ -2,12 +2,15 @@ package testharness
 
 import (
 	"context"
+	"io"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fusebox-dev/fusebox/internal/broker"
 )
 
 // Kafka is a broker listening on free loopback ports: a kfake cluster
@@ -33,19 +36,38 @@ type Kafka struct {
 
 // StartKafka starts a one-broker kfake cluster with topic auto-creation
 // (6 partitions by default) and the extra options given, and closes it when
-// the test ends.
+// the test ends. The cluster is internal/broker's (see kfakeConfig), so the
+// broker the tests use is the one `fusebox broker` and the demo run.
 func StartKafka(t testing.TB, opts ...kfake.Opt) *Kafka {
 	t.Helper()
-	base := []kfake.Opt{
-		kfake.NumBrokers(1),
-		kfake.AllowAutoTopicCreation(),
-		kfake.DefaultNumPartitions(6),
+	return startKfake(t, kfakeConfig(), opts...)
+}
+
+// kfakeConfig is the internal/broker configuration of the tests' kfake: a
+// free loopback port, topics created on first use with 6 partitions, no
+// log.
+func kfakeConfig() broker.Config {
+	return broker.Config{
+		Listen:           "127.0.0.1:0",
+		Partitions:       6,
+		AutoCreateTopics: true,
+		LogLevel:         "none",
+		LogOutput:        io.Discard,
 	}
-	c, err := kfake.NewCluster(append(base, opts...)...)
+}
+
+// startKfake starts cfg with the extra kfake options and closes it when the
+// test ends.
+func startKfake(t testing.TB, cfg broker.Config, opts ...kfake.Opt) *Kafka {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := broker.StartWithKfakeOpts(ctx, cfg, opts...)
 	if err != nil {
 		t.Fatalf("testharness: start kfake: %v", err)
 	}
-	t.Cleanup(c.Close)
+	t.Cleanup(b.Close)
+	c := b.Cluster()
 	return &Kafka{Cluster: c, Brokers: c.ListenAddrs(), Kind: KindKfake}
 }
 
@@ -194,6 +216,26 @@ func (k *Kafka) duplicateKeys(t testing.TB, topic string) int {
 		}
 	}
 	return dups
+}
+
+// ReadToEnd reads every partition of topic from its start to the end
+// offsets it has when ReadToEnd is called, and returns the records. It waits
+// on those offsets, not a fixed time: use it to read everything a stopped
+// writer wrote (ReadAll is for records still to come). It fails the test if
+// the end offsets cannot be listed or reading takes more than 20 s.
+func (k *Kafka) ReadToEnd(t testing.TB, topic string) []*kgo.Record {
+	t.Helper()
+	adm := kadm.NewClient(k.Client(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		t.Fatalf("testharness: end offsets of %s: %v", topic, err)
+	}
+	return k.readToEnd(t, topic, ends)
 }
 
 // readToEnd reads every partition of topic from its start to the given end

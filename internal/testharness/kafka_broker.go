@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/fusebox-dev/fusebox/internal/broker"
 )
 
 // Environment variables that pick the Kafka broker of StartBroker.
@@ -28,6 +30,13 @@ const (
 	KindKfake  = "kfake"
 	KindApache = "apache"
 )
+
+// ConformancePrefix starts the name of every test that takes its broker
+// from StartBroker, and of no other: scripts/test runs `go test -run
+// '^TestKafka'` over the conformance packages with FUSEBOX_KAFKA=apache, so
+// these tests, and only these, run on Apache Kafka as well as on kfake.
+// TestConformanceSetFollowsTheConvention checks the names.
+const ConformancePrefix = "TestKafka"
 
 // BrokerOpt configures StartBroker. The same options mean the same on both
 // brokers, so a test written against StartBroker runs on either.
@@ -130,17 +139,15 @@ func StartBroker(t testing.TB, opts ...BrokerOpt) *Kafka {
 	if BrokerKind(t) == KindApache {
 		return startApache(t, &c)
 	}
-	var kopts []kfake.Opt
-	if len(c.sasl) > 0 {
-		kopts = append(kopts, kfake.EnableSASL())
-		for _, u := range c.sasl {
-			kopts = append(kopts, kfake.Superuser(u.Mechanism, u.User, u.Password))
-		}
+	cfg := kfakeConfig()
+	for _, u := range c.sasl {
+		cfg.Users = append(cfg.Users, broker.SASLUser{Mechanism: u.Mechanism, User: u.User, Password: u.Password})
 	}
+	var kopts []kfake.Opt
 	if c.minSessionTimeout > 0 {
 		kopts = append(kopts, kfake.GroupMinSessionTimeout(c.minSessionTimeout))
 	}
-	return StartKafka(t, append(kopts, c.kfakeOpts...)...)
+	return startKfake(t, cfg, append(kopts, c.kfakeOpts...)...)
 }
 
 // WithFastCompaction makes compaction run within a test on Apache Kafka:

@@ -20,7 +20,7 @@ import (
 // evaluation, for a key that is there throughout, one that first appears
 // 2 s after a boundary (it got a verdict of empty windows at that boundary
 // only when its first call was applied before: seen as 2 verdicts at the
-// first window end missing in pipeline's TestScaleOutSameVerdictsAsOneProcess)
+// first window end missing in pipeline's TestKafkaScaleOutSameVerdictsAsOneProcess)
 // and one that comes back 5 s after the boundary at which it would be
 // forgotten (its CUSUM statistic carried over only when its call was
 // applied before).

@@ -216,7 +216,7 @@ type ruleResult struct {
 // afresh whether or not its new calls were applied before this
 // evaluation: the verdicts are the same for every interleaving (they
 // differed at a key's first boundary when a run's partitions moved
-// between processes: pipeline's TestScaleOutSameVerdictsAsOneProcess).
+// between processes: pipeline's TestKafkaScaleOutSameVerdictsAsOneProcess).
 func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 	for k, ks := range p.keys {
 		// Forgotten by the same rule as the reset below (no call counted

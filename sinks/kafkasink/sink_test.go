@@ -429,13 +429,9 @@ func TestFailedRecordsAreProducedAgain(t *testing.T) {
 	if err := s.Write(context.Background(), schemas.Output{Verdicts: vs}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !(metric(t, s, "fusebox_sink_retries_total", DefaultVerdictTopic) >= 1) {
-		if time.Now().After(deadline) {
-			t.Fatal("no record was given up and produced again")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testharness.Eventually(t, 10*time.Second, "a record given up and produced again", func() bool {
+		return metric(t, s, "fusebox_sink_retries_total", DefaultVerdictTopic) >= 1
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	err := s.Flush(ctx)
 	cancel()
