@@ -7,10 +7,45 @@ import (
 )
 
 // Config is one SLO entry's processor section, decoded: a pointer to the
-// kind's own Config struct (*tail.Config for tail, and so on). Validate
-// reports every wrong field as a *ConfigError relative to the section.
+// kind's own Config struct (*tail.Config for tail, and so on). It
+// describes itself: what its fields make of the processor built from it
+// is said by the Config, next to the fields, not by a table elsewhere.
+//
+// A Config that must fit the SLO file's key dimensions implements
+// DimensionChecker too.
 type Config interface {
+	// Validate reports every wrong field as a *ConfigError relative to
+	// the section.
 	Validate() error
+	// Interval is the evaluation interval (event time) of a processor
+	// built from the Config: its Processor.Interval.
+	Interval() time.Duration
+	// Metrics lists the verdict metrics (schemas.Verdict.Metric) a
+	// processor built from the Config can emit, in any order (Kind.Metrics
+	// sorts): what a breaker rule's `metric` may name for the SLO.
+	Metrics() []string
+	// Summary says in one line what an SLO of this configuration checks
+	// (`fusebox config check`).
+	Summary() string
+	// StateShape returns the parameters that shape what the processor's
+	// windows hold (the metric, window lengths, the interval, caps,
+	// variants, ...), never nil. It goes into the SLO's state id: a
+	// checkpoint's state of an SLO is restored only when its shape is
+	// unchanged. Parameters that only judge what the windows hold
+	// (budgets, p, alpha, limits, minimum counts) are left out, so editing
+	// them keeps the state.
+	StateShape() any
+}
+
+// DimensionChecker is the optional part of a Config that depends on the
+// SLO file's key dimensions (keys.dimensions, e.g. [tenant service model
+// variant]). fusebox shards the processors' state by tenant, so a kind
+// that aggregates keys (scaling's scope) must keep the tenant when the
+// keys have one.
+type DimensionChecker interface {
+	// CheckDimensions reports, as *ConfigError relative to the section,
+	// what does not fit dims; nil when it fits.
+	CheckDimensions(dims []string) error
 }
 
 // Kind is one SLO processor kind: everything the rest of fusebox needs to
@@ -35,84 +70,57 @@ type Kind struct {
 	// New builds one processor for meta's SLO; it fails when the
 	// configuration is invalid.
 	New func(meta Meta, cfg Config) (Processor, error)
-	// Every is the configuration's evaluation interval (event time).
+	// Every is cfg.Interval().
 	Every func(cfg Config) time.Duration
-	// Metrics lists the verdict metrics (schemas.Verdict.Metric) a
-	// processor built from cfg can emit, sorted: what a breaker rule's
-	// `metric` may name for an SLO of this kind.
+	// Metrics is cfg.Metrics(), sorted.
 	Metrics func(cfg Config) []string
-	// Summary says in one line what an SLO of this configuration checks
-	// (`fusebox config check`).
+	// Summary is cfg.Summary().
 	Summary func(cfg Config) string
-	// StateShape returns the parameters of cfg that shape what the
-	// processor's windows hold (the metric, window lengths, the interval,
-	// caps, variants, ...), never nil. It goes into the SLO's state id: a
-	// checkpoint's state of an SLO is restored only when its shape is
-	// unchanged. Parameters that only judge what the windows hold
-	// (budgets, p, alpha, limits, minimum counts) are left out, so editing
-	// them keeps the state.
+	// StateShape is cfg.StateShape(): what the SLO's state id hashes.
 	StateShape func(cfg Config) any
-	// CheckDimensions reports, as *ConfigError relative to the section,
-	// what in cfg does not fit the SLO file's key dimensions
-	// (keys.dimensions, e.g. [tenant service model variant]); nil when it
-	// fits. fusebox shards the processors' state by tenant, so a kind
-	// that aggregates keys (scaling's scope) must keep the tenant when the
-	// keys have one. Never nil: a kind with nothing to check returns nil.
+	// CheckDimensions is cfg.CheckDimensions(dims) when the kind's Config
+	// is a DimensionChecker, otherwise nil (nothing to check). Never nil
+	// itself.
 	CheckDimensions func(cfg Config, dims []string) error
 }
 
-// KindFuncs are one kind's functions over its own configuration type C
-// and processor type P, what NewKind adapts to a Kind (see Kind for what
-// each does). Every field is required but CheckDimensions (nil: nothing
-// to check).
-type KindFuncs[C any, P Processor] struct {
-	Default    func() C
-	Sample     func() C
-	New        func(meta Meta, cfg C) (P, error)
-	Every      func(cfg *C) time.Duration
-	Metrics    func(cfg *C) []string // any order: Kind.Metrics sorts
-	Summary    func(cfg *C) string
-	StateShape func(cfg *C) any
-
-	CheckDimensions func(cfg *C, dims []string) error
-}
-
-// NewKind adapts a processor package's typed functions to a Kind. C is the
-// package's Config struct, whose pointer implements Config, P its
-// processor type; PC is *C (inferred). It panics when name is empty or a
-// required field of f is nil (a programming error in the kind's package).
+// NewKind makes the Kind of a processor package: name, its Config's
+// defaults (Kind.Default), a valid sample (Kind.Sample; pass defaults
+// again when the defaults validate) and its constructor (Kind.New). C is
+// the package's Config struct, whose pointer PC (inferred) implements
+// Config, P its processor type. Whether PC is a DimensionChecker is
+// decided here, once. It panics when name is empty or a function is nil
+// (a programming error in the kind's package).
 func NewKind[C any, P Processor, PC interface {
 	*C
 	Config
-}](name string, f KindFuncs[C, P]) Kind {
-	if name == "" || f.Default == nil || f.Sample == nil || f.New == nil || f.Every == nil || f.Metrics == nil || f.Summary == nil || f.StateShape == nil {
-		panic("processors: NewKind(" + strconv.Quote(name) + "): a name or a required KindFuncs field is missing")
+}](name string, defaults, sample func() C, build func(meta Meta, cfg C) (P, error)) Kind {
+	if name == "" || defaults == nil || sample == nil || build == nil {
+		panic("processors: NewKind(" + strconv.Quote(name) + "): a name or a function is missing")
+	}
+	checkDims := func(PC, []string) error { return nil }
+	if _, ok := any(PC(nil)).(DimensionChecker); ok {
+		checkDims = func(c PC, dims []string) error { return any(c).(DimensionChecker).CheckDimensions(dims) }
 	}
 	return Kind{
 		Name:    name,
-		Default: func() Config { c := f.Default(); return PC(&c) },
-		Sample:  func() Config { c := f.Sample(); return PC(&c) },
+		Default: func() Config { c := defaults(); return PC(&c) },
+		Sample:  func() Config { c := sample(); return PC(&c) },
 		New: func(meta Meta, cfg Config) (Processor, error) {
-			p, err := f.New(meta, *cfg.(PC))
+			p, err := build(meta, *cfg.(PC))
 			if err != nil {
 				return nil, err
 			}
 			return p, nil
 		},
-		Every: func(cfg Config) time.Duration { return f.Every(cfg.(PC)) },
+		Every: func(cfg Config) time.Duration { return cfg.(PC).Interval() },
 		Metrics: func(cfg Config) []string {
-			m := f.Metrics(cfg.(PC))
+			m := cfg.(PC).Metrics()
 			slices.Sort(m)
 			return m
 		},
-		Summary:    func(cfg Config) string { return f.Summary(cfg.(PC)) },
-		StateShape: func(cfg Config) any { return f.StateShape(cfg.(PC)) },
-		CheckDimensions: func(cfg Config, dims []string) error {
-			c := cfg.(PC)
-			if f.CheckDimensions == nil {
-				return nil
-			}
-			return f.CheckDimensions(c, dims)
-		},
+		Summary:         func(cfg Config) string { return cfg.(PC).Summary() },
+		StateShape:      func(cfg Config) any { return cfg.(PC).StateShape() },
+		CheckDimensions: func(cfg Config, dims []string) error { return checkDims(cfg.(PC), dims) },
 	}
 }

@@ -1,6 +1,7 @@
 package processors_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -10,31 +11,34 @@ import (
 
 type testConfig struct{ Every time.Duration }
 
-func (c *testConfig) Validate() error { return nil }
+func (c *testConfig) Validate() error         { return nil }
+func (c *testConfig) Interval() time.Duration { return c.Every }
+func (*testConfig) Metrics() []string         { return []string{"b", "a"} }
+func (*testConfig) Summary() string           { return "s" }
+func (c *testConfig) StateShape() any         { return []any{c.Every} }
 
-type otherConfig struct{}
+func defaultTest() testConfig                           { return testConfig{Every: time.Minute} }
+func sampleTest() testConfig                            { return testConfig{Every: time.Second} }
+func newTest(processors.Meta, testConfig) (*nop, error) { return &nop{}, nil }
 
-func (*otherConfig) Validate() error { return nil }
+// checkedConfig is a testConfig that is a DimensionChecker.
+type checkedConfig struct{ testConfig }
+
+func (*checkedConfig) CheckDimensions(dims []string) error { return errors.New("no") }
+
+func defaultChecked() checkedConfig                           { return checkedConfig{} }
+func newChecked(processors.Meta, checkedConfig) (*nop, error) { return &nop{}, nil }
+
+type otherConfig struct{ testConfig }
 
 type nop struct{ processors.Processor }
 
-func funcs() processors.KindFuncs[testConfig, *nop] {
-	return processors.KindFuncs[testConfig, *nop]{
-		Default:    func() testConfig { return testConfig{Every: time.Minute} },
-		Sample:     func() testConfig { return testConfig{Every: time.Second} },
-		New:        func(processors.Meta, testConfig) (*nop, error) { return &nop{}, nil },
-		Every:      func(c *testConfig) time.Duration { return c.Every },
-		Metrics:    func(*testConfig) []string { return []string{"b", "a"} },
-		Summary:    func(*testConfig) string { return "s" },
-		StateShape: func(c *testConfig) any { return []any{c.Every} },
-	}
-}
-
-// TestNewKindAdapts: the Kind's functions take the kind's *Config, sort
-// the metrics, default CheckDimensions to nothing to check, and panic on
-// another kind's Config; NewKind panics on a missing function.
+// TestNewKindAdapts: the Kind's functions take the kind's *Config and
+// call its methods, sort the metrics, call CheckDimensions only of a
+// DimensionChecker, and panic on another kind's Config; NewKind panics on
+// a missing function.
 func TestNewKindAdapts(t *testing.T) {
-	k := processors.NewKind("test", funcs())
+	k := processors.NewKind("test", defaultTest, sampleTest, newTest)
 	c := k.Default()
 	if k.Every(c) != time.Minute || k.Every(k.Sample()) != time.Second || k.Summary(c) != "s" {
 		t.Fatalf("Every %v, Sample's %v, Summary %q", k.Every(c), k.Every(k.Sample()), k.Summary(c))
@@ -42,16 +46,21 @@ func TestNewKindAdapts(t *testing.T) {
 	if m := k.Metrics(c); len(m) != 2 || m[0] != "a" {
 		t.Errorf("Metrics not sorted: %v", m)
 	}
+	if s := k.StateShape(c); len(s.([]any)) != 1 {
+		t.Errorf("StateShape %v", s)
+	}
 	if err := k.CheckDimensions(c, schemas.Dimensions); err != nil {
 		t.Errorf("CheckDimensions: %v", err)
 	}
 	if p, err := k.New(processors.Meta{}, c); err != nil || p == nil {
 		t.Errorf("New: %v, %v", p, err)
 	}
+	checked := processors.NewKind("checked", defaultChecked, defaultChecked, newChecked)
+	if err := checked.CheckDimensions(checked.Default(), schemas.Dimensions); err == nil {
+		t.Error("CheckDimensions of a DimensionChecker: not called")
+	}
 	mustPanic(t, "another kind's Config", func() { k.Every(&otherConfig{}) })
-	f := funcs()
-	f.StateShape = nil
-	mustPanic(t, "no StateShape", func() { processors.NewKind("test", f) })
+	mustPanic(t, "no sample", func() { processors.NewKind("test", defaultTest, nil, newTest) })
 }
 
 func mustPanic(t *testing.T, what string, f func()) {

@@ -13,30 +13,30 @@ import (
 // the Processor of every verdict this package emits.
 const Name = "burnrate"
 
-// Kind is the burnrate kind, for processors/registry: Config decoded over
-// DefaultConfig, built by New. Its verdict metrics: MetricPage when page
-// rules are set, MetricTicket when ticket rules are.
-func Kind() processors.Kind {
-	return processors.NewKind(Name, processors.KindFuncs[Config, *Processor]{
-		Default: DefaultConfig,
-		Sample:  DefaultConfig,
-		New:     New,
-		Every:   func(c *Config) time.Duration { return c.Every },
-		Metrics: func(c *Config) []string {
-			var m []string
-			if len(c.Page) > 0 {
-				m = append(m, MetricPage)
-			}
-			if len(c.Ticket) > 0 {
-				m = append(m, MetricTicket)
-			}
-			return m
-		},
-		Summary: func(c *Config) string {
-			return fmt.Sprintf("burnrate: target %g; page %s; ticket %s; every %v", c.Target, rulesText(c.Page), rulesText(c.Ticket), c.Every)
-		},
-		StateShape: stateShape,
-	})
+// Kind is the burnrate kind, for processors/registry: its defaults are a
+// valid sample.
+func Kind() processors.Kind { return processors.NewKind(Name, DefaultConfig, DefaultConfig, New) }
+
+// Interval is Every: the buckets' width and how often the rules are
+// judged.
+func (c *Config) Interval() time.Duration { return c.Every }
+
+// Metrics depend on the rules: MetricPage when page rules are set,
+// MetricTicket when ticket rules are.
+func (c *Config) Metrics() []string {
+	var m []string
+	if len(c.Page) > 0 {
+		m = append(m, MetricPage)
+	}
+	if len(c.Ticket) > 0 {
+		m = append(m, MetricTicket)
+	}
+	return m
+}
+
+// Summary names the target, every rule and the interval.
+func (c *Config) Summary() string {
+	return fmt.Sprintf("burnrate: target %g; page %s; ticket %s; every %v", c.Target, rulesText(c.Page), rulesText(c.Ticket), c.Every)
 }
 
 func rulesText(rs []Rule) string {
@@ -50,11 +50,11 @@ func rulesText(rs []Rule) string {
 	return strings.Join(out, ", ")
 }
 
-// stateShape: the latency threshold that makes an event bad, the interval
+// StateShape: the latency threshold that makes an event bad, the interval
 // and every rule's two windows shape the buckets, and the method (CUSUM
 // keeps a statistic) when not the default; the target, the factors and
 // the minimum counts only judge them.
-func stateShape(c *Config) any {
+func (c *Config) StateShape() any {
 	var windows []any
 	for _, r := range slices.Concat(c.Page, c.Ticket) {
 		windows = append(windows, r.Long, r.Short)

@@ -7,7 +7,7 @@ import (
 )
 
 // TestKindStateShape: every Config field shapes the windows (it is in
-// stateShape) or only judges them (it is listed here).
+// Config.StateShape) or only judges them (it is listed here).
 func TestKindStateShape(t *testing.T) {
 	proctest.CheckStateShape(t, Kind(), "Alpha", "Consecutive", "MinEffect", "MinSamples")
 }

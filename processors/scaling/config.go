@@ -1,6 +1,7 @@
 package scaling
 
 import (
+	"slices"
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors"
@@ -63,6 +64,10 @@ func DefaultConfig() Config {
 	}
 }
 
+// sampleConfig is DefaultConfig with a standard deviation budget of
+// 100 ms: Kind().Sample.
+func sampleConfig() Config { c := DefaultConfig(); c.StdDevBudgetMs = 100; return c }
+
 // Validate reports every field that is wrong.
 func (c *Config) Validate() error {
 	var k processors.Check
@@ -82,4 +87,14 @@ func (c *Config) Validate() error {
 	k.Fail(c.MaxSamplesPerSlot < 2, "max_samples_per_slot", "must be at least 2")
 	k.Fail(c.MaxCategories < 2, "max_categories", "must be at least 2")
 	return k.Err()
+}
+
+// CheckDimensions requires the tenant in Scope when the SLO file's keys
+// have one: a scope without it would mix the state of several keyed
+// partitions' workers (fusebox shards its state by tenant).
+func (c *Config) CheckDimensions(dims []string) error {
+	if slices.Contains(dims, "tenant") && !slices.Contains(c.Scope, "tenant") {
+		return &processors.ConfigError{Field: "scope", Reason: "must include tenant: fusebox shards its state by tenant"}
+	}
+	return nil
 }

@@ -2,7 +2,6 @@ package scaling
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -13,34 +12,28 @@ import (
 // the Processor of every verdict this package emits.
 const Name = "scaling"
 
-// Kind is the scaling kind, for processors/registry: Config decoded over
-// DefaultConfig, built by New, one verdict metric (MetricScaling).
-func Kind() processors.Kind {
-	return processors.NewKind(Name, processors.KindFuncs[Config, *Processor]{
-		Default: DefaultConfig,
-		Sample:  func() Config { c := DefaultConfig(); c.StdDevBudgetMs = 100; return c },
-		New:     New,
-		Every:   func(c *Config) time.Duration { return c.Every },
-		Metrics: func(*Config) []string { return []string{MetricScaling} },
-		Summary: func(c *Config) string {
-			return fmt.Sprintf("scaling per [%s]: entropy of [%s] >= %g with latency sd > %gms scales out; window %v every %v",
-				strings.Join(c.Scope, " "), strings.Join(c.Mix, " "), c.EntropyHigh, c.StdDevBudgetMs, c.Window, c.Every)
-		},
-		StateShape: stateShape,
-		CheckDimensions: func(c *Config, dims []string) error {
-			// A scope without the tenant would mix the state of several
-			// keyed partitions' workers.
-			if slices.Contains(dims, "tenant") && !slices.Contains(c.Scope, "tenant") {
-				return &processors.ConfigError{Field: "scope", Reason: "must include tenant: fusebox shards its state by tenant"}
-			}
-			return nil
-		},
-	})
+// Kind is the scaling kind, for processors/registry. Its Config is a
+// processors.DimensionChecker (CheckDimensions, in config.go).
+func Kind() processors.Kind { return processors.NewKind(Name, DefaultConfig, sampleConfig, New) }
+
+// Interval is Every: the mix and the variance are judged once per
+// interval.
+func (c *Config) Interval() time.Duration { return c.Every }
+
+// Metrics is the one verdict metric, MetricScaling, whatever the
+// configuration.
+func (*Config) Metrics() []string { return []string{MetricScaling} }
+
+// Summary names the scope, the mix, the high-entropy bound, the latency
+// budget, the window and the interval.
+func (c *Config) Summary() string {
+	return fmt.Sprintf("scaling per [%s]: entropy of [%s] >= %g with latency sd > %gms scales out; window %v every %v",
+		strings.Join(c.Scope, " "), strings.Join(c.Mix, " "), c.EntropyHigh, c.StdDevBudgetMs, c.Window, c.Every)
 }
 
-// stateShape: the scope, the mix, the window, the interval and the caps
+// StateShape: the scope, the mix, the window, the interval and the caps
 // shape the windows; the entropy bounds, the budget, the scale-in delay
 // and the minimum count only judge them.
-func stateShape(c *Config) any {
+func (c *Config) StateShape() any {
 	return []any{c.Scope, c.Mix, c.Window, c.Every, c.MaxSamplesPerSlot, c.MaxCategories}
 }

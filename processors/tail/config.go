@@ -60,6 +60,10 @@ func DefaultConfig() Config {
 	}
 }
 
+// sampleConfig is DefaultConfig with a budget of 3000 (ms of duration_ms):
+// Kind().Sample.
+func sampleConfig() Config { c := DefaultConfig(); c.Budget = 3000; return c }
+
 // Validate reports every field that is wrong.
 func (c *Config) Validate() error {
 	var k processors.Check

@@ -12,17 +12,18 @@ import (
 const Name = "counter"
 
 // Kind is the counter kind: what registry.With takes.
-func Kind() processors.Kind {
-	return processors.NewKind(Name, processors.KindFuncs[Config, *Processor]{
-		Default: DefaultConfig,
-		Sample:  DefaultConfig,
-		New:     New,
-		Every:   func(c *Config) time.Duration { return c.Every },
-		Metrics: func(*Config) []string { return []string{MetricCalls} },
-		Summary: func(c *Config) string {
-			return fmt.Sprintf("counter: calls per key, breach above %d per %v", c.Limit, c.Every)
-		},
-		// The interval is the counts' period; the limit only judges.
-		StateShape: func(c *Config) any { return []any{c.Every} },
-	})
+func Kind() processors.Kind { return processors.NewKind(Name, DefaultConfig, DefaultConfig, New) }
+
+// Interval is Every: the counts' period.
+func (c *Config) Interval() time.Duration { return c.Every }
+
+// Metrics is the one verdict metric, MetricCalls.
+func (*Config) Metrics() []string { return []string{MetricCalls} }
+
+// Summary names the limit and the period.
+func (c *Config) Summary() string {
+	return fmt.Sprintf("counter: calls per key, breach above %d per %v", c.Limit, c.Every)
 }
+
+// StateShape: the interval is the counts' period; the limit only judges.
+func (c *Config) StateShape() any { return []any{c.Every} }
