@@ -164,7 +164,7 @@ func DecodeCorrection(msg []byte) (Correction, error) {
 		fail("trace_id", errNoJoinKey)
 	}
 	if len(errs) > 0 {
-		return Correction{}, &wrapped{kind: ErrInvalid, err: errors.Join(errs...)}
+		return Correction{}, wrap(ErrInvalid, errors.Join(errs...))
 	}
 	slices.SortFunc(c.Context, func(a, b KV) int { return strings.Compare(a.Key, b.Key) })
 	return c, nil
@@ -421,7 +421,7 @@ func EncodeCorrection(c Correction) ([]byte, error) {
 		errs = append(errs, &FieldError{Field: "trace_id", Reason: errNoJoinKey})
 	}
 	if len(errs) > 0 {
-		return nil, &wrapped{kind: ErrInvalid, err: errors.Join(errs...)}
+		return nil, wrap(ErrInvalid, errors.Join(errs...))
 	}
 	b := make([]byte, 0, 256)
 	b = append(b, `{"schema_version":`...)

@@ -136,7 +136,7 @@ func (r *evalReader) jsonAttrs(kvs []jsonKV, path string, a *evalAttrs) error {
 			continue
 		}
 		bad := func(want string) error {
-			return &wrapped{kind: ErrInvalid, err: &FieldError{Field: fpath, Reason: "want " + want + ", got " + kind}}
+			return wrap(ErrInvalid, &FieldError{Field: fpath, Reason: "want " + want + ", got " + kind})
 		}
 		switch {
 		case id == eaScore:
@@ -162,7 +162,7 @@ func (r *evalReader) jsonAttrs(kvs []jsonKV, path string, a *evalAttrs) error {
 				return tooLargeLimit(fpath, "max_string_bytes", len(s), r.lim.MaxStringBytes, "bytes")
 			}
 			if !utf8.ValidString(s) {
-				return &wrapped{kind: ErrMalformed, err: &FieldError{Field: fpath, Reason: "string is not valid UTF-8"}}
+				return wrap(ErrMalformed, &FieldError{Field: fpath, Reason: "string is not valid UTF-8"})
 			}
 			a.str[id] = s
 		case kind == "int" && id != eaExplanation:

@@ -98,14 +98,14 @@ func (r *evalReader) attrs(kvs [][]byte, path string, a *evalAttrs) error {
 		}
 		var v attrVal
 		if p, sub := parseAnyValue(val, &v, false, r.lim.MaxStringBytes); p.kind != nil {
-			return &wrapped{kind: p.kind, err: &FieldError{Field: path + ".attributes[" + string(key) + "].value" + sub, Reason: p.reason}}
+			return wrap(p.kind, &FieldError{Field: path + ".attributes[" + string(key) + "].value" + sub, Reason: p.reason})
 		}
 		if v.kind == kindEmpty {
 			continue
 		}
 		bad := func(want string) error {
-			return &wrapped{kind: ErrInvalid, err: &FieldError{Field: path + ".attributes[" + r.names[id] + "]",
-				Reason: "want " + want + ", got " + v.kind.String()}}
+			return wrap(ErrInvalid, &FieldError{Field: path + ".attributes[" + r.names[id] + "]",
+				Reason: "want " + want + ", got " + v.kind.String()})
 		}
 		switch {
 		case id == eaScore:
@@ -119,7 +119,7 @@ func (r *evalReader) attrs(kvs [][]byte, path string, a *evalAttrs) error {
 			}
 		case v.kind == kindString:
 			if !utf8.Valid(v.str) {
-				return &wrapped{kind: ErrMalformed, err: &FieldError{Field: path + ".attributes[" + r.names[id] + "]", Reason: "string is not valid UTF-8"}}
+				return wrap(ErrMalformed, &FieldError{Field: path + ".attributes[" + r.names[id] + "]", Reason: "string is not valid UTF-8"})
 			}
 			a.str[id] = string(v.str)
 		case v.kind == kindInt && id != eaExplanation:

@@ -415,10 +415,10 @@ const statusCodeError = 2
 
 // attrError builds the error for a deferred attribute problem.
 func (mp *mapper) attrError(bad *badAttr, path string) error {
-	return &wrapped{kind: bad.kind, err: &FieldError{
+	return wrap(bad.kind, &FieldError{
 		Field:  path + ".attributes[" + mp.m.names[bad.id] + "]",
 		Reason: bad.reason,
-	}}
+	})
 }
 
 // spanPath names span p of scope s of resource r.
@@ -433,6 +433,6 @@ func resourcePath(r int) string {
 
 // tooLargeLimit builds an ErrTooLarge error naming the limit.
 func tooLargeLimit(field, limit string, got, max int, unit string) error {
-	return &wrapped{kind: ErrTooLarge, err: &FieldError{Field: field,
-		Reason: strconv.Itoa(got) + " " + unit + " exceeds " + limit + " = " + strconv.Itoa(max)}}
+	return wrap(ErrTooLarge, &FieldError{Field: field,
+		Reason: strconv.Itoa(got) + " " + unit + " exceeds " + limit + " = " + strconv.Itoa(max)})
 }

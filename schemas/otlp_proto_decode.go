@@ -360,7 +360,7 @@ func (d *protoDecoder) keyValue(b []byte, scope uint32, v *attrVal, resourcePath
 		return hit, nil
 	}
 	if p, sub := parseAnyValue(val, v, hit != 0, d.lim.MaxStringBytes); p.kind != nil {
-		return 0, &wrapped{kind: p.kind, err: &FieldError{Field: d.attrPath(resourcePathFn, i, ".value"+sub), Reason: p.reason}}
+		return 0, wrap(p.kind, &FieldError{Field: d.attrPath(resourcePathFn, i, ".value"+sub), Reason: p.reason})
 	}
 	return hit, nil
 }
