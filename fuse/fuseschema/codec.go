@@ -159,7 +159,7 @@ func (c *FuseCommand) Validate() error {
 			return invalid("correlation_ids["+strconv.Itoa(i)+"]", "not valid UTF-8")
 		}
 	}
-	if !validKeyID(c.KeyID) {
+	if !ValidKeyID(c.KeyID) {
 		return invalid("key_id", "must be at most 64 characters from [A-Za-z0-9._-]")
 	}
 	if c.Signature != "" {
@@ -173,7 +173,10 @@ func (c *FuseCommand) Validate() error {
 	return nil
 }
 
-func validKeyID(s string) bool {
+// ValidKeyID reports whether s is a key_id the canonical form accepts: at
+// most 64 characters from [A-Za-z0-9._-] ("" is valid: a command that names
+// no key). Package fuse's key ring holds its key ids to the same rule.
+func ValidKeyID(s string) bool {
 	if len(s) > 64 {
 		return false
 	}
