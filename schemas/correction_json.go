@@ -108,16 +108,12 @@ func DecodeCorrection(msg []byte) (Correction, error) {
 		return Correction{}, syntax("message", err)
 	}
 	for first := true; ; first = false {
-		more, err := r.more(first, '}')
+		k, more, err := r.member(first)
 		if err != nil {
 			return Correction{}, syntax("message", err)
 		}
 		if !more {
 			break
-		}
-		k, err := r.key()
-		if err != nil {
-			return Correction{}, syntax("message", err)
 		}
 		idx := correctionPropIndex(k)
 		if idx < 0 {
@@ -277,16 +273,12 @@ func decodeCorrectionContext(r *jsonReader, c *Correction) (string, error) {
 	var reasons []string
 	c.Context = c.Context[:0]
 	for first := true; ; first = false {
-		more, err := r.more(first, '}')
+		k, more, err := r.member(first)
 		if err != nil {
 			return "", err
 		}
 		if !more {
 			break
-		}
-		k, err := r.key()
-		if err != nil {
-			return "", err
 		}
 		key := string(k)
 		if r.peek() != '"' {

@@ -128,6 +128,17 @@ func (r *jsonReader) more(first bool, close byte) (bool, error) {
 	return true, nil
 }
 
+// member steps to the next member of the object opened last (more, as
+// more(first, '}')) and reads its name and the colon after it (key). It
+// reports more false, k nil, when it consumed the closing '}' instead.
+func (r *jsonReader) member(first bool) (k []byte, more bool, err error) {
+	if more, err = r.more(first, '}'); err != nil || !more {
+		return nil, more, err
+	}
+	k, err = r.key()
+	return k, true, err
+}
+
 // key reads an object member's name and the colon after it.
 func (r *jsonReader) key() ([]byte, error) {
 	k, _, err := r.str()
@@ -367,11 +378,8 @@ func (r *jsonReader) skip() error {
 			return err
 		}
 		for first := true; ; first = false {
-			more, err := r.more(first, '}')
+			_, more, err := r.member(first)
 			if err != nil || !more {
-				return err
-			}
-			if _, err := r.key(); err != nil {
 				return err
 			}
 			if err := r.skip(); err != nil {
