@@ -303,6 +303,15 @@ func hex4(b []byte) (rune, bool) {
 	return v, true
 }
 
+// skipDigits returns the index of the first byte of b from i on that is not
+// an ASCII digit (len(b) if there is none).
+func skipDigits(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
+}
+
 // number reads a number token, checked against the JSON grammar.
 func (r *jsonReader) number() ([]byte, error) {
 	r.ws()
@@ -314,19 +323,13 @@ func (r *jsonReader) number() ([]byte, error) {
 	case i < len(b) && b[i] == '0':
 		i++
 	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
+		i = skipDigits(b, i)
 	default:
 		return nil, r.fail("want a number, got " + r.what())
 	}
 	if i < len(b) && b[i] == '.' {
-		i++
-		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		d := i + 1
+		if i = skipDigits(b, d); i == d {
 			r.i = i
 			return nil, r.fail("want a digit after the decimal point")
 		}
@@ -337,10 +340,7 @@ func (r *jsonReader) number() ([]byte, error) {
 			i++
 		}
 		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i = skipDigits(b, i); i == d {
 			r.i = i
 			return nil, r.fail("want a digit in the exponent")
 		}
