@@ -280,13 +280,8 @@ func (d *jsonDecoder) span() error {
 			}
 		}
 	}
-	bad, onResource := d.finishSpan(&st, &d.res)
-	if bad != nil {
-		path := d.spanPath()
-		if onResource {
-			path = resourcePath(d.ri)
-		}
-		d.reject(d.attrError(bad, path))
+	if bad, onResource := d.finishSpan(&st, &d.res); bad != nil {
+		d.rejectSpan(bad, onResource, d.ri, d.si, d.pi)
 	}
 	return nil
 }

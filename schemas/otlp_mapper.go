@@ -413,6 +413,18 @@ const statusErrorType = "status_error"
 // statusCodeError is the OTLP Status.code of a failed span.
 const statusCodeError = 2
 
+// rejectSpan rejects span pi of scope si of resource ri, which finishSpan
+// found unusable for bad: the error names the span, or its resource when
+// the bad attribute is the resource's (onResource). The decoders call it
+// only when bad is not nil, so that a good span pays no call.
+func (mp *mapper) rejectSpan(bad *badAttr, onResource bool, ri, si, pi int) {
+	path := spanPath(ri, si, pi)
+	if onResource {
+		path = resourcePath(ri)
+	}
+	mp.reject(mp.attrError(bad, path))
+}
+
 // attrError builds the error for a deferred attribute problem.
 func (mp *mapper) attrError(bad *badAttr, path string) error {
 	return wrap(bad.kind, &FieldError{

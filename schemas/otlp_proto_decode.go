@@ -259,13 +259,8 @@ func (d *protoDecoder) span(b []byte) error {
 			}
 		}
 	}
-	bad, onResource := d.finishSpan(&st, &d.res)
-	if bad != nil {
-		path := d.spanPath()
-		if onResource {
-			path = resourcePath(d.r)
-		}
-		d.reject(d.attrError(bad, path))
+	if bad, onResource := d.finishSpan(&st, &d.res); bad != nil {
+		d.rejectSpan(bad, onResource, d.r, d.s, d.p)
 	}
 	return nil
 }
