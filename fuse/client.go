@@ -151,10 +151,8 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 		c.sourceErrors.Add(1)
 		c.cfg.logger.Warn("fuse: opening the source failed; retrying", "error", err, "retry_in", backoff)
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, backoff) {
 			return nil
-		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 30*time.Second)
 	}
@@ -170,10 +168,8 @@ func (c *Client) Run(ctx context.Context) error {
 		if err != nil {
 			c.sourceErrors.Add(1)
 			c.cfg.logger.Warn("fuse: reading the fuse topic failed", "error", err)
-			select {
-			case <-ctx.Done():
+			if !sleep(ctx, pollRetry) {
 				return nil
-			case <-time.After(200 * time.Millisecond):
 			}
 			continue
 		}

@@ -122,10 +122,8 @@ func (g *Guard) Run(ctx context.Context) error {
 			return nil
 		}
 		g.logger.Warn("fuse guard: opening the fuse topic failed; retrying", "error", err, "retry_in", backoff)
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, backoff) {
 			return nil
-		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 30*time.Second)
 	}
@@ -139,10 +137,8 @@ func (g *Guard) Run(ctx context.Context) error {
 		}
 		if err != nil {
 			g.logger.Warn("fuse guard: reading the fuse topic failed", "error", err)
-			select {
-			case <-ctx.Done():
+			if !sleep(ctx, pollRetry) {
 				return nil
-			case <-time.After(200 * time.Millisecond):
 			}
 			continue
 		}

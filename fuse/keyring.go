@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fusebox-dev/fusebox/fuse/fuseschema"
 )
 
 // EnvKeys is the environment variable KeyringFromEnv reads.
@@ -32,26 +34,13 @@ type Key struct {
 // [A-Za-z0-9._-]; secret at least MinSecretBytes; a zero notAfter means
 // the key never retires.
 func NewKey(id string, secret []byte, notAfter time.Time) (Key, error) {
-	if id == "" || !validID(id) {
+	if id == "" || !fuseschema.ValidKeyID(id) {
 		return Key{}, &KeyError{KeyID: id, Reason: "key id must be 1 to 64 characters from [A-Za-z0-9._-]"}
 	}
 	if len(secret) < MinSecretBytes {
 		return Key{}, &KeyError{KeyID: id, Reason: "secret shorter than " + strconv.Itoa(MinSecretBytes) + " bytes (" + strconv.Itoa(len(secret)) + ")"}
 	}
 	return Key{id: id, secret: slices.Clone(secret), notAfter: notAfter}, nil
-}
-
-func validID(s string) bool {
-	if len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		if !('a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '.' || b == '_' || b == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // ID returns the key id.
@@ -243,7 +232,7 @@ func parseEntry(e string) (Key, bool, *KeyError) {
 	if !ok || id == "" {
 		return Key{}, false, &KeyError{Reason: "want id:secret"}
 	}
-	if !validID(id) {
+	if !fuseschema.ValidKeyID(id) {
 		return Key{}, false, &KeyError{KeyID: id, Reason: "key id must be 1 to 64 characters from [A-Za-z0-9._-]"}
 	}
 	raw, err := decodeSecret(secret)

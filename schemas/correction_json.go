@@ -108,16 +108,12 @@ func DecodeCorrection(msg []byte) (Correction, error) {
 		return Correction{}, syntax("message", err)
 	}
 	for first := true; ; first = false {
-		more, err := r.more(first, '}')
+		k, more, err := r.member(first)
 		if err != nil {
 			return Correction{}, syntax("message", err)
 		}
 		if !more {
 			break
-		}
-		k, err := r.key()
-		if err != nil {
-			return Correction{}, syntax("message", err)
 		}
 		idx := correctionPropIndex(k)
 		if idx < 0 {
@@ -164,7 +160,7 @@ func DecodeCorrection(msg []byte) (Correction, error) {
 		fail("trace_id", errNoJoinKey)
 	}
 	if len(errs) > 0 {
-		return Correction{}, &wrapped{kind: ErrInvalid, err: errors.Join(errs...)}
+		return Correction{}, wrap(ErrInvalid, errors.Join(errs...))
 	}
 	slices.SortFunc(c.Context, func(a, b KV) int { return strings.Compare(a.Key, b.Key) })
 	return c, nil
@@ -277,16 +273,12 @@ func decodeCorrectionContext(r *jsonReader, c *Correction) (string, error) {
 	var reasons []string
 	c.Context = c.Context[:0]
 	for first := true; ; first = false {
-		more, err := r.more(first, '}')
+		k, more, err := r.member(first)
 		if err != nil {
 			return "", err
 		}
 		if !more {
 			break
-		}
-		k, err := r.key()
-		if err != nil {
-			return "", err
 		}
 		key := string(k)
 		if r.peek() != '"' {
@@ -421,7 +413,7 @@ func EncodeCorrection(c Correction) ([]byte, error) {
 		errs = append(errs, &FieldError{Field: "trace_id", Reason: errNoJoinKey})
 	}
 	if len(errs) > 0 {
-		return nil, &wrapped{kind: ErrInvalid, err: errors.Join(errs...)}
+		return nil, wrap(ErrInvalid, errors.Join(errs...))
 	}
 	b := make([]byte, 0, 256)
 	b = append(b, `{"schema_version":`...)

@@ -5,6 +5,7 @@
 // them, the internal keyed-batch format between the router and the engine).
 //
 // It imports only the standard library, protowire and the fuse module's
-// fuseschema (the fuse command, Key and the error kinds, which it
-// re-exports), so every other package may depend on it.
+// fuseschema (the fuse command, Key and the error kinds and builders, which
+// it re-exports or calls) and fuseschema/jsonw (its JSON number and string
+// writers), so every other package may depend on it.
 package schemas

@@ -1,10 +1,6 @@
 package schemas
 
-import (
-	"strconv"
-
-	"github.com/fusebox-dev/fusebox/fuse/fuseschema"
-)
+import "github.com/fusebox-dev/fusebox/fuse/fuseschema"
 
 // FieldError says which field of a record is wrong and why. Decoders and
 // Validate methods return it (possibly wrapped, or several joined with
@@ -29,28 +25,19 @@ var (
 	ErrTooLarge = fuseschema.ErrTooLarge
 )
 
-// invalid builds a FieldError wrapped in ErrInvalid.
-func invalid(field, reason string) error {
-	return &wrapped{kind: ErrInvalid, err: &FieldError{Field: field, Reason: reason}}
-}
+// The error builders are fuseschema's (Wrap, InvalidField, MalformedField,
+// FieldTooLarge), so that this package's errors are built as the fuse
+// command's are.
 
-// malformed builds a FieldError wrapped in ErrMalformed.
-func malformed(field, reason string) error {
-	return &wrapped{kind: ErrMalformed, err: &FieldError{Field: field, Reason: reason}}
-}
+// wrap marks err with kind (ErrMalformed, ErrInvalid or ErrTooLarge); see
+// fuseschema.Wrap.
+func wrap(kind, err error) error { return fuseschema.Wrap(kind, err) }
 
-// tooLarge builds a FieldError wrapped in ErrTooLarge.
-func tooLarge(field string, got, limit int) error {
-	return &wrapped{kind: ErrTooLarge, err: &FieldError{Field: field,
-		Reason: strconv.Itoa(got) + " exceeds the limit of " + strconv.Itoa(limit)}}
-}
+// invalid returns a FieldError wrapped in ErrInvalid.
+func invalid(field, reason string) error { return fuseschema.InvalidField(field, reason) }
 
-// wrapped lets errors.Is match the kind sentinel and errors.As find the
-// FieldError while Error() prints only the field and reason.
-type wrapped struct {
-	kind error
-	err  error
-}
+// malformed returns a FieldError wrapped in ErrMalformed.
+func malformed(field, reason string) error { return fuseschema.MalformedField(field, reason) }
 
-func (w *wrapped) Error() string   { return w.kind.Error() + ": " + w.err.Error() }
-func (w *wrapped) Unwrap() []error { return []error{w.kind, w.err} }
+// tooLarge returns a FieldError wrapped in ErrTooLarge: got exceeds limit.
+func tooLarge(field string, got, limit int) error { return fuseschema.FieldTooLarge(field, got, limit) }

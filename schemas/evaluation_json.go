@@ -84,6 +84,14 @@ func jsonUint64(raw json.RawMessage, path string) (uint64, error) {
 	return u, nil
 }
 
+// jsonIDs reads the traceId and spanId of the span or log record at path.
+func jsonIDs(traceID, spanID, path string) (tid TraceID, sid SpanID, err error) {
+	if err = jsonID(tid[:], traceID, path+".trace_id"); err == nil {
+		err = jsonID(sid[:], spanID, path+".span_id")
+	}
+	return tid, sid, err
+}
+
 func jsonID(dst []byte, s, path string) error {
 	if s == "" {
 		return nil
@@ -136,7 +144,7 @@ func (r *evalReader) jsonAttrs(kvs []jsonKV, path string, a *evalAttrs) error {
 			continue
 		}
 		bad := func(want string) error {
-			return &wrapped{kind: ErrInvalid, err: &FieldError{Field: fpath, Reason: "want " + want + ", got " + kind}}
+			return wrap(ErrInvalid, &FieldError{Field: fpath, Reason: "want " + want + ", got " + kind})
 		}
 		switch {
 		case id == eaScore:
@@ -162,7 +170,7 @@ func (r *evalReader) jsonAttrs(kvs []jsonKV, path string, a *evalAttrs) error {
 				return tooLargeLimit(fpath, "max_string_bytes", len(s), r.lim.MaxStringBytes, "bytes")
 			}
 			if !utf8.ValidString(s) {
-				return &wrapped{kind: ErrMalformed, err: &FieldError{Field: fpath, Reason: "string is not valid UTF-8"}}
+				return wrap(ErrMalformed, &FieldError{Field: fpath, Reason: "string is not valid UTF-8"})
 			}
 			a.str[id] = s
 		case kind == "int" && id != eaExplanation:
@@ -199,9 +207,8 @@ func jsonDouble(raw json.RawMessage) (float64, error) {
 // DecodeOTLPJSONSpanEvaluations is DecodeOTLPSpanEvaluations for OTLP/JSON.
 func DecodeOTLPJSONSpanEvaluations(msg []byte, names AttributeNames, lim Limits, dst []Evaluation) ([]Evaluation, error) {
 	var r evalReader
-	r.init(names, lim, dst)
-	if len(msg) > r.lim.MaxMessageBytes {
-		return dst, tooLargeLimit("message", "max_message_bytes", len(msg), r.lim.MaxMessageBytes, "bytes")
+	if err := r.start(msg, names, lim, dst); err != nil {
+		return dst, err
 	}
 	var td jsonEvalTraces
 	if err := json.Unmarshal(msg, &td); err != nil {
@@ -212,12 +219,8 @@ func DecodeOTLPJSONSpanEvaluations(msg []byte, names AttributeNames, lim Limits,
 		for si, ss := range rs.ScopeSpans {
 			for pi, sp := range ss.Spans {
 				path := spanPath(ri, si, pi)
-				var tid TraceID
-				var sid SpanID
-				if err := jsonID(tid[:], sp.TraceID, path+".trace_id"); err != nil {
-					return dst, err
-				}
-				if err := jsonID(sid[:], sp.SpanID, path+".span_id"); err != nil {
+				tid, sid, err := jsonIDs(sp.TraceID, sp.SpanID, path)
+				if err != nil {
 					return dst, err
 				}
 				end, err := jsonUint64(sp.EndTimeNano, path+".end_time_unix_nano")
@@ -265,9 +268,8 @@ func DecodeOTLPJSONSpanEvaluations(msg []byte, names AttributeNames, lim Limits,
 // DecodeOTLPJSONLogEvaluations is DecodeOTLPLogEvaluations for OTLP/JSON.
 func DecodeOTLPJSONLogEvaluations(msg []byte, names AttributeNames, lim Limits, dst []Evaluation) ([]Evaluation, error) {
 	var r evalReader
-	r.init(names, lim, dst)
-	if len(msg) > r.lim.MaxMessageBytes {
-		return dst, tooLargeLimit("message", "max_message_bytes", len(msg), r.lim.MaxMessageBytes, "bytes")
+	if err := r.start(msg, names, lim, dst); err != nil {
+		return dst, err
 	}
 	var ld jsonEvalLogs
 	if err := json.Unmarshal(msg, &ld); err != nil {
@@ -289,12 +291,8 @@ func DecodeOTLPJSONLogEvaluations(msg []byte, names AttributeNames, lim Limits, 
 				if lr.EventName == "" && la.str[eaEventName] != EvaluationEventName {
 					continue
 				}
-				var tid TraceID
-				var sid SpanID
-				if err := jsonID(tid[:], lr.TraceID, path+".trace_id"); err != nil {
-					return dst, err
-				}
-				if err := jsonID(sid[:], lr.SpanID, path+".span_id"); err != nil {
+				tid, sid, err := jsonIDs(lr.TraceID, lr.SpanID, path)
+				if err != nil {
 					return dst, err
 				}
 				t, err := jsonUint64(lr.TimeUnixNano, path+".time_unix_nano")

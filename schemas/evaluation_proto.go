@@ -55,7 +55,9 @@ func (r *evalReader) result() ([]Evaluation, error) {
 	return r.dst, nil
 }
 
-func (r *evalReader) init(n AttributeNames, lim Limits, dst []Evaluation) {
+// start readies r to append the events of msg to dst. It fails, with an
+// ErrTooLarge error, when msg is over lim's MaxMessageBytes.
+func (r *evalReader) start(msg []byte, n AttributeNames, lim Limits, dst []Evaluation) error {
 	n = n.withDefaults()
 	r.names = [numEvalAttrs]string{
 		eaName: "gen_ai.evaluation.name", eaLabel: "gen_ai.evaluation.score.label",
@@ -66,6 +68,10 @@ func (r *evalReader) init(n AttributeNames, lim Limits, dst []Evaluation) {
 	}
 	r.lim = lim.withDefaults()
 	r.dst = dst
+	if len(msg) > r.lim.MaxMessageBytes {
+		return tooLargeLimit("message", "max_message_bytes", len(msg), r.lim.MaxMessageBytes, "bytes")
+	}
+	return nil
 }
 
 // evalAttrs is what one attribute list holds of the evaluation attributes;
@@ -98,14 +104,14 @@ func (r *evalReader) attrs(kvs [][]byte, path string, a *evalAttrs) error {
 		}
 		var v attrVal
 		if p, sub := parseAnyValue(val, &v, false, r.lim.MaxStringBytes); p.kind != nil {
-			return &wrapped{kind: p.kind, err: &FieldError{Field: path + ".attributes[" + string(key) + "].value" + sub, Reason: p.reason}}
+			return wrap(p.kind, &FieldError{Field: path + ".attributes[" + string(key) + "].value" + sub, Reason: p.reason})
 		}
 		if v.kind == kindEmpty {
 			continue
 		}
 		bad := func(want string) error {
-			return &wrapped{kind: ErrInvalid, err: &FieldError{Field: path + ".attributes[" + r.names[id] + "]",
-				Reason: "want " + want + ", got " + v.kind.String()}}
+			return wrap(ErrInvalid, &FieldError{Field: path + ".attributes[" + r.names[id] + "]",
+				Reason: "want " + want + ", got " + v.kind.String()})
 		}
 		switch {
 		case id == eaScore:
@@ -119,7 +125,7 @@ func (r *evalReader) attrs(kvs [][]byte, path string, a *evalAttrs) error {
 			}
 		case v.kind == kindString:
 			if !utf8.Valid(v.str) {
-				return &wrapped{kind: ErrMalformed, err: &FieldError{Field: path + ".attributes[" + r.names[id] + "]", Reason: "string is not valid UTF-8"}}
+				return wrap(ErrMalformed, &FieldError{Field: path + ".attributes[" + r.names[id] + "]", Reason: "string is not valid UTF-8"})
 			}
 			a.str[id] = string(v.str)
 		case v.kind == kindInt && id != eaExplanation:
@@ -218,14 +224,26 @@ func ids(dst []byte, v []byte, path string) error {
 // slice is dst unchanged, except for EvaluationErrors (some events skipped). Spans in the pre-0.15 instrumentation_library_spans
 // field are not read for events.
 func DecodeOTLPSpanEvaluations(msg []byte, names AttributeNames, lim Limits, dst []Evaluation) ([]Evaluation, error) {
+	return decodeEvaluations(msg, names, lim, dst, false)
+}
+
+// decodeEvaluations reads a TracesData message (logs false) or a LogsData
+// message (logs true): both are a list of resource entries in field 1.
+func decodeEvaluations(msg []byte, names AttributeNames, lim Limits, dst []Evaluation, logs bool) ([]Evaluation, error) {
 	var r evalReader
-	r.init(names, lim, dst)
-	if len(msg) > r.lim.MaxMessageBytes {
-		return dst, tooLargeLimit("message", "max_message_bytes", len(msg), r.lim.MaxMessageBytes, "bytes")
+	if err := r.start(msg, names, lim, dst); err != nil {
+		return dst, err
+	}
+	top := "traces_data"
+	if logs {
+		top = "logs_data"
 	}
 	ri := 0
-	err := fields(msg, "traces_data", lenOnly1, func(f *field) error {
+	err := fields(msg, top, lenOnly1, func(f *field) error {
 		defer func() { ri++ }()
+		if logs {
+			return r.resourceLogs(f.v, ri)
+		}
 		return r.resourceSpans(f.v, ri)
 	})
 	if err != nil {
@@ -234,18 +252,24 @@ func DecodeOTLPSpanEvaluations(msg []byte, names AttributeNames, lim Limits, dst
 	return r.result()
 }
 
-func (r *evalReader) resourceSpans(b []byte, ri int) error {
-	path := "resource_spans[" + strconv.Itoa(ri) + "]"
-	var res []byte
-	var scopes [][]byte
-	if err := fields(b, path, lenOnly12, func(f *field) error {
+// resourceEntry splits a ResourceSpans or ResourceLogs message at path into
+// its resource (field 1) and its scope entries (field 2).
+func resourceEntry(b []byte, path string) (res []byte, scopes [][]byte, err error) {
+	err = fields(b, path, lenOnly12, func(f *field) error {
 		if f.num == 1 {
 			res = f.v
 		} else {
 			scopes = append(scopes, f.v)
 		}
 		return nil
-	}); err != nil {
+	})
+	return res, scopes, err
+}
+
+func (r *evalReader) resourceSpans(b []byte, ri int) error {
+	path := "resource_spans[" + strconv.Itoa(ri) + "]"
+	res, scopes, err := resourceEntry(b, path)
+	if err != nil {
 		return err
 	}
 	var ra *evalAttrs // read when an event needs it
@@ -372,34 +396,13 @@ func evaluationOf(tid TraceID, sid SpanID, t int64, ev *evalAttrs, rest ...*eval
 // skipped. On error the slice is dst unchanged, except for EvaluationErrors
 // (some events skipped, the others returned).
 func DecodeOTLPLogEvaluations(msg []byte, names AttributeNames, lim Limits, dst []Evaluation) ([]Evaluation, error) {
-	var r evalReader
-	r.init(names, lim, dst)
-	if len(msg) > r.lim.MaxMessageBytes {
-		return dst, tooLargeLimit("message", "max_message_bytes", len(msg), r.lim.MaxMessageBytes, "bytes")
-	}
-	ri := 0
-	err := fields(msg, "logs_data", lenOnly1, func(f *field) error {
-		defer func() { ri++ }()
-		return r.resourceLogs(f.v, ri)
-	})
-	if err != nil {
-		return dst, err
-	}
-	return r.result()
+	return decodeEvaluations(msg, names, lim, dst, true)
 }
 
 func (r *evalReader) resourceLogs(b []byte, ri int) error {
 	path := "resource_logs[" + strconv.Itoa(ri) + "]"
-	var res []byte
-	var scopes [][]byte
-	if err := fields(b, path, lenOnly12, func(f *field) error {
-		if f.num == 1 {
-			res = f.v
-		} else {
-			scopes = append(scopes, f.v)
-		}
-		return nil
-	}); err != nil {
+	res, scopes, err := resourceEntry(b, path)
+	if err != nil {
 		return err
 	}
 	var ra *evalAttrs

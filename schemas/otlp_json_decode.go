@@ -47,16 +47,12 @@ func (d *jsonDecoder) traces() error {
 		return syntax("message", err)
 	}
 	for first := true; ; first = false {
-		more, err := r.more(first, '}')
+		k, more, err := r.member(first)
 		if err != nil {
 			return syntax("message", err)
 		}
 		if !more {
 			break
-		}
-		k, err := r.key()
-		if err != nil {
-			return syntax("message", err)
 		}
 		switch string(k) {
 		case "resourceSpans", "resource_spans":
@@ -106,16 +102,12 @@ func (d *jsonDecoder) resourceSpans() error {
 	sawResource, sawScopeSpans := false, false
 	d.pending, d.deprecated = d.pending[:0], d.deprecated[:0]
 	for first := true; ; first = false {
-		more, err := r.more(first, '}')
+		k, more, err := r.member(first)
 		if err != nil {
 			return syntax(d.rsPath(), err)
 		}
 		if !more {
 			break
-		}
-		k, err := r.key()
-		if err != nil {
-			return syntax(d.rsPath(), err)
 		}
 		switch string(k) {
 		case "resource":
@@ -175,16 +167,12 @@ func (d *jsonDecoder) resource() error {
 		return syntax(resourcePath(d.ri), err)
 	}
 	for first := true; ; first = false {
-		more, err := r.more(first, '}')
+		k, more, err := r.member(first)
 		if err != nil {
 			return syntax(resourcePath(d.ri), err)
 		}
 		if !more {
 			return nil
-		}
-		k, err := r.key()
-		if err != nil {
-			return syntax(resourcePath(d.ri), err)
 		}
 		if string(k) != "attributes" {
 			if err := r.skip(); err != nil {
@@ -234,16 +222,12 @@ func (d *jsonDecoder) scopeSpans() error {
 		return syntax(d.scopePath(), err)
 	}
 	for first := true; ; first = false {
-		more, err := r.more(first, '}')
+		k, more, err := r.member(first)
 		if err != nil {
 			return syntax(d.scopePath(), err)
 		}
 		if !more {
 			return nil
-		}
-		k, err := r.key()
-		if err != nil {
-			return syntax(d.scopePath(), err)
 		}
 		if string(k) != "spans" || r.null() {
 			if err := r.skip(); err != nil {
@@ -284,29 +268,20 @@ func (d *jsonDecoder) span() error {
 			return syntax(d.spanPath(), err)
 		}
 		for first := true; ; first = false {
-			more, err := r.more(first, '}')
+			k, more, err := r.member(first)
 			if err != nil {
 				return syntax(d.spanPath(), err)
 			}
 			if !more {
 				break
 			}
-			k, err := r.key()
-			if err != nil {
-				return syntax(d.spanPath(), err)
-			}
 			if err := d.spanField(k, sp, &st); err != nil {
 				return err
 			}
 		}
 	}
-	bad, onResource := d.finishSpan(&st, &d.res)
-	if bad != nil {
-		path := d.spanPath()
-		if onResource {
-			path = resourcePath(d.ri)
-		}
-		d.reject(d.attrError(bad, path))
+	if bad, onResource := d.finishSpan(&st, &d.res); bad != nil {
+		d.rejectSpan(bad, onResource, d.ri, d.si, d.pi)
 	}
 	return nil
 }
@@ -377,16 +352,12 @@ func (d *jsonDecoder) status(sp *Span) error {
 		return syntax(path(), err)
 	}
 	for first := true; ; first = false {
-		more, err := r.more(first, '}')
+		k, more, err := r.member(first)
 		if err != nil {
 			return syntax(path(), err)
 		}
 		if !more {
 			return nil
-		}
-		k, err := r.key()
-		if err != nil {
-			return syntax(path(), err)
 		}
 		if r.null() {
 			continue

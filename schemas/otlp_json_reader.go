@@ -128,6 +128,17 @@ func (r *jsonReader) more(first bool, close byte) (bool, error) {
 	return true, nil
 }
 
+// member steps to the next member of the object opened last (more, as
+// more(first, '}')) and reads its name and the colon after it (key). It
+// reports more false, k nil, when it consumed the closing '}' instead.
+func (r *jsonReader) member(first bool) (k []byte, more bool, err error) {
+	if more, err = r.more(first, '}'); err != nil || !more {
+		return nil, more, err
+	}
+	k, err = r.key()
+	return k, true, err
+}
+
 // key reads an object member's name and the colon after it.
 func (r *jsonReader) key() ([]byte, error) {
 	k, _, err := r.str()
@@ -292,6 +303,15 @@ func hex4(b []byte) (rune, bool) {
 	return v, true
 }
 
+// skipDigits returns the index of the first byte of b from i on that is not
+// an ASCII digit (len(b) if there is none).
+func skipDigits(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
+}
+
 // number reads a number token, checked against the JSON grammar.
 func (r *jsonReader) number() ([]byte, error) {
 	r.ws()
@@ -303,19 +323,13 @@ func (r *jsonReader) number() ([]byte, error) {
 	case i < len(b) && b[i] == '0':
 		i++
 	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
+		i = skipDigits(b, i)
 	default:
 		return nil, r.fail("want a number, got " + r.what())
 	}
 	if i < len(b) && b[i] == '.' {
-		i++
-		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		d := i + 1
+		if i = skipDigits(b, d); i == d {
 			r.i = i
 			return nil, r.fail("want a digit after the decimal point")
 		}
@@ -326,10 +340,7 @@ func (r *jsonReader) number() ([]byte, error) {
 			i++
 		}
 		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i = skipDigits(b, i); i == d {
 			r.i = i
 			return nil, r.fail("want a digit in the exponent")
 		}
@@ -367,11 +378,8 @@ func (r *jsonReader) skip() error {
 			return err
 		}
 		for first := true; ; first = false {
-			more, err := r.more(first, '}')
+			_, more, err := r.member(first)
 			if err != nil || !more {
-				return err
-			}
-			if _, err := r.key(); err != nil {
 				return err
 			}
 			if err := r.skip(); err != nil {

@@ -68,16 +68,12 @@ func (d *jsonDecoder) keyValue(scope uint32, v *attrVal) (uint32, error) {
 	haveKey := false
 	valStart, valEnd := -1, -1
 	for first := true; ; first = false {
-		more, err := r.more(first, '}')
+		k, more, err := r.member(first)
 		if err != nil {
 			return 0, syntax(d.attrPath(""), err)
 		}
 		if !more {
 			break
-		}
-		k, err := r.key()
-		if err != nil {
-			return 0, syntax(d.attrPath(""), err)
 		}
 		switch string(k) {
 		case "key":
@@ -140,16 +136,12 @@ func (d *jsonDecoder) anyValue(v *attrVal, elem bool) error {
 		return syntax(d.attrPath(path), err)
 	}
 	for first := true; ; first = false {
-		more, err := r.more(first, '}')
+		k, more, err := r.member(first)
 		if err != nil {
 			return syntax(d.attrPath(path), err)
 		}
 		if !more {
 			return nil
-		}
-		k, err := r.key()
-		if err != nil {
-			return syntax(d.attrPath(path), err)
 		}
 		if r.null() {
 			continue
@@ -243,16 +235,12 @@ func (d *jsonDecoder) arrayFirst(v *attrVal) error {
 		return syntax(path(), err)
 	}
 	for first := true; ; first = false {
-		more, err := r.more(first, '}')
+		k, more, err := r.member(first)
 		if err != nil {
 			return syntax(path(), err)
 		}
 		if !more {
 			return nil
-		}
-		k, err := r.key()
-		if err != nil {
-			return syntax(path(), err)
 		}
 		if string(k) != "values" || r.null() {
 			if err := r.skip(); err != nil {

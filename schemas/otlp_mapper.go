@@ -413,12 +413,24 @@ const statusErrorType = "status_error"
 // statusCodeError is the OTLP Status.code of a failed span.
 const statusCodeError = 2
 
+// rejectSpan rejects span pi of scope si of resource ri, which finishSpan
+// found unusable for bad: the error names the span, or its resource when
+// the bad attribute is the resource's (onResource). The decoders call it
+// only when bad is not nil, so that a good span pays no call.
+func (mp *mapper) rejectSpan(bad *badAttr, onResource bool, ri, si, pi int) {
+	path := spanPath(ri, si, pi)
+	if onResource {
+		path = resourcePath(ri)
+	}
+	mp.reject(mp.attrError(bad, path))
+}
+
 // attrError builds the error for a deferred attribute problem.
 func (mp *mapper) attrError(bad *badAttr, path string) error {
-	return &wrapped{kind: bad.kind, err: &FieldError{
+	return wrap(bad.kind, &FieldError{
 		Field:  path + ".attributes[" + mp.m.names[bad.id] + "]",
 		Reason: bad.reason,
-	}}
+	})
 }
 
 // spanPath names span p of scope s of resource r.
@@ -433,6 +445,6 @@ func resourcePath(r int) string {
 
 // tooLargeLimit builds an ErrTooLarge error naming the limit.
 func tooLargeLimit(field, limit string, got, max int, unit string) error {
-	return &wrapped{kind: ErrTooLarge, err: &FieldError{Field: field,
-		Reason: strconv.Itoa(got) + " " + unit + " exceeds " + limit + " = " + strconv.Itoa(max)}}
+	return wrap(ErrTooLarge, &FieldError{Field: field,
+		Reason: strconv.Itoa(got) + " " + unit + " exceeds " + limit + " = " + strconv.Itoa(max)})
 }

@@ -149,7 +149,7 @@ func refRead(m pcommon.Map, mapped map[string]string) refAttrs {
 }
 
 func refError(path, name string, p refProblem) error {
-	return &wrapped{kind: p.kind, err: &FieldError{Field: path + ".attributes[" + name + "]", Reason: p.reason}}
+	return wrap(p.kind, &FieldError{Field: path + ".attributes[" + name + "]", Reason: p.reason})
 }
 
 // refDecode maps pdata's view of td to the spans fusebox must produce.

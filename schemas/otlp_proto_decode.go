@@ -259,13 +259,8 @@ func (d *protoDecoder) span(b []byte) error {
 			}
 		}
 	}
-	bad, onResource := d.finishSpan(&st, &d.res)
-	if bad != nil {
-		path := d.spanPath()
-		if onResource {
-			path = resourcePath(d.r)
-		}
-		d.reject(d.attrError(bad, path))
+	if bad, onResource := d.finishSpan(&st, &d.res); bad != nil {
+		d.rejectSpan(bad, onResource, d.r, d.s, d.p)
 	}
 	return nil
 }
@@ -360,7 +355,7 @@ func (d *protoDecoder) keyValue(b []byte, scope uint32, v *attrVal, resourcePath
 		return hit, nil
 	}
 	if p, sub := parseAnyValue(val, v, hit != 0, d.lim.MaxStringBytes); p.kind != nil {
-		return 0, &wrapped{kind: p.kind, err: &FieldError{Field: d.attrPath(resourcePathFn, i, ".value"+sub), Reason: p.reason}}
+		return 0, wrap(p.kind, &FieldError{Field: d.attrPath(resourcePathFn, i, ".value"+sub), Reason: p.reason})
 	}
 	return hit, nil
 }

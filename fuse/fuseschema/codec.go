@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/fusebox-dev/fusebox/fuse/fuseschema/jsonw"
 )
 
 // The canonical JSON form of a FuseCommand (fusebox.fuse_command.v1), as
@@ -157,7 +159,7 @@ func (c *FuseCommand) Validate() error {
 			return invalid("correlation_ids["+strconv.Itoa(i)+"]", "not valid UTF-8")
 		}
 	}
-	if !validKeyID(c.KeyID) {
+	if !ValidKeyID(c.KeyID) {
 		return invalid("key_id", "must be at most 64 characters from [A-Za-z0-9._-]")
 	}
 	if c.Signature != "" {
@@ -171,7 +173,10 @@ func (c *FuseCommand) Validate() error {
 	return nil
 }
 
-func validKeyID(s string) bool {
+// ValidKeyID reports whether s is a key_id the canonical form accepts: at
+// most 64 characters from [A-Za-z0-9._-] ("" is valid: a command that names
+// no key). Package fuse's key ring holds its key ids to the same rule.
+func ValidKeyID(s string) bool {
 	if len(s) > 64 {
 		return false
 	}
@@ -290,85 +295,9 @@ func appendCanonicalFloat(b []byte, f float64) []byte {
 	if f == 0 {
 		return append(b, '0')
 	}
-	return appendJSONFloat(b, f)
+	return jsonw.AppendFloat(b, f)
 }
 
 // appendCanonicalString writes s quoted and escaped as encoding/json does
-// with HTML escaping on. s must be valid UTF-8.
-func appendCanonicalString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			var esc string
-			switch {
-			case c == '"':
-				esc = `\"`
-			case c == '\\':
-				esc = `\\`
-			case c == '\b':
-				esc = `\b`
-			case c == '\f':
-				esc = `\f`
-			case c == '\n':
-				esc = `\n`
-			case c == '\r':
-				esc = `\r`
-			case c == '\t':
-				esc = `\t`
-			case c < 0x20 || c == '<' || c == '>' || c == '&':
-				b = append(b, s[start:i]...)
-				b = append(b, '\\', 'u', '0', '0', lowerHex[c>>4], lowerHex[c&0xF])
-				i++
-				start = i
-				continue
-			default:
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			b = append(b, esc...)
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', lowerHex[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-// appendJSONFloat appends f as encoding/json does: the shortest decimal that
-// round-trips, in exponent form below 1e-6 and from 1e21 on. f is finite
-// (the caller validated it). It is the rule of schemas.AppendJSONFloat in
-// the fusebox module, kept here so that this package needs only the
-// standard library.
-func appendJSONFloat(b []byte, f float64) []byte {
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// Turn e-09 into e-9, as encoding/json does.
-		n := len(b)
-		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
-}
-
-// lowerHex is the digits of \u00XX escapes (lower case, as encoding/json).
-const lowerHex = "0123456789abcdef"
+// with HTML escaping on. s must be valid UTF-8 (Validate checked it).
+func appendCanonicalString(b []byte, s string) []byte { return jsonw.AppendHTMLString(b, s) }

@@ -23,7 +23,7 @@ import (
 func DecodeFuseCommand(b []byte) (FuseCommand, error) {
 	var c FuseCommand
 	if len(b) > MaxFuseCommandBytes {
-		return c, tooLarge("fuse_command", len(b), MaxFuseCommandBytes)
+		return c, FieldTooLarge("fuse_command", len(b), MaxFuseCommandBytes)
 	}
 	if !utf8.Valid(b) {
 		return c, malformed("fuse_command", "not valid UTF-8")

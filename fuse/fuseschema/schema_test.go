@@ -139,7 +139,7 @@ func TestFuseCommandSchemaAgreesWithCode(t *testing.T) {
 	keyRe := regexp.MustCompile(props["key_id"].(map[string]any)["pattern"].(string))
 	sigRe := regexp.MustCompile(props["signature"].(map[string]any)["pattern"].(string))
 	for _, k := range []string{"", "k1", "a.b_c-D", "k 1", "k/1", string(bytes.Repeat([]byte("x"), 64)), string(bytes.Repeat([]byte("x"), 65))} {
-		if keyRe.MatchString(k) != validKeyID(k) {
+		if keyRe.MatchString(k) != ValidKeyID(k) {
 			t.Fatalf("key id %q: schema pattern and Validate disagree", k)
 		}
 	}

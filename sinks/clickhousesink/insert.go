@@ -36,86 +36,73 @@ func unixTime(ns int64) time.Time { return time.Unix(0, ns).UTC() }
 
 // InsertVerdicts inserts verdicts into db.verdicts in one batch.
 func InsertVerdicts(ctx context.Context, conn driver.Conn, db string, vs []schemas.Verdict) error {
-	b, err := conn.PrepareBatch(ctx, fmt.Sprintf(insertVerdicts, db))
-	if err != nil {
-		return err
-	}
-	for i := range vs {
-		v := &vs[i]
-		names := make([]string, len(v.Details))
-		values := make([]float64, len(v.Details))
-		for j, d := range v.Details {
-			names[j], values[j] = d.Name, d.Value
-		}
-		if err := b.Append(v.ID, v.Processor, v.SLO, v.Metric, v.Key.Tenant, v.Key.Service, v.Key.Model, v.Key.Variant,
+	return insert(ctx, conn, insertVerdicts, db, vs, func(v *schemas.Verdict) []any {
+		names, values := columns(v.Details, func(d schemas.Detail) (string, float64) { return d.Name, d.Value })
+		return []any{v.ID, v.Processor, v.SLO, v.Metric, v.Key.Tenant, v.Key.Service, v.Key.Model, v.Key.Variant,
 			unixTime(v.WindowStartUnixNano), unixTime(v.WindowEndUnixNano), v.WindowStartUnixNano, v.WindowEndUnixNano,
 			v.Value, v.Threshold, v.Lower, v.Upper, v.IntervalLevel, string(v.Status), v.Method, v.N,
-			names, values, v.ConfigVersion); err != nil {
-			b.Abort()
-			return err
-		}
-	}
-	return b.Send()
+			names, values, v.ConfigVersion}
+	})
 }
 
 // InsertCommands inserts fuse commands into db.fuse_commands in one batch.
 func InsertCommands(ctx context.Context, conn driver.Conn, db string, cs []schemas.FuseCommand) error {
-	b, err := conn.PrepareBatch(ctx, fmt.Sprintf(insertCommands, db))
-	if err != nil {
-		return err
-	}
-	for i := range cs {
-		c := &cs[i]
-		ids := make([]string, len(c.Reasons))
-		texts := make([]string, len(c.Reasons))
-		for j, r := range c.Reasons {
-			ids[j], texts[j] = r.VerdictID, r.Text
-		}
-		corr := c.CorrelationIDs
-		if corr == nil {
-			corr = []string{}
-		}
-		if err := b.Append(c.Target.String(), c.Target.Tenant, c.Target.Service, c.Target.Model, c.Target.Variant,
+	return insert(ctx, conn, insertCommands, db, cs, func(c *schemas.FuseCommand) []any {
+		ids, texts := columns(c.Reasons, func(r schemas.Reason) (string, string) { return r.VerdictID, r.Text })
+		return []any{c.Target.String(), c.Target.Tenant, c.Target.Service, c.Target.Model, c.Target.Variant,
 			c.Version, string(c.Action), int32(c.Level), string(c.State),
 			unixTime(c.IssuedAtUnixNano), c.IssuedAtUnixNano, unixTime(c.ExpiresAtUnixNano), c.ExpiresAtUnixNano,
-			c.Fallback, c.ThrottleFraction, ids, texts, corr, c.KeyID, c.Signature); err != nil {
-			b.Abort()
-			return err
-		}
-	}
-	return b.Send()
+			c.Fallback, c.ThrottleFraction, ids, texts, nonNil(c.CorrelationIDs), c.KeyID, c.Signature}
+	})
 }
 
 // InsertRollups inserts rollups into db.span_rollups_input, from where the
 // materialized view writes db.span_rollups.
 func InsertRollups(ctx context.Context, conn driver.Conn, db string, rs []schemas.Rollup) error {
-	b, err := conn.PrepareBatch(ctx, fmt.Sprintf(insertRollups, db))
-	if err != nil {
-		return err
-	}
-	for i := range rs {
-		r := &rs[i]
-		d, t, tp := r.DurationsMs, r.TTFTsMs, r.TPOTsMs
-		if d == nil {
-			d = []float64{}
-		}
-		if t == nil {
-			t = []float64{}
-		}
-		if tp == nil {
-			tp = []float64{}
-		}
-		if err := b.Append(r.Key.Tenant, r.Key.Service, r.Key.Model, r.Key.Variant,
+	return insert(ctx, conn, insertRollups, db, rs, func(r *schemas.Rollup) []any {
+		return []any{r.Key.Tenant, r.Key.Service, r.Key.Model, r.Key.Variant,
 			unixTime(r.MinuteUnixNano), r.MinuteUnixNano,
 			uint64(r.N), uint64(r.Errors), uint64(r.InputTokens), uint64(r.OutputTokens),
 			uint64(r.CacheReadTokens), uint64(r.CacheWriteTokens), uint64(r.ReasoningTokens),
 			uint64(r.Corrections), uint64(r.LateSpans),
-			d, t, tp); err != nil {
+			nonNil(r.DurationsMs), nonNil(r.TTFTsMs), nonNil(r.TPOTsMs)}
+	})
+}
+
+// insert prepares the batch of query (a format whose one %s is the
+// database db), appends the columns row gives for each element of xs, and
+// sends the batch. When an Append fails it aborts the batch and returns
+// that error.
+func insert[T any](ctx context.Context, conn driver.Conn, query, db string, xs []T, row func(*T) []any) error {
+	b, err := conn.PrepareBatch(ctx, fmt.Sprintf(query, db))
+	if err != nil {
+		return err
+	}
+	for i := range xs {
+		if err := b.Append(row(&xs[i])...); err != nil {
 			b.Abort()
 			return err
 		}
 	}
 	return b.Send()
+}
+
+// columns splits xs into two Array columns (of len(xs), never nil).
+func columns[T, A, B any](xs []T, split func(T) (A, B)) ([]A, []B) {
+	as, bs := make([]A, len(xs)), make([]B, len(xs))
+	for i, x := range xs {
+		as[i], bs[i] = split(x)
+	}
+	return as, bs
+}
+
+// nonNil returns xs, or an empty slice for nil, so that an Array column is
+// always given a slice (as it always was), never a nil one.
+func nonNil[T any](xs []T) []T {
+	if xs == nil {
+		return []T{}
+	}
+	return xs
 }
 
 // validateRollup checks what the unsigned, minute-aligned columns need.
