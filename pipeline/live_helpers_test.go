@@ -20,8 +20,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/internal/testharness"
+	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -309,4 +311,23 @@ func (l *logBuffer) count(parts ...string) int {
 		}
 	}
 	return n
+}
+
+// startLive starts a kfake broker and the pipeline on liveConfig(o) (its
+// brokers set here), unsigned, its verdicts also kept in the returned
+// log.
+func startLive(t testing.TB, o liveOpts) (*testharness.Kafka, *config.File, *verdictLog, *e2eRun) {
+	t.Helper()
+	k := testharness.StartKafka(t)
+	o.brokers = k.Brokers
+	cfg := liveConfig(t, o)
+	log := &verdictLog{}
+	return k, cfg, log, startLoggedRun(t, cfg, log)
+}
+
+// startLoggedRun runs the pipeline on cfg, unsigned, with log as an
+// extra sink.
+func startLoggedRun(t testing.TB, cfg *config.File, log *verdictLog) *e2eRun {
+	t.Helper()
+	return startRunWith(t, pipeline.Options{Config: cfg, InsecureUnsigned: true, ExtraSinks: []engine.Sink{log}})
 }
