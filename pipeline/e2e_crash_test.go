@@ -174,10 +174,7 @@ func TestE2EKilledBeforeCommitChild(t *testing.T) {
 // rollups are neither missing nor doubled.
 func TestKafkaE2EKilledBeforeCommit(t *testing.T) {
 	k := testharness.StartBroker(t)
-	ch := testharness.StartClickHouse(t)
-	db := ch.NewDatabase(t)
-	conn := ch.ConnDatabase(t, db)
-	migrateAndStopMerges(t, conn, db)
+	ch, db, conn := startMergelessDB(t)
 
 	sc := e2eScenario(30, 1200*time.Second) // 36,000 calls over 20 minutes
 	var total int64

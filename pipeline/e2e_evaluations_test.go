@@ -232,14 +232,7 @@ func TestCorrectionsFromEvaluationEventsTrip(t *testing.T) {
 	end := g.Now()
 
 	want := end.Add(-2 * time.Minute).UnixNano()
-	var reached int64
-	if !testharness.Poll(40*time.Second, func() bool {
-		vs, _ := readJSONL(t, jsonl)
-		for _, v := range vs {
-			reached = max(reached, v.WindowEndUnixNano)
-		}
-		return reached >= want
-	}) {
+	if reached, ok := pollJSONLReaches(t, jsonl, want, 40*time.Second); !ok {
 		t.Fatalf("after 40s verdicts reached %v, want %v; keyed %+v, ingest %+v", time.Unix(0, reached), time.Unix(0, want),
 			p.Keyed().Stats(), p.Source().Stats())
 	}

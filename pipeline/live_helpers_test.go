@@ -10,6 +10,7 @@ package pipeline_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -296,6 +297,18 @@ func (l *logBuffer) logger() *slog.Logger {
 		w = io.MultiWriter(l, os.Stderr)
 	}
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// lines returns the lines that are JSON objects, decoded.
+func (l *logBuffer) lines() []map[string]any {
+	var out []map[string]any
+	for _, line := range strings.Split(l.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // count returns how many lines hold every one of parts.
