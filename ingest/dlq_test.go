@@ -20,9 +20,7 @@ import (
 // group's offsets end committed past all of them.
 func TestKafkaDeadLetterMachinery(t *testing.T) {
 	k := testharness.StartBroker(t)
-	k.CreateTopic(t, "in", 2, nil)
-	k.CreateTopic(t, "dlq", 1, nil)
-	pub := newPublisher(t, k, "in")
+	pub := machineryTopics(t, k, 2)
 	orig := kafka.Header{Key: "team.trace", Value: []byte("abc")}
 	big := "ok:" + strings.Repeat("x", 2000) // past MaxMessageBytes=1000 below
 	p0 := []string{"ok:1", "malformed:2", "ok:3", "invalid:4", "toolarge:5", "partial:6", "panic:7", big, "ok:9"}

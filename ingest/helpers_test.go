@@ -271,3 +271,13 @@ var testDecoder = DecoderFunc(func(_ int64, _ []Header, value []byte, out *Recor
 func fieldErr(kind error, field, reason string) error {
 	return fmt.Errorf("%w: %w", kind, &schemas.FieldError{Field: field, Reason: reason})
 }
+
+// machineryTopics creates the topics of the machinery tests — "in" with
+// partitions partitions, "dlq" with one — and returns a publisher to
+// "in" (it connects on its first write only).
+func machineryTopics(t testing.TB, k *testharness.Kafka, partitions int32) *publisher {
+	t.Helper()
+	k.CreateTopic(t, "in", partitions, nil)
+	k.CreateTopic(t, "dlq", 1, nil)
+	return newPublisher(t, k, "in")
+}
