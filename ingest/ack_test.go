@@ -67,7 +67,7 @@ func TestKafkaAckRedelivery(t *testing.T) {
 	if err := r2.shutdown(t); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	ends := endOffsets(t, k, "in")
+	ends := k.EndOffsets(t, "in")
 	if c := committed(t, k, "g-ack", "in"); c[0] != ends[0] || c[1] != ends[1] {
 		t.Fatalf("after acking everything and stopping, committed %v, want %v", c, ends)
 	}

@@ -42,7 +42,7 @@ func TestKafkaDeadLetterMachinery(t *testing.T) {
 
 	wantDelivered := map[string]bool{"ok:1": true, "ok:3": true, "partial:6": true, "ok:9": true, "ok:a": true, "ok:c": true}
 	testharness.Eventually(t, 30*time.Second, "good records delivered", func() bool { return s.count() >= len(wantDelivered) })
-	ends := endOffsets(t, k, "in")
+	ends := k.EndOffsets(t, "in")
 	testharness.Eventually(t, 30*time.Second, "offsets committed past every record", func() bool {
 		c := committed(t, k, "g-dlq", "in")
 		return c[0] == ends[0] && c[1] == ends[1]

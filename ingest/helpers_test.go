@@ -197,21 +197,6 @@ func committed(t testing.TB, k *testharness.Kafka, group, topic string) map[int3
 	return out
 }
 
-// endOffsets returns the high watermarks of topic by partition.
-func endOffsets(t testing.TB, k *testharness.Kafka, topic string) map[int32]int64 {
-	t.Helper()
-	adm := kadm.NewClient(k.Client(t))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatalf("list end offsets: %v", err)
-	}
-	out := map[int32]int64{}
-	resp.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
-	return out
-}
-
 // headerValues returns every value of header key, in order.
 func headerValues(r *kgo.Record, key string) []string {
 	var out []string

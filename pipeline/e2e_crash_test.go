@@ -242,7 +242,7 @@ func TestKafkaE2EKilledBeforeCommit(t *testing.T) {
 	atCrash := chCount(t, conn, "SELECT count() FROM "+db+".verdicts")
 	adm := kadm.NewClient(k.Client(t))
 	commitAtCrash := committed(t, adm, cfg.Kafka.Group+".engine", cfg.Topics.Keyed)
-	t.Logf("at the crash: %d verdict rows in ClickHouse, keyed offsets committed %v of %v", atCrash, commitAtCrash, endOffsets(t, k, cfg.Topics.Keyed))
+	t.Logf("at the crash: %d verdict rows in ClickHouse, keyed offsets committed %v of %v", atCrash, commitAtCrash, k.EndOffsets(t, cfg.Topics.Keyed))
 	if atCrash == 0 {
 		t.Fatal("no verdict reached ClickHouse before the crash")
 	}

@@ -138,17 +138,12 @@ func TestKafkaPipelineEndToEnd(t *testing.T) {
 	start := time.Unix(1_800_000_000, 0)
 	end := publish(t, k, sc, start, 15*time.Minute)
 
-	ctx, cancel := context.WithCancel(context.Background())
 	var kopts []kgo.Opt
 	if os.Getenv("FUSEBOX_TEST_KGO_DEBUG") != "" {
 		kopts = append(kopts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelDebug, nil)))
 	}
-	p, err := pipeline.New(ctx, pipeline.Options{Config: cfg, Logger: testLogger(t), KgoOpts: kopts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
+	run := startRunWith(t, pipeline.Options{Config: cfg, Logger: testLogger(t), KgoOpts: kopts})
+	p := run.p
 
 	// Wait for evaluations up to a few minutes before the end of the
 	// traffic: the watermark lags by the allowed lateness.
@@ -185,10 +180,7 @@ func TestKafkaPipelineEndToEnd(t *testing.T) {
 		t.Fatalf("after 25s verdicts reached %v, want %v; keyed stage %+v, watermarks %v, router ingest %+v",
 			time.Unix(0, reached), time.Unix(0, want), p.Keyed().Stats(), p.Keyed().Partitions(), p.Source().Stats())
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	run.stop(t)
 
 	vs, cmds := readJSONL(t, jsonl)
 	onKafka := map[string]bool{}
