@@ -12,7 +12,7 @@ const EnvRequirePromtool = "FUSEBOX_REQUIRE_PROMTOOL"
 
 // Promtool returns the path of Prometheus's promtool on PATH (Debian's
 // prometheus package installs /usr/bin/promtool). Missing, it skips the
-// test with how to install it, for what names what goes unchecked — or
+// test, saying that what goes unchecked and how to install promtool — or
 // fails it where CI=true or FUSEBOX_REQUIRE_PROMTOOL=1.
 func Promtool(t testing.TB, what string) string {
 	t.Helper()
