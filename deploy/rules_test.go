@@ -14,30 +14,15 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fusebox-dev/fusebox/internal/observe"
+	"github.com/fusebox-dev/fusebox/internal/testharness"
 )
 
 // rulesDir holds the alert rules and their promtool unit tests.
 const rulesDir = "prometheus"
 
-// promtool returns the path of promtool. Without one the test is skipped
-// with a message, unless CI=true or FUSEBOX_REQUIRE_PROMTOOL=1 ask for it
-// (Debian's prometheus package installs /usr/bin/promtool).
-func promtool(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("promtool")
-	if err == nil {
-		return p
-	}
-	if os.Getenv("CI") == "true" || os.Getenv("FUSEBOX_REQUIRE_PROMTOOL") == "1" {
-		t.Fatalf("promtool not found (%v); install Debian's prometheus package", err)
-	}
-	t.Skipf("promtool not found (%v): alert rules not checked; set FUSEBOX_REQUIRE_PROMTOOL=1 to fail instead", err)
-	return ""
-}
-
 func runPromtool(t *testing.T, args ...string) {
 	t.Helper()
-	cmd := exec.Command(promtool(t), args...)
+	cmd := exec.Command(testharness.Promtool(t, "alert rules"), args...)
 	cmd.Dir = rulesDir
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -42,9 +42,7 @@ func machineryOpts(s *sink, extra ...Opt) []Opt {
 // acknowledged and the consumer stopped, they do not.
 func TestKafkaAckRedelivery(t *testing.T) {
 	k := testharness.StartBroker(t)
-	k.CreateTopic(t, "in", 2, nil)
-	k.CreateTopic(t, "dlq", 1, nil)
-	pub := newPublisher(t, k, "in")
+	pub := machineryTopics(t, k, 2)
 	pub.publish(t, okMsgs(2, 5, "r")...)
 
 	// 1: a handler that stops before acking.
@@ -69,7 +67,7 @@ func TestKafkaAckRedelivery(t *testing.T) {
 	if err := r2.shutdown(t); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	ends := endOffsets(t, k, "in")
+	ends := k.EndOffsets(t, "in")
 	if c := committed(t, k, "g-ack", "in"); c[0] != ends[0] || c[1] != ends[1] {
 		t.Fatalf("after acking everything and stopping, committed %v, want %v", c, ends)
 	}
@@ -89,9 +87,7 @@ func TestKafkaAckRedelivery(t *testing.T) {
 // and third commits nothing; acking the first then commits all three.
 func TestOutOfOrderAcks(t *testing.T) {
 	k := testharness.StartKafka(t)
-	k.CreateTopic(t, "in", 1, nil)
-	k.CreateTopic(t, "dlq", 1, nil)
-	pub := newPublisher(t, k, "in")
+	pub := machineryTopics(t, k, 1)
 	s := &sink{ack: func(*Batch) bool { return false }}
 	start(t, k, "g-ooo", machineryOpts(s)...)
 	for i := 0; i < 3; i++ {
@@ -136,9 +132,7 @@ func (h *startHandler) Start(_ context.Context, committed int64) (int64, error) 
 
 func TestStarterSeeks(t *testing.T) {
 	k := testharness.StartKafka(t)
-	k.CreateTopic(t, "in", 1, nil)
-	k.CreateTopic(t, "dlq", 1, nil)
-	pub := newPublisher(t, k, "in")
+	pub := machineryTopics(t, k, 1)
 	pub.publish(t, okMsgs(1, 10, "s")...)
 
 	var mu sync.Mutex
@@ -187,9 +181,7 @@ func (h *failingHandler) Handle(ctx context.Context, b *Batch) error {
 // what was acknowledged before it is committed.
 func TestHandlerErrorStopsRun(t *testing.T) {
 	k := testharness.StartKafka(t)
-	k.CreateTopic(t, "in", 1, nil)
-	k.CreateTopic(t, "dlq", 1, nil)
-	pub := newPublisher(t, k, "in")
+	pub := machineryTopics(t, k, 1)
 	s := &sink{}
 	r := start(t, k, "g-fail", SpanTopics(), CorrectionTopics(), TopicDecoder("in", testDecoder), DLQTopic("dlq"),
 		Handlers(func(topic string, p int32) PartitionHandler {
@@ -235,9 +227,7 @@ func (h *blockingHandler) Close(_ context.Context, r CloseReason) { h.closed <- 
 // failure, Close still runs, and nothing unacked is committed.
 func TestCloseTimeoutCancelsHandle(t *testing.T) {
 	k := testharness.StartKafka(t)
-	k.CreateTopic(t, "in", 1, nil)
-	k.CreateTopic(t, "dlq", 1, nil)
-	newPublisher(t, k, "in").publish(t, msg(0, "a", []byte("ok:a")))
+	machineryTopics(t, k, 1).publish(t, msg(0, "a", []byte("ok:a")))
 	h := &blockingHandler{entered: make(chan struct{}), canceled: make(chan struct{}), closed: make(chan CloseReason, 1)}
 	r := start(t, k, "g-timeout", SpanTopics(), CorrectionTopics(), TopicDecoder("in", testDecoder), DLQTopic("dlq"),
 		CloseTimeout(300*time.Millisecond), Handlers(func(string, int32) PartitionHandler { return h }))
@@ -300,9 +290,7 @@ func (h *idleHandler) Idle(context.Context) error {
 // no new batch, and what it acknowledges gets committed.
 func TestIdlerRunsWhenThePartitionIsQuiet(t *testing.T) {
 	k := testharness.StartKafka(t)
-	k.CreateTopic(t, "in", 1, nil)
-	k.CreateTopic(t, "dlq", 1, nil)
-	pub := newPublisher(t, k, "in")
+	pub := machineryTopics(t, k, 1)
 	pub.publish(t, okMsgs(1, 5, "q")...)
 	s := &sink{}
 	var h *idleHandler
@@ -369,9 +357,7 @@ func (h *slowStartHandler) Idle(ctx context.Context) error {
 // read the worker setWorker was writing).
 func TestIdleWaitsForStart(t *testing.T) {
 	k := testharness.StartKafka(t)
-	k.CreateTopic(t, "in", 1, nil)
-	k.CreateTopic(t, "dlq", 1, nil)
-	pub := newPublisher(t, k, "in")
+	pub := machineryTopics(t, k, 1)
 	pub.publish(t, okMsgs(1, 3, "s")...)
 	s := &sink{}
 	var mu sync.Mutex

@@ -16,8 +16,7 @@ import (
 // partition 1 flows to the end; acking partition 0 resumes it.
 func TestBackPressure(t *testing.T) {
 	k := testharness.StartKafka(t)
-	k.CreateTopic(t, "in", 2, nil)
-	k.CreateTopic(t, "dlq", 1, nil)
+	machineryTopics(t, k, 2)
 	const n = 40
 	// One record per produce request, so that every record is its own
 	// batch and a fetch of at most 400 bytes holds only a few.

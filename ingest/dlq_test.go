@@ -20,9 +20,7 @@ import (
 // group's offsets end committed past all of them.
 func TestKafkaDeadLetterMachinery(t *testing.T) {
 	k := testharness.StartBroker(t)
-	k.CreateTopic(t, "in", 2, nil)
-	k.CreateTopic(t, "dlq", 1, nil)
-	pub := newPublisher(t, k, "in")
+	pub := machineryTopics(t, k, 2)
 	orig := kafka.Header{Key: "team.trace", Value: []byte("abc")}
 	big := "ok:" + strings.Repeat("x", 2000) // past MaxMessageBytes=1000 below
 	p0 := []string{"ok:1", "malformed:2", "ok:3", "invalid:4", "toolarge:5", "partial:6", "panic:7", big, "ok:9"}
@@ -44,7 +42,7 @@ func TestKafkaDeadLetterMachinery(t *testing.T) {
 
 	wantDelivered := map[string]bool{"ok:1": true, "ok:3": true, "partial:6": true, "ok:9": true, "ok:a": true, "ok:c": true}
 	testharness.Eventually(t, 30*time.Second, "good records delivered", func() bool { return s.count() >= len(wantDelivered) })
-	ends := endOffsets(t, k, "in")
+	ends := k.EndOffsets(t, "in")
 	testharness.Eventually(t, 30*time.Second, "offsets committed past every record", func() bool {
 		c := committed(t, k, "g-dlq", "in")
 		return c[0] == ends[0] && c[1] == ends[1]

@@ -197,21 +197,6 @@ func committed(t testing.TB, k *testharness.Kafka, group, topic string) map[int3
 	return out
 }
 
-// endOffsets returns the high watermarks of topic by partition.
-func endOffsets(t testing.TB, k *testharness.Kafka, topic string) map[int32]int64 {
-	t.Helper()
-	adm := kadm.NewClient(k.Client(t))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatalf("list end offsets: %v", err)
-	}
-	out := map[int32]int64{}
-	resp.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
-	return out
-}
-
 // headerValues returns every value of header key, in order.
 func headerValues(r *kgo.Record, key string) []string {
 	var out []string
@@ -270,4 +255,14 @@ var testDecoder = DecoderFunc(func(_ int64, _ []Header, value []byte, out *Recor
 
 func fieldErr(kind error, field, reason string) error {
 	return fmt.Errorf("%w: %w", kind, &schemas.FieldError{Field: field, Reason: reason})
+}
+
+// machineryTopics creates the topics of the machinery tests — "in" with
+// partitions partitions, "dlq" with one — and returns a publisher to
+// "in" (it connects on its first write only).
+func machineryTopics(t testing.TB, k *testharness.Kafka, partitions int32) *publisher {
+	t.Helper()
+	k.CreateTopic(t, "in", partitions, nil)
+	k.CreateTopic(t, "dlq", 1, nil)
+	return newPublisher(t, k, "in")
 }

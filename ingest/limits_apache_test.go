@@ -24,8 +24,7 @@ import (
 // with no retry loop.
 func TestKafkaDefaultLimitsDLQ(t *testing.T) {
 	k := testharness.StartBroker(t)
-	big := strconv.Itoa(4 << 20)
-	k.CreateTopic(t, "in", 1, map[string]*string{"max.message.bytes": &big})
+	k.CreateTopic(t, "in", 1, testharness.MaxMessageBytes(4<<20))
 	k.CreateTopic(t, "dlq", 1, nil)
 	rng := rand.New(rand.NewPCG(3, 4))
 	noise := func(n int) []byte { // incompressible: compression cannot shrink it under the limit

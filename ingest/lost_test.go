@@ -18,9 +18,7 @@ import (
 // are delivered again.
 func TestPartitionsLost(t *testing.T) {
 	k := testharness.StartKafka(t)
-	k.CreateTopic(t, "in", 1, nil)
-	k.CreateTopic(t, "dlq", 1, nil)
-	newPublisher(t, k, "in").publish(t, okMsgs(1, 5, "l")...)
+	machineryTopics(t, k, 1).publish(t, okMsgs(1, 5, "l")...)
 
 	s := &sink{ack: func(*Batch) bool { return false }}
 	start(t, k, "g-lost", append(machineryOpts(s), ClientOpts(kgo.HeartbeatInterval(100*time.Millisecond)))...)

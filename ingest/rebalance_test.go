@@ -16,9 +16,7 @@ import (
 // stopped: nothing lost, and no acknowledged record delivered twice.
 func TestRebalance(t *testing.T) {
 	k := testharness.StartKafka(t)
-	k.CreateTopic(t, "in", 6, nil)
-	k.CreateTopic(t, "dlq", 1, nil)
-	pub := newPublisher(t, k, "in")
+	pub := machineryTopics(t, k, 6)
 	const per = 50 // records per partition per round
 	pub.publish(t, okMsgs(6, per, "a")...)
 

@@ -69,12 +69,7 @@ func (c countingConsumer) Run(ctx context.Context) error { c.runs.Add(1); return
 func TestAssembleRunsOnTheGivenParts(t *testing.T) {
 	k := testharness.StartKafka(t)
 	cfg := loadConfig(t, k.Brokers, "")
-	for _, tp := range []struct {
-		name string
-		n    int32
-	}{{cfg.Topics.Keyed, cfg.Topics.KeyedPartitions}, {cfg.Topics.DLQ, 1}, {"otlp_spans", 3}, {"fusebox.corrections", 1}} {
-		k.CreateTopic(t, tp.name, tp.n, nil)
-	}
+	createTopics(t, k, cfg)
 	sc := traffic.Demo()
 	sc.Rate, sc.Incidents = 40, nil
 	end := publish(t, k, sc, time.Unix(1_800_000_000, 0), 8*time.Minute)

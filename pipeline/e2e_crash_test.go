@@ -174,10 +174,7 @@ func TestE2EKilledBeforeCommitChild(t *testing.T) {
 // rollups are neither missing nor doubled.
 func TestKafkaE2EKilledBeforeCommit(t *testing.T) {
 	k := testharness.StartBroker(t)
-	ch := testharness.StartClickHouse(t)
-	db := ch.NewDatabase(t)
-	conn := ch.ConnDatabase(t, db)
-	migrateAndStopMerges(t, conn, db)
+	ch, db, conn := startMergelessDB(t)
 
 	sc := e2eScenario(30, 1200*time.Second) // 36,000 calls over 20 minutes
 	var total int64
@@ -245,7 +242,7 @@ func TestKafkaE2EKilledBeforeCommit(t *testing.T) {
 	atCrash := chCount(t, conn, "SELECT count() FROM "+db+".verdicts")
 	adm := kadm.NewClient(k.Client(t))
 	commitAtCrash := committed(t, adm, cfg.Kafka.Group+".engine", cfg.Topics.Keyed)
-	t.Logf("at the crash: %d verdict rows in ClickHouse, keyed offsets committed %v of %v", atCrash, commitAtCrash, endOffsets(t, k, cfg.Topics.Keyed))
+	t.Logf("at the crash: %d verdict rows in ClickHouse, keyed offsets committed %v of %v", atCrash, commitAtCrash, k.EndOffsets(t, cfg.Topics.Keyed))
 	if atCrash == 0 {
 		t.Fatal("no verdict reached ClickHouse before the crash")
 	}

@@ -217,14 +217,8 @@ func TestCorrectionsFromEvaluationEventsTrip(t *testing.T) {
 	// rest (the spike, and the bad evaluation messages) is published.
 	nBad := publishWithEvaluations(t, k, g, 6*time.Minute, &seq, false)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	p, err := pipeline.New(ctx, pipeline.Options{Config: cfg, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
+	run := startRunWith(t, pipeline.Options{Config: cfg, Logger: testLogger(t)})
+	p := run.p
 	for range 4 {
 		nBad += publishWithEvaluations(t, k, g, 4*time.Minute, &seq, true)
 		time.Sleep(300 * time.Millisecond) // traffic in four bursts, not one batch
@@ -232,21 +226,11 @@ func TestCorrectionsFromEvaluationEventsTrip(t *testing.T) {
 	end := g.Now()
 
 	want := end.Add(-2 * time.Minute).UnixNano()
-	var reached int64
-	if !testharness.Poll(40*time.Second, func() bool {
-		vs, _ := readJSONL(t, jsonl)
-		for _, v := range vs {
-			reached = max(reached, v.WindowEndUnixNano)
-		}
-		return reached >= want
-	}) {
+	if reached, ok := pollJSONLReaches(t, jsonl, want, 40*time.Second); !ok {
 		t.Fatalf("after 40s verdicts reached %v, want %v; keyed %+v, ingest %+v", time.Unix(0, reached), time.Unix(0, want),
 			p.Keyed().Stats(), p.Source().Stats())
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	run.stop(t)
 
 	vs, cmds := readJSONL(t, jsonl)
 	spikeFrom, spikeTo := start.Add(8*time.Minute).UnixNano(), start.Add(16*time.Minute).UnixNano()

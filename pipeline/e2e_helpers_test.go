@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -263,11 +264,7 @@ func (r *e2eRun) stop(t testing.TB) {
 func (r *e2eRun) checkpoints() map[int32]int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make(map[int32]int64, len(r.ckpt))
-	for p, o := range r.ckpt {
-		out[p] = o
-	}
-	return out
+	return maps.Clone(r.ckpt)
 }
 
 // waitDrained waits until the keyed stage has applied every one of the
@@ -293,7 +290,7 @@ func (r *e2eRun) waitDrained(t testing.TB, k *testharness.Kafka, cfg *config.Fil
 		default:
 		}
 		st := r.p.Keyed().Stats()
-		ends := endOffsets(t, k, cfg.Topics.Keyed)
+		ends := k.EndOffsets(t, cfg.Topics.Keyed)
 		var sum int64
 		for _, o := range ends {
 			sum += o
@@ -313,27 +310,6 @@ func (r *e2eRun) waitDrained(t testing.TB, k *testharness.Kafka, cfg *config.Fil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// endOffsets returns the end offset of every partition of topic.
-func endOffsets(t testing.TB, k *testharness.Kafka, topic string) map[int32]int64 {
-	t.Helper()
-	adm := kadm.NewClient(k.Client(t))
-	defer adm.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	lo, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatalf("list end offsets of %s: %v", topic, err)
-	}
-	out := map[int32]int64{}
-	lo.Each(func(o kadm.ListedOffset) {
-		if o.Err != nil {
-			t.Fatalf("end offset of %s[%d]: %v", topic, o.Partition, o.Err)
-		}
-		out[o.Partition] = o.Offset
-	})
-	return out
 }
 
 // committed returns the group's committed offsets of topic (absent

@@ -147,7 +147,7 @@ func TestKafkaE2EClickHouseOutage(t *testing.T) {
 	}
 	recordsEnd := r.p.Keyed().Stats().Records
 	kin := r.p.KeyedConsumer().Stats()
-	ends := endOffsets(t, k, cfg.Topics.Keyed)
+	ends := k.EndOffsets(t, cfg.Topics.Keyed)
 	maxPending, overCap, maxHeap := sampler.get()
 	blocked := metric(r.p.ClickHouse.Metrics(), "fusebox_sink_blocked_seconds_total", "", "")
 	t.Logf("outage: committed %v, keyed topic ends %v; keyed records applied %d at half-time, %d at the end; keyed consumer lag %d, %d of %d partitions paused; sink buffer peak %v of %d rows, Write blocked %.1fs; heap peak %d MiB (+%d MiB)",

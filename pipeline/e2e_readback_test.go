@@ -29,7 +29,7 @@ import (
 func readTopic(t testing.TB, k *testharness.Kafka, topic string) []*kgo.Record {
 	t.Helper()
 	var want int64
-	for _, o := range endOffsets(t, k, topic) {
+	for _, o := range k.EndOffsets(t, topic) {
 		want += o
 	}
 	recs := k.ReadAll(t, topic, int(want), time.Minute)
@@ -135,19 +135,9 @@ func referenceRun(t testing.TB, cfg *config.File, recs []*kgo.Record, upTo map[i
 		}
 		st := w.Stats()
 		ref.watermark[p] = st.Watermark
-		st.Watermark = 0
-		addWorkerStats(&ref.stats, st)
+		ref.stats.Add(st) // leaves the watermark alone
 	}
 	return ref
-}
-
-func addWorkerStats(dst *engine.WorkerStats, s engine.WorkerStats) {
-	dst.Records += s.Records
-	dst.Duplicates += s.Duplicates
-	dst.Spans += s.Spans
-	dst.LateSpans += s.LateSpans
-	dst.Verdicts += s.Verdicts
-	dst.Commands += s.Commands
 }
 
 // verdictIDs is the set of ids, failing on a duplicate when unique is set.
@@ -242,29 +232,43 @@ func sameVerdictMessages(t testing.TB, topic string, msgs []schemas.Verdict, wan
 // chVerdicts reads db.verdicts FINAL.
 func chVerdicts(t testing.TB, conn driver.Conn, db string) map[string]chVerdict {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rows, err := conn.Query(ctx, "SELECT id, status, method, value, n FROM "+db+".verdicts FINAL")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	out := map[string]chVerdict{}
-	for rows.Next() {
+	chRows(t, conn, "SELECT id, status, method, value, n FROM "+db+".verdicts FINAL", func(scan func(dest ...any)) {
 		var id string
 		var v chVerdict
-		if err := rows.Scan(&id, &v.Status, &v.Method, &v.Value, &v.N); err != nil {
-			t.Fatal(err)
-		}
+		scan(&id, &v.Status, &v.Method, &v.Value, &v.N)
 		if _, dup := out[id]; dup {
 			t.Fatalf("verdict %s twice in %s.verdicts FINAL", id, db)
 		}
 		out[id] = v
+	})
+	return out
+}
+
+// chRows runs query (a minute at the most) and calls row for each row
+// of the result, with scan reading its columns; an error of the query, a
+// scan or the iteration fails the test.
+func chRows(t testing.TB, conn driver.Conn, query string, row func(scan func(dest ...any))) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rows, err := conn.Query(ctx, query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	scan := func(dest ...any) {
+		t.Helper()
+		if err := rows.Scan(dest...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for rows.Next() {
+		row(scan)
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return out
 }
 
 // chCount runs a query returning one UInt64.
@@ -292,15 +296,8 @@ func commandKey(c *schemas.FuseCommand) string {
 // chCommands reads db.fuse_commands FINAL as commandKeys.
 func chCommands(t testing.TB, conn driver.Conn, db string) map[string]bool {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rows, err := conn.Query(ctx, "SELECT target, version, action, state, level, expires_at_unix_nano, key_id, signature, reason_verdict_ids FROM "+db+".fuse_commands FINAL")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	out := map[string]bool{}
-	for rows.Next() {
+	chRows(t, conn, "SELECT target, version, action, state, level, expires_at_unix_nano, key_id, signature, reason_verdict_ids FROM "+db+".fuse_commands FINAL", func(scan func(dest ...any)) {
 		var (
 			target, action, state, keyID, sig string
 			version                           uint64
@@ -308,14 +305,9 @@ func chCommands(t testing.TB, conn driver.Conn, db string) map[string]bool {
 			expires                           int64
 			ids                               []string
 		)
-		if err := rows.Scan(&target, &version, &action, &state, &level, &expires, &keyID, &sig, &ids); err != nil {
-			t.Fatal(err)
-		}
+		scan(&target, &version, &action, &state, &level, &expires, &keyID, &sig, &ids)
 		out[fmt.Sprintf("%s#%d %s/%s L%d exp=%d sig=%s:%s reasons=%s", target, version, action, state, level, expires, keyID, sig, strings.Join(ids, ","))] = true
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	return out
 }
 
@@ -330,30 +322,18 @@ type rollupRow struct {
 // chRollups reads db.span_rollups FINAL.
 func chRollups(t testing.TB, conn driver.Conn, db string) map[string]rollupRow {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rows, err := conn.Query(ctx, `SELECT tenant, service, model, variant, minute_unix_nano, spans, errors, input_tokens, output_tokens,
-		corrections, late_spans, duration_samples FROM `+db+`.span_rollups FINAL`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	out := map[string]rollupRow{}
-	for rows.Next() {
+	chRows(t, conn, `SELECT tenant, service, model, variant, minute_unix_nano, spans, errors, input_tokens, output_tokens,
+		corrections, late_spans, duration_samples FROM `+db+`.span_rollups FINAL`, func(scan func(dest ...any)) {
 		var r rollupRow
-		if err := rows.Scan(&r.Key.Tenant, &r.Key.Service, &r.Key.Model, &r.Key.Variant, &r.Minute, &r.Spans, &r.Errors, &r.In, &r.Out,
-			&r.Corrections, &r.Late, &r.Durns); err != nil {
-			t.Fatal(err)
-		}
+		scan(&r.Key.Tenant, &r.Key.Service, &r.Key.Model, &r.Key.Variant, &r.Minute, &r.Spans, &r.Errors, &r.In, &r.Out,
+			&r.Corrections, &r.Late, &r.Durns)
 		id := rollupID(r.Key, r.Minute)
 		if _, dup := out[id]; dup {
 			t.Fatalf("rollup %s twice in span_rollups FINAL", id)
 		}
 		out[id] = r
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	return out
 }
 

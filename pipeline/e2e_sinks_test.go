@@ -36,6 +36,18 @@ func migrateAndStopMerges(t *testing.T, conn driver.Conn, db string) {
 	}
 }
 
+// startMergelessDB starts ClickHouse (StartClickHouse) and returns it, a
+// database of its own with the schema applied and merges stopped
+// (migrateAndStopMerges), and a connection to that database.
+func startMergelessDB(t *testing.T) (*testharness.ClickHouse, string, driver.Conn) {
+	t.Helper()
+	ch := testharness.StartClickHouse(t)
+	db := ch.NewDatabase(t)
+	conn := ch.ConnDatabase(t, db)
+	migrateAndStopMerges(t, conn, db)
+	return ch, db, conn
+}
+
 // TestKafkaE2EBothSinksAgree sends 100k generated spans (36 keys, an error
 // burst, a latency tail blow-up and a canary drift) through the whole
 // pipeline with the Kafka and ClickHouse sinks on, and checks that the
@@ -206,10 +218,7 @@ func checkRollupSpans(t *testing.T, got map[string]rollupRow, ref *reference, ge
 // id is one row and the rollup sums are not doubled.
 func TestKafkaE2ESameInputTwice(t *testing.T) {
 	k := testharness.StartBroker(t)
-	ch := testharness.StartClickHouse(t)
-	db := ch.NewDatabase(t)
-	conn := ch.ConnDatabase(t, db)
-	migrateAndStopMerges(t, conn, db)
+	ch, db, conn := startMergelessDB(t)
 
 	sc := e2eScenario(30, 1200*time.Second) // 36,000 calls over 20 minutes
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -33,13 +33,8 @@ func TestKafkaGatewayRebuildsFuseStateAfterCompaction(t *testing.T) {
 	}
 	end := publish(t, k, sc, time.Unix(1_800_000_000, 0), 30*time.Minute)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	p, err := pipeline.New(ctx, pipeline.Options{Config: cfg, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
+	run := startRunWith(t, pipeline.Options{Config: cfg, Logger: testLogger(t)})
+	p := run.p
 
 	// Wait until fusebox has worked through the traffic: every keyed
 	// partition's watermark is within 2 minutes of its end (the incidents
@@ -70,10 +65,7 @@ func TestKafkaGatewayRebuildsFuseStateAfterCompaction(t *testing.T) {
 		}
 	}
 	published := p.Keyed().Stats().Commands
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	run.stop(t)
 
 	before := k.ReadToEnd(t, topic)
 	newest := map[string]schemas.FuseCommand{}

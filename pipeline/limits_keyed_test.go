@@ -2,7 +2,6 @@ package pipeline_test
 
 import (
 	"context"
-	"strconv"
 	"testing"
 	"time"
 
@@ -23,8 +22,7 @@ import (
 // dead-lettered, and no keyed record exceeds the default limit.
 func TestKafkaDefaultLimitsKeyedRecords(t *testing.T) {
 	k := testharness.StartBroker(t)
-	big := strconv.Itoa(4 << 20)
-	k.CreateTopic(t, "otlp_spans", 3, map[string]*string{"max.message.bytes": &big})
+	k.CreateTopic(t, "otlp_spans", 3, testharness.MaxMessageBytes(4<<20))
 	cfg := loadConfig(t, k.Brokers, "")
 
 	g, err := traffic.New(traffic.Demo(), time.Unix(1_800_000_000, 0))
@@ -57,19 +55,11 @@ func TestKafkaDefaultLimitsKeyedRecords(t *testing.T) {
 	}
 	cancelProduce()
 
-	ctx, cancel := context.WithCancel(context.Background())
-	p, err := pipeline.New(ctx, pipeline.Options{Config: cfg, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
+	run := startRunWith(t, pipeline.Options{Config: cfg, Logger: testLogger(t)})
+	p := run.p
 	testharness.Eventually(t, 2*time.Minute, "every span at the keyed stage", func() bool { return p.Keyed().Stats().Spans >= int64(total) })
 	st := p.Keyed().Stats()
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	run.stop(t)
 	if st.Spans != int64(total) {
 		t.Errorf("keyed stage saw %d spans, want %d", st.Spans, total)
 	}

@@ -7,9 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/ingest"
-	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -27,10 +25,7 @@ import (
 // clock, a shutdown must stay bounded, and a restart from the checkpoint
 // must resume the verdicts at once.
 func TestLiveFutureEventTime(t *testing.T) {
-	k := testharness.StartKafka(t)
-	cfg := liveConfig(t, liveOpts{brokers: k.Brokers, suffix: ".future"})
-	log := &verdictLog{}
-	run := startRunWith(t, pipeline.Options{Config: cfg, InsecureUnsigned: true, ExtraSinks: []engine.Sink{log}})
+	k, cfg, log, run := startLive(t, liveOpts{suffix: ".future"})
 	pub := startPublisher(t, k, []string{"acme", "globex"})
 	healthy := []string{"acme", "globex"}
 	log.waitVerdicts(t, time.Now(), 30*time.Second, healthy...)
@@ -104,7 +99,7 @@ func TestLiveFutureEventTime(t *testing.T) {
 
 	// The checkpoints hold sane watermarks: a restart judges at once.
 	restart := time.Now()
-	run2 := startRunWith(t, pipeline.Options{Config: cfg, InsecureUnsigned: true, ExtraSinks: []engine.Sink{log}})
+	run2 := startLoggedRun(t, cfg, log)
 	got := log.waitVerdicts(t, restart.Add(time.Second), 30*time.Second, healthy...)
 	t.Logf("after the restart, verdicts for new windows came %v after it", got.Sub(restart).Round(10*time.Millisecond))
 	checkWatermarks(t, run2.p, "after the restart")

@@ -10,6 +10,7 @@ package pipeline_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,8 +21,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/internal/testharness"
+	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -296,6 +299,18 @@ func (l *logBuffer) logger() *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
+// lines returns the lines that are JSON objects, decoded.
+func (l *logBuffer) lines() []map[string]any {
+	var out []map[string]any
+	for _, line := range strings.Split(l.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // count returns how many lines hold every one of parts.
 func (l *logBuffer) count(parts ...string) int {
 	n := 0
@@ -309,4 +324,23 @@ func (l *logBuffer) count(parts ...string) int {
 		}
 	}
 	return n
+}
+
+// startLive starts a kfake broker and the pipeline on liveConfig(o) (its
+// brokers set here), unsigned, its verdicts also kept in the returned
+// log.
+func startLive(t testing.TB, o liveOpts) (*testharness.Kafka, *config.File, *verdictLog, *e2eRun) {
+	t.Helper()
+	k := testharness.StartKafka(t)
+	o.brokers = k.Brokers
+	cfg := liveConfig(t, o)
+	log := &verdictLog{}
+	return k, cfg, log, startLoggedRun(t, cfg, log)
+}
+
+// startLoggedRun runs the pipeline on cfg, unsigned, with log as an
+// extra sink.
+func startLoggedRun(t testing.TB, cfg *config.File, log *verdictLog) *e2eRun {
+	t.Helper()
+	return startRunWith(t, pipeline.Options{Config: cfg, InsecureUnsigned: true, ExtraSinks: []engine.Sink{log}})
 }

@@ -5,9 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/engine"
-	"github.com/fusebox-dev/fusebox/internal/testharness"
-	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -23,10 +20,7 @@ import (
 // lateness + one evaluation + the idle timeout (+ the router's idle check
 // period, a quarter of the timeout, and the pipeline's own delay).
 func TestLiveRejectedOnlyPartitionDoesNotHoldTheWatermark(t *testing.T) {
-	k := testharness.StartKafka(t)
-	cfg := liveConfig(t, liveOpts{brokers: k.Brokers, suffix: ".rejected"})
-	log := &verdictLog{}
-	run := startRunWith(t, pipeline.Options{Config: cfg, InsecureUnsigned: true, ExtraSinks: []engine.Sink{log}})
+	k, cfg, log, run := startLive(t, liveOpts{suffix: ".rejected"})
 	healthy := []string{"acme", "globex"}
 	pub := startPublisher(t, k, healthy, 1, 2, 3, 4, 5)
 

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/engine"
-	"github.com/fusebox-dev/fusebox/internal/testharness"
-	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -21,11 +19,8 @@ import (
 // their verdicts. Before the fix every combination got state of its own.
 func TestLiveKeyFloodKeepsMemoryBoundedAndKnownTenantsJudged(t *testing.T) {
 	const maxKeys, partitions = 150, 2
-	k := testharness.StartKafka(t)
-	cfg := liveConfig(t, liveOpts{brokers: k.Brokers, suffix: ".keys", keyed: partitions,
+	k, _, log, run := startLive(t, liveOpts{suffix: ".keys", keyed: partitions,
 		extra: "keys: {max_tenants: 1000, max_models: 1000, max_keys: " + strconv.Itoa(maxKeys) + "}\n"})
-	log := &verdictLog{}
-	run := startRunWith(t, pipeline.Options{Config: cfg, InsecureUnsigned: true, ExtraSinks: []engine.Sink{log}})
 	healthy := []string{"acme", "globex"}
 	pub := startPublisher(t, k, healthy)
 	log.waitVerdicts(t, time.Now(), 30*time.Second, healthy...)

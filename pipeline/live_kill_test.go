@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -16,7 +13,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/pipeline"
 )
@@ -77,50 +73,15 @@ func TestLiveChildProcess(t *testing.T) {
 	if path == "" {
 		return
 	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	p, err := pipeline.New(ctx, pipeline.Options{Config: cfg, Logger: log, InsecureUnsigned: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runChildPipeline(t, path, pipeline.Options{InsecureUnsigned: true})
 }
 
 // startLiveChild runs TestLiveChildProcess on cfgPath in a child process
 // (this test binary re-executed), its output in logPath.
 func startLiveChild(t *testing.T, cfgPath, logPath string) *restartChild {
 	t.Helper()
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLiveChildProcess$", "-test.count=1", "-test.timeout=10m")
-	cmd.Env = append(os.Environ(), liveChildEnv+"="+cfgPath)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &restartChild{cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() {
-		c.err = cmd.Wait()
-		logf.Close()
-		close(c.done)
-	}()
-	t.Cleanup(func() {
-		if !c.exited() {
-			_ = cmd.Process.Kill()
-			<-c.done
-		}
-	})
-	return c
+	// Pdeathsig: the child does not outlive this test binary.
+	return startChild(t, "TestLiveChildProcess", liveChildEnv, cfgPath, logPath, &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL})
 }
 
 // verdictCollector reads a verdict topic and keeps the newest window end.

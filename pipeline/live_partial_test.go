@@ -8,10 +8,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/ingest"
-	"github.com/fusebox-dev/fusebox/internal/testharness"
-	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -26,10 +23,7 @@ import (
 // one bad attribute dead-lettered the whole message, and the correction
 // without a version was refused.
 func TestLivePartialRecords(t *testing.T) {
-	k := testharness.StartKafka(t)
-	cfg := liveConfig(t, liveOpts{brokers: k.Brokers, suffix: ".partial"})
-	log := &verdictLog{}
-	run := startRunWith(t, pipeline.Options{Config: cfg, InsecureUnsigned: true, ExtraSinks: []engine.Sink{log}})
+	k, cfg, log, run := startLive(t, liveOpts{suffix: ".partial"})
 	healthy := []string{"acme", "globex"}
 	pub := startPublisher(t, k, healthy)
 	log.waitVerdicts(t, time.Now(), 30*time.Second, healthy...)

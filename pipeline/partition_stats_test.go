@@ -49,12 +49,7 @@ func TestPartitionStatsAtCheckpointAreTheSnapshots(t *testing.T) {
 	// Checkpoints inside the stream too (after any batch that brings 50
 	// records), not only when a partition goes quiet.
 	cfg.Time.CheckpointRecords = 50
-	for _, tp := range []struct {
-		name string
-		n    int32
-	}{{cfg.Topics.Keyed, cfg.Topics.KeyedPartitions}, {cfg.Topics.DLQ, 1}, {"otlp_spans", 3}, {"fusebox.corrections", 1}} {
-		k.CreateTopic(t, tp.name, tp.n, nil)
-	}
+	createTopics(t, k, cfg)
 	sc := traffic.Demo()
 	sc.Rate = 40
 	end := publish(t, k, sc, time.Unix(1_800_000_000, 0), 8*time.Minute)

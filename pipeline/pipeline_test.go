@@ -44,6 +44,19 @@ func loadConfig(t *testing.T, brokers []string, extra string) *config.File {
 	return f
 }
 
+// createTopics creates the topics of cfg (loadConfig's) ahead of the
+// pipeline, as an operator would: the keyed topic with its partitions,
+// the DLQ, the span topic with 3 partitions and the correction topic.
+func createTopics(t *testing.T, k *testharness.Kafka, cfg *config.File) {
+	t.Helper()
+	for _, tp := range []struct {
+		name string
+		n    int32
+	}{{cfg.Topics.Keyed, cfg.Topics.KeyedPartitions}, {cfg.Topics.DLQ, 1}, {"otlp_spans", 3}, {"fusebox.corrections", 1}} {
+		k.CreateTopic(t, tp.name, tp.n, nil)
+	}
+}
+
 // publish writes d of event time of sc's traffic to the span and
 // correction topics as a service (OTLP protobuf, 100 spans a message) and
 // an app would, and returns the event time reached.
@@ -97,6 +110,21 @@ func readJSONL(t *testing.T, path string) ([]schemas.Verdict, []schemas.FuseComm
 	return vs, cs
 }
 
+// pollJSONLReaches polls the JSONL sink file at path until the newest
+// window end of its verdicts reaches want (Unix ns), for d at the most. It
+// returns that newest window end and whether it reached want.
+func pollJSONLReaches(t *testing.T, path string, want int64, d time.Duration) (reached int64, ok bool) {
+	t.Helper()
+	ok = testharness.Poll(d, func() bool {
+		vs, _ := readJSONL(t, path)
+		for _, v := range vs {
+			reached = max(reached, v.WindowEndUnixNano)
+		}
+		return reached >= want
+	})
+	return reached, ok
+}
+
 func TestKafkaPipelineEndToEnd(t *testing.T) {
 	k := testharness.StartBroker(t)
 	dir := t.TempDir()
@@ -110,29 +138,17 @@ func TestKafkaPipelineEndToEnd(t *testing.T) {
 	start := time.Unix(1_800_000_000, 0)
 	end := publish(t, k, sc, start, 15*time.Minute)
 
-	ctx, cancel := context.WithCancel(context.Background())
 	var kopts []kgo.Opt
 	if os.Getenv("FUSEBOX_TEST_KGO_DEBUG") != "" {
 		kopts = append(kopts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelDebug, nil)))
 	}
-	p, err := pipeline.New(ctx, pipeline.Options{Config: cfg, Logger: testLogger(t), KgoOpts: kopts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
+	run := startRunWith(t, pipeline.Options{Config: cfg, Logger: testLogger(t), KgoOpts: kopts})
+	p := run.p
 
 	// Wait for evaluations up to a few minutes before the end of the
 	// traffic: the watermark lags by the allowed lateness.
 	want := end.Add(-2 * time.Minute).UnixNano()
-	var reached int64
-	if !testharness.Poll(25*time.Second, func() bool {
-		vs, _ := readJSONL(t, jsonl)
-		for _, v := range vs {
-			reached = max(reached, v.WindowEndUnixNano)
-		}
-		return reached >= want
-	}) {
+	if reached, ok := pollJSONLReaches(t, jsonl, want, 25*time.Second); !ok {
 		seen := map[string]int{}
 		all := k.ReadAll(t, "fusebox.keyed", 4988, 10*time.Second)
 		if dump := os.Getenv("FUSEBOX_DUMP_KEYED"); dump != "" {
@@ -164,10 +180,7 @@ func TestKafkaPipelineEndToEnd(t *testing.T) {
 		t.Fatalf("after 25s verdicts reached %v, want %v; keyed stage %+v, watermarks %v, router ingest %+v",
 			time.Unix(0, reached), time.Unix(0, want), p.Keyed().Stats(), p.Keyed().Partitions(), p.Source().Stats())
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	run.stop(t)
 
 	vs, cmds := readJSONL(t, jsonl)
 	onKafka := map[string]bool{}

@@ -324,7 +324,7 @@ func sourcesRouted(t *testing.T, k *testharness.Kafka, adm *kadm.Client, group s
 		return false // GROUP_ID_NOT_FOUND until the router's first commit
 	}
 	for _, topic := range []string{replay.SpanTopic, replay.CorrectionTopic} {
-		for p, end := range endOffsets(t, k, topic) {
+		for p, end := range k.EndOffsets(t, topic) {
 			got, ok := offs.Lookup(topic, p)
 			if end > 0 && (!ok || got.Err != nil || got.At < end) {
 				return false

@@ -1,19 +1,12 @@
 package pipeline_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/pipeline"
 )
@@ -94,100 +87,12 @@ func TestRestartChildProcess(t *testing.T) {
 	if path == "" {
 		return
 	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	p, err := pipeline.New(ctx, pipeline.Options{Config: cfg, Logger: log, KgoOpts: clusterGroupOpts()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runChildPipeline(t, path, pipeline.Options{KgoOpts: clusterGroupOpts()})
 }
 
-// restartChild is a running child process.
-type restartChild struct {
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{}
-	err     error
-}
-
+// startRestartChild runs TestRestartChildProcess on cfgPath in a child
+// process (this test binary re-executed), its output in logPath.
 func startRestartChild(t *testing.T, cfgPath, logPath string) *restartChild {
 	t.Helper()
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRestartChildProcess$", "-test.count=1", "-test.timeout=10m")
-	cmd.Env = append(os.Environ(), restartChildEnv+"="+cfgPath)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &restartChild{cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() {
-		c.err = cmd.Wait()
-		logf.Close()
-		close(c.done)
-	}()
-	t.Cleanup(func() {
-		if !c.exited() {
-			_ = cmd.Process.Kill()
-			<-c.done
-		}
-	})
-	return c
-}
-
-func (c *restartChild) exited() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// kill SIGKILLs the child and waits for it to be gone.
-func (c *restartChild) kill(t *testing.T) {
-	t.Helper()
-	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-c.done
-}
-
-// terminate asks the child to stop (SIGTERM: it checkpoints and leaves
-// its groups) and fails the test unless it exits cleanly within 60 s.
-func (c *restartChild) terminate(t *testing.T) {
-	t.Helper()
-	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-c.done:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("child did not stop within 60s of SIGTERM; log %s", c.logPath)
-	}
-	var ee *exec.ExitError
-	if c.err != nil && !errors.As(c.err, &ee) {
-		t.Fatalf("child: %v", c.err)
-	}
-	if c.err != nil {
-		b, _ := os.ReadFile(c.logPath)
-		t.Fatalf("child exited with %v; log:\n%s", c.err, tail(b, 4000))
-	}
-}
-
-func tail(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[len(b)-n:]
-	}
-	return b
+	return startChild(t, "TestRestartChildProcess", restartChildEnv, cfgPath, logPath, nil)
 }

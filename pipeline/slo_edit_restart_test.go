@@ -1,12 +1,8 @@
 package pipeline_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,31 +12,6 @@ import (
 	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/pipeline"
 )
-
-// syncBuffer is a log destination safe for the pipeline's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) lines() []map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []map[string]any
-	for _, l := range strings.Split(s.b.String(), "\n") {
-		var m map[string]any
-		if json.Unmarshal([]byte(l), &m) == nil {
-			out = append(out, m)
-		}
-	}
-	return out
-}
 
 // TestKafkaRestartUnderAnEditedSLOFileLogsWhatItKept stops a pipeline midway
 // and restarts it with an edited SLO file — a budget changed (kept), a
@@ -100,10 +71,9 @@ func TestKafkaRestartUnderAnEditedSLOFileLogsWhatItKept(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	logs := &logBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
-	p, err := pipeline.New(ctx, pipeline.Options{Config: edited, Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
-		KgoOpts: clusterGroupOpts()})
+	p, err := pipeline.New(ctx, pipeline.Options{Config: edited, Logger: logs.logger(), KgoOpts: clusterGroupOpts()})
 	if err != nil {
 		cancel()
 		t.Fatal(err)

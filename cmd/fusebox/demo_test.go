@@ -10,6 +10,26 @@ import (
 	"testing"
 )
 
+// checkDemoStdout fails the test unless the headless demo's stdout holds
+// only verdict and fuse lines, with as many verdict lines (at least one)
+// as the JSONL file at jsonl holds verdicts.
+func checkDemoStdout(t *testing.T, stdout, jsonl string) {
+	t.Helper()
+	verdicts := 0
+	for _, l := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		switch {
+		case strings.HasPrefix(l, "verdict "):
+			verdicts++
+		case strings.HasPrefix(l, "fuse "):
+		default:
+			t.Errorf("unexpected stdout line %q", l)
+		}
+	}
+	if vs, _ := readJSONL(t, jsonl); verdicts == 0 || verdicts != len(vs) {
+		t.Errorf("%d verdict lines, %d verdicts in %s", verdicts, len(vs), jsonl)
+	}
+}
+
 // TestDemoCommandHeadless runs `fusebox demo --headless` for a few seconds
 // of wall time: it exits 0, prints only verdict and fuse lines on stdout,
 // names its JSONL file on stderr and writes to it. The full scenario is
@@ -20,21 +40,7 @@ func TestDemoCommandHeadless(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\nstderr: %s", code, stderr)
 	}
-	lines := strings.Split(strings.TrimSpace(stdout), "\n")
-	verdicts := 0
-	for _, l := range lines {
-		switch {
-		case strings.HasPrefix(l, "verdict "):
-			verdicts++
-		case strings.HasPrefix(l, "fuse "):
-		default:
-			t.Errorf("unexpected stdout line %q", l)
-		}
-	}
-	vs, _ := readJSONL(t, jsonl)
-	if verdicts == 0 || verdicts != len(vs) {
-		t.Errorf("%d verdict lines, %d verdicts in %s", verdicts, len(vs), jsonl)
-	}
+	checkDemoStdout(t, stdout, jsonl)
 	for _, want := range []string{"embedded Kafka broker on 127.0.0.1:", "verdicts and fuse commands go to " + jsonl, "signed with the throwaway key demo-", "live page on http://127.0.0.1:"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
@@ -63,18 +69,8 @@ func TestDemoCommandUsage(t *testing.T) {
 // summary, and leaves a readable JSONL file.
 func TestDemoCtrlC(t *testing.T) {
 	jsonl := filepath.Join(t.TempDir(), "demo.jsonl")
-	cmd := exec.Command(os.Args[0], "demo", "--headless", "--speedup", "100", "--jsonl", jsonl, "--http", "127.0.0.1:0", "--ui=false")
-	cmd.Env = append(os.Environ(), envAsMain+"=1")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	cmd, stdout := startPiped(t, &stderr, "demo", "--headless", "--speedup", "100", "--jsonl", jsonl, "--http", "127.0.0.1:0", "--ui=false")
 	sc := bufio.NewScanner(stdout)
 	lines := 0
 	for sc.Scan() {
@@ -134,17 +130,5 @@ func TestDemoCommandNotATerminal(t *testing.T) {
 	if bytes.ContainsRune(b, '\r') {
 		t.Error("stdout holds a carriage return (a redraw)")
 	}
-	verdicts := 0
-	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		switch {
-		case strings.HasPrefix(l, "verdict "):
-			verdicts++
-		case strings.HasPrefix(l, "fuse "):
-		default:
-			t.Errorf("unexpected stdout line %q", l)
-		}
-	}
-	if vs, _ := readJSONL(t, jsonl); verdicts == 0 || verdicts != len(vs) {
-		t.Errorf("%d verdict lines, %d verdicts in %s", verdicts, len(vs), jsonl)
-	}
+	checkDemoStdout(t, string(b), jsonl)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,26 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-
 	"github.com/fusebox-dev/fusebox/internal/sim/traffic"
 	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
-
-// topicRecords sums the end offsets of a topic: its records.
-func topicRecords(t *testing.T, k *testharness.Kafka, topic string) int64 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	offs, err := kadm.NewClient(k.Client(t)).ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n int64
-	offs.Each(func(o kadm.ListedOffset) { n += o.Offset })
-	return n
-}
 
 var summaryRE = regexp.MustCompile(`^(done|stopped): (\d+) LLM spans and (\d+) other spans in (\d+) messages to (\S+) \((\S+)\), (\d+) corrections to (\S+),`)
 
@@ -64,10 +47,10 @@ func TestKafkaGenCommandPublishes(t *testing.T) {
 	if !strings.Contains(stdout, "event time 2025-03-04T10:00:00Z to 2025-03-04T10:00:20Z") {
 		t.Errorf("summary lacks the event-time range: %s", stdout)
 	}
-	if got := topicRecords(t, k, "spans"); got != msgs {
+	if got := k.TopicRecords(t, "spans"); got != msgs {
 		t.Errorf("topic spans holds %d records, summary says %d", got, msgs)
 	}
-	if got := topicRecords(t, k, "corr"); got != corr {
+	if got := k.TopicRecords(t, "corr"); got != corr {
 		t.Errorf("topic corr holds %d records, summary says %d", got, corr)
 	}
 	for _, r := range k.ReadAll(t, "spans", 1, 30*time.Second) {
@@ -222,11 +205,11 @@ func TestGenProcessSIGINT(t *testing.T) {
 	if how != "stopped" || spans == 0 {
 		t.Errorf("summary %q: want stopped with spans", stdout.String())
 	}
-	if got := topicRecords(t, k, "otlp_spans"); got != msgs {
+	if got := k.TopicRecords(t, "otlp_spans"); got != msgs {
 		t.Errorf("otlp_spans holds %d records, summary says %d", got, msgs)
 	}
 	if corr > 0 {
-		if got := topicRecords(t, k, "fusebox.corrections"); got != corr {
+		if got := k.TopicRecords(t, "fusebox.corrections"); got != corr {
 			t.Errorf("fusebox.corrections holds %d records, summary says %d", got, corr)
 		}
 	}

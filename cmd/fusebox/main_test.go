@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"regexp"
@@ -36,6 +37,25 @@ func TestMain(m *testing.M) {
 		return
 	}
 	testharness.Main(m)
+}
+
+// startPiped starts `fusebox args...` as a process (this test binary,
+// envAsMain set), its stderr into stderr, and returns it with its stdout
+// to read. It is killed at the end of the test if still running.
+func startPiped(t *testing.T, stderr io.Writer, args ...string) (*exec.Cmd, io.ReadCloser) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), envAsMain+"=1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return cmd, stdout
 }
 
 func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -265,17 +285,8 @@ func TestBrokerProcessSIGTERMKeepsData(t *testing.T) {
 	dir := t.TempDir()
 	want := []string{}
 	for round := 0; round < 2; round++ {
-		cmd := exec.Command(os.Args[0], "broker", "--listen", "127.0.0.1:0", "--data-dir", dir, "--topic", "keep:2")
-		cmd.Env = append(os.Environ(), envAsMain+"=1")
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
 		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		cmd, stdout := startPiped(t, &stderr, "broker", "--listen", "127.0.0.1:0", "--data-dir", dir, "--topic", "keep:2")
 		lines := make(chan string, 10)
 		go func() {
 			sc := bufio.NewScanner(stdout)

@@ -148,7 +148,7 @@ func TestRunWithTheREADMEACLs(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stderr, addr, done := startRun(t, ctx, "--config", cfg)
-	testharness.Eventually(t, 30*time.Second, "/readyz 200", func() bool { code, _ := get(t, "http://"+addr+"/readyz"); return code == http.StatusOK })
+	waitReady(t, addr)
 
 	as := func(user, pass string) *kgo.Client {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()),

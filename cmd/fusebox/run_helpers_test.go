@@ -9,10 +9,12 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -213,4 +215,54 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// runProcess is `fusebox run` as a child process: this test binary
+// re-executed as main (envAsMain), its stderr collected.
+type runProcess struct {
+	cmd    *exec.Cmd
+	stderr *logLines
+	exited chan error
+	// addr is the listener serving /metrics, read from the run's log line.
+	addr string
+}
+
+// startRunProcess starts `fusebox run --config cfgPath` and waits up to 30 s for
+// its "serving /metrics" line; it fails the test if either does not
+// happen. The process is killed at the end of the test if still running.
+func startRunProcess(t *testing.T, cfgPath string) *runProcess {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "run", "--config", cfgPath)
+	cmd.Env = append(os.Environ(), envAsMain+"=1")
+	p := &runProcess{cmd: cmd, stderr: newLogLines(), exited: make(chan error, 1)}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	p.addr = p.stderr.field(t, "serving /metrics", "addr", 30*time.Second)
+	return p
+}
+
+// sigterm sends the run SIGTERM (a clean stop).
+func (p *runProcess) sigterm(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitClean fails the test unless the run exits with status 0 within
+// 60 s (of the SIGTERM sent before).
+func (p *runProcess) waitClean(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-p.exited:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v; stderr:\n%s", err, p.stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("no exit within 60 s of SIGTERM; stderr:\n%s", p.stderr.String())
+	}
 }

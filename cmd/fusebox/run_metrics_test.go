@@ -2,33 +2,15 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/fusebox-dev/fusebox/internal/sim/traffic"
 	"github.com/fusebox-dev/fusebox/internal/testharness"
 )
-
-// promtool returns the path of Prometheus's promtool. Missing, the test
-// is skipped with a message, except in CI (CI=true) or with
-// FUSEBOX_REQUIRE_PROMTOOL=1, where it fails.
-func promtool(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("promtool")
-	if err == nil {
-		return p
-	}
-	if os.Getenv("CI") == "true" || os.Getenv("FUSEBOX_REQUIRE_PROMTOOL") == "1" {
-		t.Fatalf("promtool not found (Debian's prometheus package has it): %v", err)
-	}
-	t.Skipf("promtool not found (apt-get install prometheus); set FUSEBOX_REQUIRE_PROMTOOL=1 to fail instead: %v", err)
-	return ""
-}
 
 // checkMetrics runs `promtool check metrics` (format and naming lint) on
 // one /metrics scrape.
@@ -59,24 +41,15 @@ slos:
 // _timestamp_seconds gauge; once the incident trips a breaker, the
 // open-targets gauge names the SLO and one INFO line tells the change.
 func TestKafkaRunMetricsPassPromtool(t *testing.T) {
-	bin := promtool(t)
+	bin := testharness.Promtool(t, "the /metrics format")
 	k := testharness.StartBroker(t)
 	dir := t.TempDir()
 	jsonl := filepath.Join(dir, "run.jsonl")
 	cfgText := strings.Replace(sigtermConfig(k.Brokers, "metrics", "sinks: {jsonl: {path: "+jsonl+"}}\nhttp: {listen: 127.0.0.1:0}\n"),
 		sigtermSLOs, metricsSLOs, 1)
 	cfgPath := writeFile(t, dir, "metrics.yaml", cfgText)
-	cmd := exec.Command(os.Args[0], "run", "--config", cfgPath)
-	cmd.Env = append(os.Environ(), envAsMain+"=1")
-	stderr := newLogLines()
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	addr := stderr.field(t, "serving /metrics", "addr", 30*time.Second)
+	run := startRunProcess(t, cfgPath)
+	stderr, addr := run.stderr, run.addr
 
 	code, text := get(t, "http://"+addr+"/metrics")
 	if code != 200 {
@@ -126,17 +99,8 @@ func TestKafkaRunMetricsPassPromtool(t *testing.T) {
 		t.Errorf("no INFO line for the trip; stderr:\n%s", stderr.String())
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v; stderr:\n%s", err, stderr.String())
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("no exit within 60 s of SIGTERM")
-	}
+	run.sigterm(t)
+	run.waitClean(t)
 }
 
 // grepLines returns the lines of text containing s.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -103,7 +102,7 @@ func TestRunTakesConfigAndOverridesFromOutside(t *testing.T) {
 	if strings.HasSuffix(addr, ":1") {
 		t.Fatalf("listening on the file's address %s, not $FUSEBOX_LISTEN's", addr)
 	}
-	testharness.Eventually(t, 30*time.Second, "/readyz 200", func() bool { code, _ := get(t, "http://"+addr+"/readyz"); return code == http.StatusOK })
+	waitReady(t, addr)
 	if b := stderr.field(t, "fusebox running", "brokers", 10*time.Second); b != strings.Join(k.Brokers, ",") {
 		t.Errorf("running with brokers %q, want --brokers %q", b, strings.Join(k.Brokers, ","))
 	}

@@ -3,11 +3,8 @@ package main
 import (
 	"context"
 	"math"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -70,24 +67,8 @@ func TestKafkaRunSIGTERMLosesNothing(t *testing.T) {
 	jsonl := filepath.Join(dir, "run.jsonl")
 	cfgText := sigtermConfig(k.Brokers, "real", "sinks: {jsonl: {path: "+jsonl+"}}\nhttp: {listen: 127.0.0.1:0}\n")
 	cfgPath := writeFile(t, dir, "real.yaml", cfgText)
-	cmd := exec.Command(os.Args[0], "run", "--config", cfgPath)
-	cmd.Env = append(os.Environ(), envAsMain+"=1")
-	stderr := newLogLines()
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan int, 1)
-	go func() {
-		err := cmd.Wait()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		}
-		exited <- code
-	}()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	addr := stderr.field(t, "serving /metrics", "addr", 30*time.Second)
+	run := startRunProcess(t, cfgPath)
+	stderr, addr := run.stderr, run.addr
 
 	// The traffic arrives while the process runs (25 minutes of event time
 	// in about 8 s of wall time), so the SIGTERM lands mid-stream.
@@ -109,19 +90,10 @@ func TestKafkaRunSIGTERMLosesNothing(t *testing.T) {
 		m = scrape(t, addr)
 		return verdicts() >= 100
 	})
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	run.sigterm(t)
 	t.Logf("SIGTERM after %v verdicts, %v spans decoded, %v late, %v checkpoints", verdicts(),
 		m["fusebox_spans_decoded_total"], m["fusebox_late_spans_total"], m["fusebox_checkpoints_total"])
-	select {
-	case code := <-exited:
-		if code != 0 {
-			t.Fatalf("exit %d after SIGTERM; stderr:\n%s", code, stderr.String())
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("no exit within 60 s of SIGTERM; stderr:\n%s", stderr.String())
-	}
+	run.waitClean(t)
 	if !strings.Contains(stderr.String(), "offsets committed") {
 		t.Errorf("no clean-stop log line; stderr:\n%s", stderr.String())
 	}

@@ -67,6 +67,28 @@ func startRun(t *testing.T, ctx context.Context, args ...string) (*logLines, str
 	return nil, "", nil
 }
 
+// waitReady waits up to 30 s for /readyz on addr to answer 200.
+func waitReady(t *testing.T, addr string) {
+	t.Helper()
+	testharness.Eventually(t, 30*time.Second, "/readyz 200", func() bool { code, _ := get(t, "http://"+addr+"/readyz"); return code == http.StatusOK })
+}
+
+// runUntilReady runs `fusebox run` in-process (startRun) until /readyz
+// answers 200, then cancels it (what SIGTERM does) and fails the test
+// unless it exits 0. It returns the run's stderr.
+func runUntilReady(t *testing.T, args ...string) *logLines {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr, addr, done := startRun(t, ctx, args...)
+	waitReady(t, addr)
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	return stderr
+}
+
 // TestKafkaRunServesMetrics runs `fusebox run` in-process on a kfake broker with
 // generated traffic (and one malformed record), then scrapes /metrics over
 // HTTP and checks the named series against what was published; /healthz,
@@ -89,7 +111,7 @@ func TestKafkaRunServesMetrics(t *testing.T) {
 	if code, body := get(t, "http://"+addr+"/healthz"); code != http.StatusOK || body != "ok\n" {
 		t.Errorf("/healthz: %d %q", code, body)
 	}
-	testharness.Eventually(t, 30*time.Second, "/readyz 200", func() bool { code, _ := get(t, "http://"+addr+"/readyz"); return code == http.StatusOK })
+	waitReady(t, addr)
 	// Everything read, evaluated to the end and written: the verdicts
 	// counted equal the verdicts the Kafka sink wrote, and a trip.
 	var m map[string]float64
@@ -245,14 +267,7 @@ func TestKafkaRunSASL(t *testing.T) {
 			t.Setenv("FUSEBOX_TEST_KAFKA_PASSWORD", tc.pass)
 			cfg := writeFile(t, dir, tc.mech+".yaml", withKafka(runConfig(k.Brokers, "http: {listen: 127.0.0.1:0}\nsigning: {insecure_unsigned: true}\n"),
 				"  group: g-"+strings.ToLower(tc.mech)+"\n  sasl: {mechanism: "+tc.mech+", username: "+tc.user+", password_env: FUSEBOX_TEST_KAFKA_PASSWORD}\n"))
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			stderr, addr, done := startRun(t, ctx, "--config", cfg)
-			testharness.Eventually(t, 30*time.Second, "/readyz 200", func() bool { code, _ := get(t, "http://"+addr+"/readyz"); return code == http.StatusOK })
-			cancel()
-			if code := <-done; code != exitOK {
-				t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
-			}
+			stderr := runUntilReady(t, "--config", cfg)
 			if strings.Contains(stderr.String(), tc.pass) {
 				t.Errorf("the log shows the password")
 			}

@@ -11,7 +11,6 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -64,14 +63,7 @@ func TestRunKafkaTLS(t *testing.T) {
 	caFile := writeFile(t, dir, "ca.pem", string(caPEM))
 	cfg := writeFile(t, dir, "tls.yaml", withKafka(runConfig(k.Brokers, "http: {listen: 127.0.0.1:0}\nsigning: {insecure_unsigned: true}\n"),
 		"  tls: {enabled: true, ca_file: "+caFile+"}\n"))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stderr, addr, done := startRun(t, ctx, "--config", cfg)
-	testharness.Eventually(t, 30*time.Second, "/readyz 200", func() bool { code, _ := get(t, "http://"+addr+"/readyz"); return code == http.StatusOK })
-	cancel()
-	if code := <-done; code != exitOK {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
-	}
+	runUntilReady(t, "--config", cfg)
 
 	otherCA, _ := testCA(t)
 	bad := writeFile(t, dir, "bad.yaml", withKafka(runConfig(k.Brokers, "http: {listen: 127.0.0.1:0}\nsigning: {insecure_unsigned: true}\n"),

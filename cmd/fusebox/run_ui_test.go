@@ -2,11 +2,8 @@ package main
 
 import (
 	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,17 +21,8 @@ func TestKafkaRunServesLivePage(t *testing.T) {
 	dir := t.TempDir()
 	jsonl := filepath.Join(dir, "run.jsonl")
 	cfgPath := writeFile(t, dir, "ui.yaml", sigtermConfig(k.Brokers, "ui", "sinks: {jsonl: {path: "+jsonl+"}}\nhttp: {listen: 127.0.0.1:0, ui: true}\n"))
-	cmd := exec.Command(os.Args[0], "run", "--config", cfgPath)
-	cmd.Env = append(os.Environ(), envAsMain+"=1")
-	stderr := newLogLines()
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	addr := stderr.field(t, "serving /metrics", "addr", 30*time.Second)
+	run := startRunProcess(t, cfgPath)
+	stderr, addr := run.stderr, run.addr
 	if u := stderr.field(t, "serving the live page", "url", 10*time.Second); u != "http://"+addr+"/ui/" {
 		t.Errorf("the live page's log line names %q, want http://%s/ui/", u, addr)
 	}
@@ -72,17 +60,8 @@ func TestKafkaRunServesLivePage(t *testing.T) {
 		}
 		return false
 	})
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v; stderr:\n%s", err, stderr.String())
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("no exit within 60 s of SIGTERM")
-	}
+	run.sigterm(t)
+	run.waitClean(t)
 	// Every key the page listed has verdicts in the JSONL file, and the
 	// page counted no more verdicts than the run wrote.
 	vs, _ := readJSONL(t, jsonl)

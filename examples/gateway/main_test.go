@@ -49,38 +49,68 @@ type syncBuf struct {
 func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
 func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
+// startFuseTopic starts a kfake broker with the fuse topic, compacted as
+// fusebox creates it, and sets the gateway's keys (FUSEBOX_FUSE_KEYS).
+func startFuseTopic(t *testing.T) *testharness.Kafka {
+	t.Helper()
+	k := testharness.StartKafka(t)
+	compact := "compact"
+	k.CreateTopic(t, fuse.DefaultTopic, 3, map[string]*string{"cleanup.policy": &compact})
+	t.Setenv(fuse.EnvKeys, keys)
+	return k
+}
+
+// degradeBig is the command the decision tests publish: */chat/big/*
+// degraded to small, issued now, expiring in an hour.
+func degradeBig() schemas.FuseCommand {
+	now := time.Now()
+	return schemas.FuseCommand{
+		Target: schemas.Key{Tenant: "*", Service: "chat", Model: "big", Variant: "*"},
+		Action: schemas.ActionDegrade, Level: 1, State: schemas.StateOpen, Version: 1, Fallback: "small",
+		IssuedAtUnixNano: now.UnixNano(), ExpiresAtUnixNano: now.Add(time.Hour).UnixNano(),
+		Reasons: []schemas.Reason{{VerdictID: "v1", Text: "tail breach"}},
+	}
+}
+
+// gatewayRun is the gateway's run in a goroutine, its output in out.
+type gatewayRun struct {
+	out    syncBuf
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startGateway runs the gateway with args until stop.
+func startGateway(args ...string) *gatewayRun {
+	ctx, cancel := context.WithCancel(context.Background())
+	g := &gatewayRun{cancel: cancel, done: make(chan error, 1)}
+	go func() { g.done <- run(ctx, args, &g.out) }()
+	return g
+}
+
+// stop cancels the run and fails the test if it returned an error.
+func (g *gatewayRun) stop(t *testing.T) {
+	t.Helper()
+	g.cancel()
+	if err := <-g.done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+}
+
 func TestGatewayExample(t *testing.T) {
 	for _, client := range []string{"franz-go", "kafka-go"} {
 		t.Run(client, func(t *testing.T) {
-			k := testharness.StartKafka(t)
-			compact := "compact"
-			k.CreateTopic(t, fuse.DefaultTopic, 3, map[string]*string{"cleanup.policy": &compact})
-			now := time.Now()
-			publish(t, k, schemas.FuseCommand{
-				Target: schemas.Key{Tenant: "*", Service: "chat", Model: "big", Variant: "*"},
-				Action: schemas.ActionDegrade, Level: 1, State: schemas.StateOpen, Version: 1, Fallback: "small",
-				IssuedAtUnixNano: now.UnixNano(), ExpiresAtUnixNano: now.Add(time.Hour).UnixNano(),
-				Reasons: []schemas.Reason{{VerdictID: "v1", Text: "tail breach"}},
-			})
-			t.Setenv(fuse.EnvKeys, keys)
+			k := startFuseTopic(t)
+			publish(t, k, degradeBig())
 
-			var out syncBuf
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() {
-				done <- run(ctx, []string{"-brokers", strings.Join(k.Brokers, ","), "-client", client, "-every", "50ms",
-					"-key", "acme/chat/big/stable", "-key", "acme/chat/small/stable"}, &out)
-			}()
+			g := startGateway("-brokers", strings.Join(k.Brokers, ","), "-client", client, "-every", "50ms",
+				"-key", "acme/chat/big/stable", "-key", "acme/chat/small/stable")
 			testharness.Eventually(t, 30*time.Second, "decisions", func() bool {
-				s := out.String()
+				s := g.out.String()
 				return strings.Contains(s, "decide acme/chat/big/stable: degrade to small") &&
 					strings.Contains(s, "decide acme/chat/small/stable: allow")
 			})
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatalf("run: %v", err)
-			}
-			if s := out.String(); !strings.Contains(s, "command */chat/big/* v1: degrade level 1 state open (was none)") || !strings.Contains(s, "ready: 1 targets") {
+			g.stop(t)
+			if s := g.out.String(); !strings.Contains(s, "command */chat/big/* v1: degrade level 1 state open (was none)") || !strings.Contains(s, "ready: 1 targets") {
 				t.Fatalf("output:\n%s", s)
 			}
 		})
@@ -101,9 +131,7 @@ func TestGatewayRefusesWithoutKeys(t *testing.T) {
 // such; the default keys are the generated traffic's (the latency-tail
 // incident's target), so the invocation of docs/gateways.md decides for real keys.
 func TestGatewayExampleShowsExpired(t *testing.T) {
-	k := testharness.StartKafka(t)
-	compact := "compact"
-	k.CreateTopic(t, fuse.DefaultTopic, 3, map[string]*string{"cleanup.policy": &compact})
+	k := startFuseTopic(t)
 	issued := time.Now().Add(-time.Hour) // an hour behind, as a backlog's evaluation
 	publish(t, k, schemas.FuseCommand{
 		Target: schemas.Key{Tenant: "acme", Service: "chat", Model: "gpt-4o-mini", Variant: "baseline"},
@@ -111,22 +139,15 @@ func TestGatewayExampleShowsExpired(t *testing.T) {
 		IssuedAtUnixNano: issued.UnixNano(), ExpiresAtUnixNano: issued.Add(15 * time.Minute).UnixNano(),
 		Reasons: []schemas.Reason{{VerdictID: "v1", Text: "tail breach"}},
 	})
-	t.Setenv(fuse.EnvKeys, keys)
-	var out syncBuf
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"-brokers", strings.Join(k.Brokers, ","), "-every", "50ms"}, &out) }()
+	g := startGateway("-brokers", strings.Join(k.Brokers, ","), "-every", "50ms")
 	testharness.Eventually(t, 30*time.Second, "the expired command shown and the default keys decided", func() bool {
-		s := out.String()
+		s := g.out.String()
 		return strings.Contains(s, "not applied: expired 1") &&
 			strings.Contains(s, "decide acme/chat/gpt-4o-mini/baseline: allow") &&
 			strings.Contains(s, "decide acme/chat/gpt-4o-mini/canary: allow")
 	})
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	if s := out.String(); strings.Contains(s, "command acme/chat/gpt-4o-mini/baseline") {
+	g.stop(t)
+	if s := g.out.String(); strings.Contains(s, "command acme/chat/gpt-4o-mini/baseline") {
 		t.Errorf("the expired command was applied:\n%s", s)
 	}
 }
@@ -134,17 +155,8 @@ func TestGatewayExampleShowsExpired(t *testing.T) {
 // TestGatewayExampleProxy: with --listen the example is a fusehttp proxy
 // that really degrades the commanded model on its way to the upstream.
 func TestGatewayExampleProxy(t *testing.T) {
-	k := testharness.StartKafka(t)
-	compact := "compact"
-	k.CreateTopic(t, fuse.DefaultTopic, 3, map[string]*string{"cleanup.policy": &compact})
-	now := time.Now()
-	publish(t, k, schemas.FuseCommand{
-		Target: schemas.Key{Tenant: "*", Service: "chat", Model: "big", Variant: "*"},
-		Action: schemas.ActionDegrade, Level: 1, State: schemas.StateOpen, Version: 1, Fallback: "small",
-		IssuedAtUnixNano: now.UnixNano(), ExpiresAtUnixNano: now.Add(time.Hour).UnixNano(),
-		Reasons: []schemas.Reason{{VerdictID: "v1", Text: "tail breach"}},
-	})
-	t.Setenv(fuse.EnvKeys, keys)
+	k := startFuseTopic(t)
+	publish(t, k, degradeBig())
 	models := make(chan string, 1)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var b struct{ Model string }
@@ -153,15 +165,10 @@ func TestGatewayExampleProxy(t *testing.T) {
 		fmt.Fprintf(w, `{"model":%q}`, b.Model)
 	}))
 	defer up.Close()
-	var out syncBuf
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"--brokers", strings.Join(k.Brokers, ","), "--listen", "127.0.0.1:0", "--upstream", up.URL}, &out)
-	}()
+	g := startGateway("--brokers", strings.Join(k.Brokers, ","), "--listen", "127.0.0.1:0", "--upstream", up.URL)
 	var addr string
 	testharness.Eventually(t, 30*time.Second, "the proxy listening", func() bool {
-		_, rest, ok := strings.Cut(out.String(), "proxy: listening on ")
+		_, rest, ok := strings.Cut(g.out.String(), "proxy: listening on ")
 		addr, _, _ = strings.Cut(rest, ",")
 		return ok && strings.Contains(rest, ",")
 	})
@@ -186,10 +193,7 @@ func TestGatewayExampleProxy(t *testing.T) {
 	if !strings.Contains(string(body), `fusebox_gateway_requests_total{decision="degrade"} 1`) {
 		t.Fatalf("/metrics:\n%s", body)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("run: %v", err)
-	}
+	g.stop(t)
 }
 
 // TestMain runs the test binary as the gateway itself when

@@ -8,10 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/template"
 	"time"
 
@@ -41,46 +39,19 @@ type localServer struct {
 	Dir    string
 	Port   int
 
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed when the process has been waited for
-	waitErr error         // valid after exited is closed
+	serverProcess
 }
 
 // Addr is the native-protocol address, "127.0.0.1:PORT".
 func (s *localServer) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)) }
 
 // startProcess starts clickhouse-server on s.Dir's config, its output
-// appended to log/console.log. If the test binary dies without stopping the
-// server (a panic, a -timeout), the kernel kills the server too instead of
-// leaving it: Pdeathsig. The kernel sends it when the *thread* that started
-// the child exits, and Go may retire threads, so the process is started
-// and waited for on one goroutine locked to its thread, which lives as long
-// as the server. s.exited is closed once the process has been waited for.
+// appended to log/console.log, with Pdeathsig (see serverProcess.start).
 func (s *localServer) startProcess() error {
-	console, err := os.OpenFile(filepath.Join(s.Dir, "log", "console.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return fmt.Errorf("clickhouse-server: console log: %w", err)
-	}
-	s.cmd = exec.Command(s.Binary, "--config-file="+filepath.Join(s.Dir, "config.xml"))
-	s.cmd.Dir = s.Dir
-	s.cmd.Stdout = console
-	s.cmd.Stderr = console
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
-		if err := s.cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		s.waitErr = s.cmd.Wait()
-		console.Close()
-		close(s.exited)
-	}()
-	if err := <-started; err != nil {
-		console.Close()
-		return fmt.Errorf("clickhouse-server: start %s: %w", s.Binary, err)
+	cmd := exec.Command(s.Binary, "--config-file="+filepath.Join(s.Dir, "config.xml"))
+	cmd.Dir = s.Dir
+	if err := s.start(cmd, filepath.Join(s.Dir, "log", "console.log")); err != nil {
+		return fmt.Errorf("clickhouse-server: %w", err)
 	}
 	return nil
 }
@@ -117,7 +88,7 @@ func startLocalServerOnce(ctx context.Context, binary string) (*localServer, err
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	s := &localServer{Binary: binary, Dir: dir, Port: port, exited: make(chan struct{})}
+	s := &localServer{Binary: binary, Dir: dir, Port: port}
 	if err := s.writeConfig(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -150,10 +121,8 @@ func (s *localServer) waitReady(ctx context.Context) error {
 	defer conn.Close()
 	var pingErr error
 	for {
-		select {
-		case <-s.exited:
-			return fmt.Errorf("exited before it was ready (%v)", s.waitErr)
-		default:
+		if err := s.exitedBeforeReady(); err != nil {
+			return err
 		}
 		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
 		pingErr = conn.Ping(pctx)
@@ -176,17 +145,8 @@ func (s *localServer) waitReady(ctx context.Context) error {
 // call more than once.
 func (s *localServer) Stop() error {
 	var err error
-	select {
-	case <-s.exited:
-	default:
-		_ = s.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-s.exited:
-		case <-time.After(localStopGrace):
-			_ = s.cmd.Process.Kill()
-			<-s.exited
-			err = fmt.Errorf("clickhouse-server pid %d did not exit within %v of SIGTERM; killed", s.Pid(), localStopGrace)
-		}
+	if s.stop(localStopGrace) {
+		err = fmt.Errorf("clickhouse-server pid %d did not exit within %v of SIGTERM; killed", s.Pid(), localStopGrace)
 	}
 	if rmErr := os.RemoveAll(s.Dir); rmErr != nil && err == nil {
 		err = fmt.Errorf("clickhouse-server: remove %s: %w", s.Dir, rmErr)

@@ -107,7 +107,7 @@ func requireClickHouse() bool {
 // server returns a localServer describing this server's directory and port
 // (without a process).
 func (p *PrivateClickHouse) server() *localServer {
-	return &localServer{Binary: p.binary, Dir: p.dir, Port: p.port, exited: make(chan struct{})}
+	return &localServer{Binary: p.binary, Dir: p.dir, Port: p.port}
 }
 
 // Dir is the directory holding the server's config, data and logs.

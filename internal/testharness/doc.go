@@ -34,6 +34,9 @@
 // the deadline): one polling helper that fails naming what was awaited and
 // for how long. Wait on the event a test stands for, not a fixed time.
 //
+// Promtool finds Prometheus's promtool for the tests that lint /metrics
+// and the alert rules, with the same skip-or-fail rule.
+//
 // Every integration test in the module uses it, so there is one place that
 // knows how to bring the services up and down. It is for tests only.
 package testharness

@@ -3,6 +3,7 @@ package testharness
 import (
 	"context"
 	"io"
+	"strconv"
 	"testing"
 	"time"
 
@@ -98,6 +99,15 @@ func (k *Kafka) Produce(t testing.TB, recs ...*kgo.Record) {
 	}
 }
 
+// MaxMessageBytes is the topic config (CreateTopic's configs) of a topic
+// taking records up to n bytes, past the broker's default
+// message.max.bytes (1,048,588 bytes on Apache Kafka), as a team sending
+// big batches configures its topic.
+func MaxMessageBytes(n int) map[string]*string {
+	v := strconv.Itoa(n)
+	return map[string]*string{"max.message.bytes": &v}
+}
+
 // CreateTopic creates a topic with the given partitions and configs (nil for
 // none) and fails the test on error.
 func (k *Kafka) CreateTopic(t testing.TB, topic string, partitions int32, configs map[string]*string) {
@@ -185,14 +195,7 @@ func (k *Kafka) Compact(t testing.TB, topics ...string) {
 // segments whose key a newer record of a closed segment repeats.
 func (k *Kafka) duplicateKeys(t testing.TB, topic string) int {
 	t.Helper()
-	adm := kadm.NewClient(k.Client(t))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatalf("testharness: end offsets of %s: %v", topic, err)
-	}
-	recs := k.readToEnd(t, topic, ends)
+	recs := k.readToEnd(t, topic, k.listEndOffsets(t, topic))
 	byPart := map[int32][]*kgo.Record{}
 	for _, r := range recs {
 		byPart[r.Partition] = append(byPart[r.Partition], r)
@@ -225,6 +228,35 @@ func (k *Kafka) duplicateKeys(t testing.TB, topic string) int {
 // the end offsets cannot be listed or reading takes more than 20 s.
 func (k *Kafka) ReadToEnd(t testing.TB, topic string) []*kgo.Record {
 	t.Helper()
+	return k.readToEnd(t, topic, k.listEndOffsets(t, topic))
+}
+
+// EndOffsets returns the end offset of each partition of topic: the
+// offset its next record gets. It fails the test if they cannot be listed
+// within 10 s, or one partition's cannot.
+func (k *Kafka) EndOffsets(t testing.TB, topic string) map[int32]int64 {
+	t.Helper()
+	out := map[int32]int64{}
+	k.listEndOffsets(t, topic).Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	return out
+}
+
+// TopicRecords returns the sum of topic's end offsets: how many records
+// were written to it, for a topic written without transactions (no
+// control records). It fails the test as EndOffsets does.
+func (k *Kafka) TopicRecords(t testing.TB, topic string) int64 {
+	t.Helper()
+	var n int64
+	for _, o := range k.EndOffsets(t, topic) {
+		n += o
+	}
+	return n
+}
+
+// listEndOffsets lists topic's end offsets, failing the test on an error
+// of the request or of a partition (10 s at the most).
+func (k *Kafka) listEndOffsets(t testing.TB, topic string) kadm.ListedOffsets {
+	t.Helper()
 	adm := kadm.NewClient(k.Client(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -235,7 +267,7 @@ func (k *Kafka) ReadToEnd(t testing.TB, topic string) []*kgo.Record {
 	if err != nil {
 		t.Fatalf("testharness: end offsets of %s: %v", topic, err)
 	}
-	return k.readToEnd(t, topic, ends)
+	return ends
 }
 
 // readToEnd reads every partition of topic from its start to the given end

@@ -10,11 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -94,10 +92,8 @@ func startApache(t testing.TB, c *brokerConfig) *Kafka {
 type apacheBroker struct {
 	java, jars, version, dir      string
 	plainPort, saslPort, ctrlPort int
-	cmd                           *exec.Cmd
-	exited                        chan struct{}
-	waitErr                       error
-	startedIn                     time.Duration
+	serverProcess
+	startedIn time.Duration
 }
 
 func (b *apacheBroker) addr(port int) string {
@@ -142,7 +138,7 @@ func launchApacheOnce(c *brokerConfig, java, jars, version string) (*apacheBroke
 	if err != nil {
 		return nil, err
 	}
-	b := &apacheBroker{java: java, jars: jars, version: version, dir: dir, exited: make(chan struct{})}
+	b := &apacheBroker{java: java, jars: jars, version: version, dir: dir}
 	for _, p := range []*int{&b.plainPort, &b.saslPort, &b.ctrlPort} {
 		if *p, err = freeLoopbackPort(); err != nil {
 			os.RemoveAll(dir)
@@ -312,33 +308,12 @@ func (b *apacheBroker) formatWithID(c *brokerConfig, id string) error {
 }
 
 // startProcess starts kafka.Kafka, its stdout and stderr in logs/console.log,
-// with Pdeathsig on a locked thread as the ClickHouse server is (see
-// localServer.startProcess).
+// with Pdeathsig (see serverProcess.start).
 func (b *apacheBroker) startProcess() error {
-	console, err := os.OpenFile(filepath.Join(b.dir, "logs", "console.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	b.cmd = exec.Command(b.java, append(b.jvmArgs(), "kafka.Kafka", filepath.Join(b.dir, "server.properties"))...)
-	b.cmd.Dir = b.dir
-	b.cmd.Stdout = console
-	b.cmd.Stderr = console
-	b.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
-		if err := b.cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		b.waitErr = b.cmd.Wait()
-		console.Close()
-		close(b.exited)
-	}()
-	if err := <-started; err != nil {
-		console.Close()
-		return fmt.Errorf("start %s kafka.Kafka: %w", b.java, err)
+	cmd := exec.Command(b.java, append(b.jvmArgs(), "kafka.Kafka", filepath.Join(b.dir, "server.properties"))...)
+	cmd.Dir = b.dir
+	if err := b.start(cmd, filepath.Join(b.dir, "logs", "console.log")); err != nil {
+		return fmt.Errorf("kafka.Kafka: %w", err)
 	}
 	return nil
 }
@@ -356,10 +331,8 @@ func (b *apacheBroker) waitReady() error {
 	adm := kadm.NewClient(cl)
 	var last error
 	for {
-		select {
-		case <-b.exited:
-			return fmt.Errorf("exited before it was ready (%v)", b.waitErr)
-		default:
+		if err := b.exitedBeforeReady(); err != nil {
+			return err
 		}
 		mctx, mcancel := context.WithTimeout(ctx, 2*time.Second)
 		m, err := adm.BrokerMetadata(mctx)
@@ -384,17 +357,7 @@ func (b *apacheBroker) waitReady() error {
 // Stop sends SIGTERM, waits apacheStopGrace, then SIGKILL, and removes the
 // directory. It is safe to call more than once.
 func (b *apacheBroker) Stop() error {
-	select {
-	case <-b.exited:
-	default:
-		_ = b.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-b.exited:
-		case <-time.After(apacheStopGrace):
-			_ = b.cmd.Process.Kill()
-			<-b.exited
-		}
-	}
+	b.stop(apacheStopGrace)
 	if err := os.RemoveAll(b.dir); err != nil {
 		return fmt.Errorf("apache kafka: remove %s: %w", b.dir, err)
 	}

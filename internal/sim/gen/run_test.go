@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -287,7 +286,7 @@ func TestCancelStopsCleanlyAndFlushes(t *testing.T) {
 	if len(reports) == 0 || reports[len(reports)-1].EventTime.Before(cfg.Start) || reports[len(reports)-1].SpansPerSecond <= 0 {
 		t.Errorf("progress reports %+v", reports)
 	}
-	spans, corr := endOffsets(t, k, cfg.SpansTopic), endOffsets(t, k, cfg.CorrectionsTopic)
+	spans, corr := k.TopicRecords(t, cfg.SpansTopic), k.TopicRecords(t, cfg.CorrectionsTopic)
 	if spans != sum.SpanMessages || corr != sum.CorrectionMessages {
 		t.Errorf("broker holds %d span and %d correction messages, summary says %d and %d",
 			spans, corr, sum.SpanMessages, sum.CorrectionMessages)
@@ -297,26 +296,6 @@ func TestCancelStopsCleanlyAndFlushes(t *testing.T) {
 	if ev := sum.EventEnd.Sub(sum.EventStart) - cfg.Step; sum.Wall < time.Duration(float64(ev)/cfg.Speedup) {
 		t.Errorf("%v of event time in %v of wall time: faster than speedup %v", ev, sum.Wall, cfg.Speedup)
 	}
-}
-
-// endOffsets sums the end offsets of topic's partitions: the records in it
-// (no transactions, so no control records).
-func endOffsets(t *testing.T, k *testharness.Kafka, topic string) int64 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	offs, err := kadm.NewClient(k.Client(t)).ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n int64
-	offs.Each(func(o kadm.ListedOffset) {
-		if o.Err != nil {
-			t.Errorf("end offset %s[%d]: %v", o.Topic, o.Partition, o.Err)
-		}
-		n += o.Offset
-	})
-	return n
 }
 
 // A record the broker refuses stops the run with a *ProduceError.
