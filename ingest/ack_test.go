@@ -327,6 +327,9 @@ func TestIdlerRunsWhenThePartitionIsQuiet(t *testing.T) {
 // checkpoint does; Idle records whether it ran before Start returned.
 type slowStartHandler struct {
 	idleHandler
+	// gate, when not nil, holds Start (after its 400 ms) until it is
+	// closed: the test looks at the consumer while Start surely runs.
+	gate       chan struct{}
 	started    atomic.Bool
 	idleEarly  atomic.Int64
 	startCalls atomic.Int64
@@ -338,6 +341,13 @@ func (h *slowStartHandler) Start(ctx context.Context, committed int64) (int64, e
 	case <-time.After(400 * time.Millisecond):
 	case <-ctx.Done():
 		return -1, ctx.Err()
+	}
+	if h.gate != nil {
+		select {
+		case <-h.gate:
+		case <-ctx.Done():
+			return -1, ctx.Err()
+		}
 	}
 	h.started.Store(true)
 	return -1, nil
@@ -362,10 +372,11 @@ func TestIdleWaitsForStart(t *testing.T) {
 	s := &sink{}
 	var mu sync.Mutex
 	var hs []*slowStartHandler
+	gate := make(chan struct{})
 	r := start(t, k, "g-slowstart", SpanTopics(), CorrectionTopics(), TopicDecoder("in", testDecoder), DLQTopic("dlq"),
 		IdleInterval(10*time.Millisecond), CommitInterval(50*time.Millisecond),
 		Handlers(func(topic string, p int32) PartitionHandler {
-			h := &slowStartHandler{idleHandler: idleHandler{sinkHandler: sinkHandler{s: s, topic: topic, partition: p}}}
+			h := &slowStartHandler{idleHandler: idleHandler{sinkHandler: sinkHandler{s: s, topic: topic, partition: p}}, gate: gate}
 			mu.Lock()
 			hs = append(hs, h)
 			mu.Unlock()
@@ -379,12 +390,11 @@ func TestIdleWaitsForStart(t *testing.T) {
 		defer mu.Unlock()
 		return len(hs) > 0 && hs[0].startCalls.Load() > 0
 	})
-	mu.Lock()
-	h0 := hs[0]
-	mu.Unlock()
-	if st := r.c.Stats(); !h0.started.Load() && (st.Starting != 1 || st.Partitions != 1) {
+	// Start is held at the gate until after this check.
+	if st := r.c.Stats(); st.Starting != 1 || st.Partitions != 1 {
 		t.Errorf("during Start: Starting %d of %d partitions, want 1 of 1", st.Starting, st.Partitions)
 	}
+	close(gate)
 	testharness.Eventually(t, 30*time.Second, "the records", func() bool { return s.count() == 3 })
 	if st := r.c.Stats(); st.Starting != 0 || st.Partitions != 1 {
 		t.Errorf("after Start: Starting %d of %d partitions, want 0 of 1", st.Starting, st.Partitions)

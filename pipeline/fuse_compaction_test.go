@@ -56,13 +56,13 @@ func TestKafkaGatewayRebuildsFuseStateAfterCompaction(t *testing.T) {
 	}
 	topic := cfg.Topics.Fuse
 	n, stable := 0, time.Now()
-	for ; time.Since(stable) < 5*time.Second; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the fuse topic still grows after 3m (%d records)", n)
-		}
+	if !testharness.Poll(time.Until(deadline), func() bool {
 		if m := len(k.ReadToEnd(t, topic)); m != n {
 			n, stable = m, time.Now()
 		}
+		return time.Since(stable) >= 5*time.Second
+	}) {
+		t.Fatalf("the fuse topic still grows after 3m (%d records)", n)
 	}
 	published := p.Keyed().Stats().Commands
 	run.stop(t)

@@ -11,8 +11,8 @@
 //
 // Everything that depends on the set of kinds takes it from here and
 // loops over it, without naming a kind: decoding and validating the SLO
-// file (internal/config, which also accepts an extended List), building
-// the partition workers (pipeline), `fusebox config check`, the state ids
+// file, building the partition workers and the state ids (internal/config,
+// which also accepts an extended List), `fusebox config check`
 // and, through Metrics, the breaker's rule validation. Adding a processor
 // is one package (with its kind.go) and one line in Kinds;
 // TestAddingAKindIsOneLine proves it with a test-only kind.

@@ -12,7 +12,7 @@ import (
 )
 
 // TestStateShapesUnchanged pins, as the JSON the state ids hash
-// (pipeline.StateID marshals StateShape into the id), the state shape of
+// (config.StateID marshals StateShape into the id), the state shape of
 // every kind's defaults and of every SLO of the example files: a changed
 // line is a changed StateID, which drops that SLO's checkpointed state at
 // the next restart of every deployment. Run with -update only when that

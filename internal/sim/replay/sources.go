@@ -1,6 +1,6 @@
 // Package replay drives the engine's keyed stage from generated traffic
 // without Kafka, exactly as the router and the keyed consumer would: traffic
-// from internal/traffic is cut into source-partition messages (spans by
+// from internal/sim/traffic is cut into source-partition messages (spans by
 // trace id, as the Collector's partition_traces_by_id does, corrections on
 // a partition of their own), routed onto keyed partitions by the router's
 // Splitter, and applied to one engine.Worker per keyed partition.

@@ -1,6 +1,6 @@
 """Fuse commands: the canonical JSON form (fusebox.fuse_command.v1).
 
-The rules are Go's (schemas/fuse_codec.go, schemas/fuse_codec_decode.go),
+The rules are Go's (fuse/fuseschema/codec.go, fuse/fuseschema/decode.go),
 byte for byte; the shared vectors in fuse/testdata/vectors hold this module
 to them.
 """

@@ -11,7 +11,7 @@ import (
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
-// A shape is traffic that `fusebox gen` (internal/traffic) does not make:
+// A shape is traffic that `fusebox gen` (internal/sim/traffic) does not make:
 // its keys with their rates, a latency law per call, and a rate
 // modulation over time.
 type shape struct {

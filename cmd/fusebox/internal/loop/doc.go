@@ -1,6 +1,6 @@
 // Package loop closes fusebox's loop over HTTP: users send OpenAI-style
 // requests through a gateway built on fuse/fusehttp to simulated providers
-// that carry scripted incidents (the kinds of internal/traffic: a latency
+// that carry scripted incidents (the kinds of internal/sim/traffic: a latency
 // tail, an error burst, a canary's confidence drift); the gateway exports an OTLP span of every call it
 // forwards (GenAI semantic conventions, as schemas encodes them) to the
 // span topic; fusebox's pipeline judges them and publishes signed fuse

@@ -74,7 +74,7 @@ func (p *Provider) behaviour(tenant, variant string, now time.Time) (time.Durati
 		}
 		switch inc.Kind {
 		case traffic.TailBlowup:
-			// As internal/traffic: a share of calls gets a Pareto (alpha
+			// As internal/sim/traffic: a share of calls gets a Pareto (alpha
 			// 1.5) tail, here 50 medians plus 20-median multiples, capped
 			// at 90 medians (2.5 s to 4.5 s at 50 ms) so a run stays
 			// short and every tail call is over the 2 s budget.
