@@ -54,7 +54,8 @@ type DimensionChecker interface {
 // a file kind.go, built with NewKind; processors/registry lists them.
 //
 // Every function takes a Config of this kind (as returned by Default,
-// possibly decoded over); given another kind's, it panics.
+// possibly decoded over); given another kind's, it panics. What a Config
+// says of itself (Interval, Summary, StateShape) is asked of it directly.
 type Kind struct {
 	// Name is the SLO file's section key (`tail:`), the Processor of every
 	// verdict this kind emits and the processor a breaker rule names.
@@ -70,14 +71,8 @@ type Kind struct {
 	// New builds one processor for meta's SLO; it fails when the
 	// configuration is invalid.
 	New func(meta Meta, cfg Config) (Processor, error)
-	// Every is cfg.Interval().
-	Every func(cfg Config) time.Duration
 	// Metrics is cfg.Metrics(), sorted.
 	Metrics func(cfg Config) []string
-	// Summary is cfg.Summary().
-	Summary func(cfg Config) string
-	// StateShape is cfg.StateShape(): what the SLO's state id hashes.
-	StateShape func(cfg Config) any
 	// CheckDimensions is cfg.CheckDimensions(dims) when the kind's Config
 	// is a DimensionChecker, otherwise nil (nothing to check). Never nil
 	// itself.
@@ -113,14 +108,11 @@ func NewKind[C any, P Processor, PC interface {
 			}
 			return p, nil
 		},
-		Every: func(cfg Config) time.Duration { return cfg.(PC).Interval() },
 		Metrics: func(cfg Config) []string {
 			m := cfg.(PC).Metrics()
 			slices.Sort(m)
 			return m
 		},
-		Summary:         func(cfg Config) string { return cfg.(PC).Summary() },
-		StateShape:      func(cfg Config) any { return cfg.(PC).StateShape() },
 		CheckDimensions: func(cfg Config, dims []string) error { return checkDims(cfg.(PC), dims) },
 	}
 }

@@ -40,13 +40,13 @@ type nop struct{ processors.Processor }
 func TestNewKindAdapts(t *testing.T) {
 	k := processors.NewKind("test", defaultTest, sampleTest, newTest)
 	c := k.Default()
-	if k.Every(c) != time.Minute || k.Every(k.Sample()) != time.Second || k.Summary(c) != "s" {
-		t.Fatalf("Every %v, Sample's %v, Summary %q", k.Every(c), k.Every(k.Sample()), k.Summary(c))
+	if c.Interval() != time.Minute || k.Sample().Interval() != time.Second || c.Summary() != "s" {
+		t.Fatalf("Every %v, Sample's %v, Summary %q", c.Interval(), k.Sample().Interval(), c.Summary())
 	}
 	if m := k.Metrics(c); len(m) != 2 || m[0] != "a" {
 		t.Errorf("Metrics not sorted: %v", m)
 	}
-	if s := k.StateShape(c); len(s.([]any)) != 1 {
+	if s := c.StateShape(); len(s.([]any)) != 1 {
 		t.Errorf("StateShape %v", s)
 	}
 	if err := k.CheckDimensions(c, schemas.Dimensions); err != nil {
@@ -59,7 +59,7 @@ func TestNewKindAdapts(t *testing.T) {
 	if err := checked.CheckDimensions(checked.Default(), schemas.Dimensions); err == nil {
 		t.Error("CheckDimensions of a DimensionChecker: not called")
 	}
-	mustPanic(t, "another kind's Config", func() { k.Every(&otherConfig{}) })
+	mustPanic(t, "another kind's Config", func() { k.Metrics(&otherConfig{}) })
 	mustPanic(t, "no sample", func() { processors.NewKind("test", defaultTest, nil, newTest) })
 }
 

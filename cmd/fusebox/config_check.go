@@ -170,7 +170,7 @@ func orNone(s string) string {
 // sloSummary says in one line what an SLO checks.
 func sloSummary(s *config.SLO) string {
 	if sec, ok := s.Processor(); ok {
-		return sec.Kind.Summary(sec.Config)
+		return sec.Config.Summary()
 	}
 	return "no processor"
 }

@@ -15,7 +15,7 @@ import (
 // StateID identifies what the windows of SLO s hold: its processor kind,
 // its match, the key dimensions and span attributes (what a key and a
 // score are), and the parameters of its section that shape its windows
-// (processors.Kind.StateShape: metric, windows, interval, caps, variants,
+// (processors.Config.StateShape: metric, windows, interval, caps, variants,
 // ...). Parameters that only judge what the windows hold (budgets, p,
 // alpha, limits, factors, minimum counts, streak lengths) are left out:
 // editing them keeps the state. 12 hex characters of a SHA-256.
@@ -28,7 +28,7 @@ func StateID(f *File, s SLO) string {
 		Section    any
 	}{Match: s.Match, Dimensions: f.Keys.Dimensions, Attributes: f.Attributes}
 	if sec, ok := s.Processor(); ok {
-		shape.Kind, shape.Section = sec.Kind.Name, sec.Kind.StateShape(sec.Config)
+		shape.Kind, shape.Section = sec.Kind.Name, sec.Config.StateShape()
 	}
 	return hash12(shape)
 }

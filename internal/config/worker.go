@@ -91,7 +91,7 @@ func MinEvery(f *File) time.Duration {
 
 func every(s SLO) time.Duration {
 	if sec, ok := s.Processor(); ok {
-		return sec.Kind.Every(sec.Config)
+		return sec.Config.Interval()
 	}
 	return 0
 }

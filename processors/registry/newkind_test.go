@@ -37,7 +37,7 @@ breaker:
 // registry.With below; the package processors/internal/counter is laid
 // out as a shipped kind is, and nothing else names it — is decoded,
 // validated and summarised as `fusebox config check` does (config.Load,
-// config.WorkerConfig, Kind.Summary), runs on the engine (its verdicts
+// config.WorkerConfig, Config.Summary), runs on the engine (its verdicts
 // come out and trip the breaker), and checkpoints (a worker restored from
 // a snapshot taken mid-run continues exactly as the uninterrupted one).
 // The shipped list is not changed by it.
@@ -50,7 +50,7 @@ func TestAddingAKindIsOneLine(t *testing.T) {
 		t.Fatalf("config check: %v", err)
 	}
 	sec, ok := f.SLOs[0].Processor()
-	if !ok || sec.Kind.Name != counter.Name || !strings.Contains(sec.Kind.Summary(sec.Config), "breach above 30 per 1m0s") {
+	if !ok || sec.Kind.Name != counter.Name || !strings.Contains(sec.Config.Summary(), "breach above 30 per 1m0s") {
 		t.Fatalf("slo calls: section %+v", sec)
 	}
 	wc, err := config.WorkerConfig(f)

@@ -37,13 +37,13 @@ func TestKindsAreDistinctAndComplete(t *testing.T) {
 		if got, ok := registry.Lookup(k.Name); !ok || got.Name != k.Name {
 			t.Errorf("Lookup(%q) = %q, %v", k.Name, got.Name, ok)
 		}
-		if k.Every(c) <= 0 {
-			t.Errorf("%s: Every = %v", k.Name, k.Every(c))
+		if c.Interval() <= 0 {
+			t.Errorf("%s: Every = %v", k.Name, c.Interval())
 		}
-		if len(k.Metrics(c)) == 0 || k.Summary(c) == "" {
-			t.Errorf("%s: no metrics (%v) or no summary (%q)", k.Name, k.Metrics(c), k.Summary(c))
+		if len(k.Metrics(c)) == 0 || c.Summary() == "" {
+			t.Errorf("%s: no metrics (%v) or no summary (%q)", k.Name, k.Metrics(c), c.Summary())
 		}
-		if k.StateShape == nil || k.StateShape(c) == nil {
+		if c.StateShape() == nil {
 			t.Errorf("%s: no state shape", k.Name)
 		}
 		if err := k.CheckDimensions(c, []string{"tenant", "service", "model", "variant"}); err != nil {
@@ -90,7 +90,7 @@ func TestNewRejectsAnInvalidConfig(t *testing.T) {
 		if _, err := k.New(processors.Meta{SLO: "x"}, c); err == nil {
 			t.Errorf("%s: New accepted every: 0", k.Name)
 		}
-		if k.Every(c) != 0 {
+		if c.Interval() != 0 {
 			t.Errorf("%s: Every does not read the configuration", k.Name)
 		}
 	}

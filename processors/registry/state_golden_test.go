@@ -27,7 +27,7 @@ func TestStateShapesUnchanged(t *testing.T) {
 		fmt.Fprintf(&b, "%s %s\n", what, j)
 	}
 	for _, k := range registry.Kinds() {
-		line("default "+k.Name, k.StateShape(k.Default()))
+		line("default "+k.Name, k.Default().StateShape())
 	}
 	for _, path := range []string{"../../examples/fusebox.yaml"} {
 		f, err := config.Load(path)
@@ -39,7 +39,7 @@ func TestStateShapesUnchanged(t *testing.T) {
 			if !ok {
 				t.Fatalf("%s: slo %s has no processor", path, s.Name)
 			}
-			line(path[len("../../"):]+" "+s.Name+" "+sec.Kind.Name, sec.Kind.StateShape(sec.Config))
+			line(path[len("../../"):]+" "+s.Name+" "+sec.Kind.Name, sec.Config.StateShape())
 		}
 	}
 	f, err := config.Parse("cusum.yaml", []byte(`slos:
@@ -55,7 +55,7 @@ func TestStateShapesUnchanged(t *testing.T) {
 	}
 	for _, s := range f.SLOs {
 		sec, _ := s.Processor()
-		line(s.Name+" "+sec.Kind.Name, sec.Kind.StateShape(sec.Config))
+		line(s.Name+" "+sec.Kind.Name, sec.Config.StateShape())
 	}
 	proctest.Golden(t, "state_shapes.txt", b.String())
 }

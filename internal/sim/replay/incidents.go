@@ -123,7 +123,7 @@ func metricIn(m string, ms []string) bool {
 func SLOFor(f *config.File, processor string) (name string, every time.Duration, ok bool) {
 	for _, s := range f.SLOs {
 		if sec, ok := s.Processor(); ok && sec.Kind.Name == processor {
-			return s.Name, sec.Kind.Every(sec.Config), true
+			return s.Name, sec.Config.Interval(), true
 		}
 	}
 	return "", 0, false

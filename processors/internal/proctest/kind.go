@@ -83,7 +83,7 @@ func CheckMetrics(t *testing.T, k processors.Kind, cfg processors.Config, evs []
 // which must not. A field added to a Config without a decision fails it.
 func CheckStateShape(t *testing.T, k processors.Kind, judging ...string) {
 	t.Helper()
-	base := fmt.Sprintf("%#v", k.StateShape(k.Default()))
+	base := fmt.Sprintf("%#v", k.Default().StateShape())
 	typ := reflect.TypeOf(k.Default()).Elem()
 	for i := 0; i < typ.NumField(); i++ {
 		f := typ.Field(i)
@@ -92,7 +92,7 @@ func CheckStateShape(t *testing.T, k processors.Kind, judging ...string) {
 			t.Errorf("%s.%s: cannot perturb a %s", k.Name, f.Name, f.Type)
 			continue
 		}
-		changed := fmt.Sprintf("%#v", k.StateShape(cfg)) != base
+		changed := fmt.Sprintf("%#v", cfg.StateShape()) != base
 		judge := slices.Contains(judging, f.Name)
 		switch {
 		case judge && changed:
