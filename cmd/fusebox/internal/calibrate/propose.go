@@ -179,8 +179,13 @@ func Propose(in *Input, cfg Config) (Proposal, error) {
 	if target < 0.5 {
 		target = 0.5
 	}
-	fmt.Fprintf(&y, "  # observed error ratio %.3g%% (%d of %d): objective %s leaves %.3gx of it as budget\n",
-		100*ratio, errs, len(in.Spans), fmtNum(target), (1-target)/math.Max(ratio, 1e-12))
+	if errs == 0 {
+		// No error in the recording: there is no ratio to leave a multiple of.
+		fmt.Fprintf(&y, "  # no error in %d calls: the default objective %s\n", len(in.Spans), fmtNum(target))
+	} else {
+		fmt.Fprintf(&y, "  # observed error ratio %.3g%% (%d of %d): objective %s leaves %.3gx of it as budget\n",
+			100*ratio, errs, len(in.Spans), fmtNum(target), (1-target)/ratio)
+	}
 	fmt.Fprintf(&y, "  - name: availability\n    burnrate: {target: %s}\n", fmtNum(target))
 	note("availability: target %s (error ratio %.3g%%; normal burn %.2f)", fmtNum(target), 100*ratio, ratio/(1-target))
 
@@ -335,6 +340,34 @@ func fmtDuration(d time.Duration) string {
 	return d.String()
 }
 
+// The scaling budget's floor: a recording whose latency barely varies (a
+// fixed-delay stub, a cache, constant-time embeddings) has a largest window
+// stddev near 0, and a budget of 0 ms is refused by the scaling processor
+// (and would call every jitter a scale-out). The floor is
+// stddevFloorShare of the recording's median successful call, and at least
+// stddevFloorMinMs.
+const (
+	stddevFloorShare = 0.1 // of the median call's duration
+	stddevFloorMinMs = 1.0 // ms
+)
+
+// stddevFloorMs is the floor for in: max(stddevFloorMinMs,
+// stddevFloorShare x the median duration of its successful calls), in ms,
+// rounded up to two significant digits.
+func stddevFloorMs(in *Input) float64 {
+	var d []float64
+	for i := range in.Spans {
+		if !in.Spans[i].Error {
+			d = append(d, in.Spans[i].DurationMs)
+		}
+	}
+	if len(d) == 0 {
+		return stddevFloorMinMs
+	}
+	slices.Sort(d)
+	return roundUp2(max(stddevFloorMinMs, stddevFloorShare*d[len(d)/2]))
+}
+
 // scalingProbeFile runs the scaling processor at its defaults with a
 // budget no window reaches: its verdicts then carry every window's
 // stddev_ms and normalized_entropy and decide nothing.
@@ -385,9 +418,19 @@ func proposeScaling(in *Input, cfg Config, y *strings.Builder, note func(string,
 	slices.Sort(ns)
 	minS := max(50, int(math.Ceil(ns[len(ns)/2]/10)))
 	budget := roundUp2(slices.Max(sds) * (1 + cfg.Margin))
+	floor := stddevFloorMs(in)
+	floored := budget < floor
+	if floored {
+		budget = floor
+	}
 	fmt.Fprintf(y, "  # scaling: %d windows (tenant, service; 5m every 1m): latency stddev up to %.0f ms, normalised entropy %.2f-%.2f;\n",
 		len(sds), slices.Max(sds), slices.Min(ents), slices.Max(ents))
-	fmt.Fprintf(y, "  # stddev_budget_ms = the largest x %.2f; verdicts only (add {processor: scaling, action: scale_out} to act on them)\n", 1+cfg.Margin)
+	if floored {
+		fmt.Fprintf(y, "  # stddev_budget_ms = the floor %s ms (%.0f%% of the median call, at least %g ms): the largest x %.2f is below it; verdicts only (add {processor: scaling, action: scale_out} to act on them)\n",
+			fmtNum(floor), 100*stddevFloorShare, stddevFloorMinMs, 1+cfg.Margin)
+	} else {
+		fmt.Fprintf(y, "  # stddev_budget_ms = the largest x %.2f; verdicts only (add {processor: scaling, action: scale_out} to act on them)\n", 1+cfg.Margin)
+	}
 	fmt.Fprintf(y, "  - name: capacity\n    scaling: {stddev_budget_ms: %s, entropy_high: 0.8, entropy_low: 0.5, min_samples: %d}\n", fmtNum(budget), minS)
 	note("capacity: stddev_budget_ms %s (largest clean window %.0f ms), min_samples %d (verdicts only)", fmtNum(budget), slices.Max(sds), minS)
 	return nil
