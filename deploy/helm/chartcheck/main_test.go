@@ -4,6 +4,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -12,5 +13,9 @@ import (
 // deploy/grafana), for every render.
 func TestMain(m *testing.M) {
 	log.SetOutput(io.Discard)
-	os.Exit(m.Run())
+	code := m.Run()
+	if fuseboxBin != "" && fuseboxErr == nil {
+		os.RemoveAll(filepath.Dir(fuseboxBin)) // the fusebox built by config_test.go
+	}
+	os.Exit(code)
 }
