@@ -131,6 +131,12 @@ func TestRenderRefuses(t *testing.T) {
 		{[]string{"resources.limits.memory=2GB"}, `resources.limits.memory "2GB"`},
 		{[]string{"kafka.sasl.mechanism=PLAIN"}, "kafka.sasl: a mechanism needs username and existingSecret"},
 		{[]string{"clickhouse.enabled=true"}, "clickhouse.addr"},
+		// values.schema.json: a misspelt or mistyped value is an error,
+		// not silently ignored.
+		{[]string{"replicas=3"}, "replicas"},
+		{[]string{"kafka.keyedPartition=24"}, "keyedPartition"},
+		{[]string{"replicaCount=two"}, "replicaCount"},
+		{[]string{"kafka.brokers={kafka}"}, "/kafka/brokers/0"},
 	} {
 		_, err := Render(chartDir, Release{Set: c.set})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
