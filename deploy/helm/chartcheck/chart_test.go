@@ -116,6 +116,7 @@ func TestChartRendersValidObjects(t *testing.T) {
 			sts := only[*appsv1.StatefulSet](t, objs, "StatefulSet")
 			checkStatefulSet(t, sts, v)
 			checkSigningKeys(t, manifest, objs, sts, v)
+			checkConfigMounts(t, objs, sts)
 			pdb := only[*policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget")
 			if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 {
 				t.Errorf("PodDisruptionBudget maxUnavailable %v, want 1", pdb.Spec.MaxUnavailable)
@@ -214,8 +215,8 @@ func checkSigningKeys(t *testing.T, manifest string, objs []Object, sts *appsv1.
 		t.Errorf("signing.keys_file %q, want %q (the mounted Secret's key)", f.Signing.KeysFile, want)
 	}
 	for _, e := range c.Env {
-		if strings.Contains(strings.ToLower(e.Name), "key") && e.Name != "POD_NAME" {
-			t.Errorf("env %s: the signing keys must not be in the environment", e.Name)
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == secretName {
+			t.Errorf("env %s reads the signing-key Secret %s: the keys must not be in the environment", e.Name, secretName)
 		}
 	}
 	if v.Signing.Keys != "" {
@@ -224,6 +225,78 @@ func checkSigningKeys(t *testing.T, manifest string, objs []Object, sts *appsv1.
 			if n := strings.Count(manifest, secret); n != 1 {
 				t.Errorf("the secret of key %s appears %d times in the manifest, want once (in its Secret)", line[:strings.IndexByte(line, ':')], n)
 			}
+		}
+	}
+}
+
+// checkConfigMounts: every file the config names (TLS CA, certificate,
+// key) is in a Secret volume mounted read-only where the config looks,
+// and every password_env is set from a Secret (secretKeyRef), not a
+// literal value.
+func checkConfigMounts(t *testing.T, objs []Object, sts *appsv1.StatefulSet) {
+	t.Helper()
+	type tls struct {
+		Enabled  bool   `json:"enabled"`
+		CAFile   string `json:"ca_file"`
+		CertFile string `json:"cert_file"`
+		KeyFile  string `json:"key_file"`
+	}
+	var f struct {
+		Kafka struct {
+			TLS  tls `json:"tls"`
+			SASL struct {
+				PasswordEnv string `json:"password_env"`
+			} `json:"sasl"`
+		} `json:"kafka"`
+		Sinks struct {
+			ClickHouse struct {
+				TLS         tls    `json:"tls"`
+				PasswordEnv string `json:"password_env"`
+			} `json:"clickhouse"`
+		} `json:"sinks"`
+	}
+	if err := yaml.Unmarshal([]byte(configFile(t, objs)), &f); err != nil {
+		t.Fatal(err)
+	}
+	spec := sts.Spec.Template.Spec
+	c := spec.Containers[0]
+	secretVolumes := map[string]*corev1.SecretVolumeSource{}
+	for _, vol := range spec.Volumes {
+		if vol.Secret != nil {
+			secretVolumes[vol.Name] = vol.Secret
+		}
+	}
+	mounted := func(field, file string) {
+		if file == "" {
+			return
+		}
+		for _, m := range c.VolumeMounts {
+			sv, ok := secretVolumes[m.Name]
+			if !ok || filepath.Dir(file) != m.MountPath {
+				continue
+			}
+			if !m.ReadOnly {
+				t.Errorf("%s %s: volume %s is mounted writable", field, file, m.Name)
+			}
+			if len(sv.Items) > 0 && !slices.ContainsFunc(sv.Items, func(k corev1.KeyToPath) bool { return k.Path == filepath.Base(file) }) {
+				t.Errorf("%s %s: Secret %s's volume projects %v, not %s", field, file, sv.SecretName, sv.Items, filepath.Base(file))
+			}
+			return
+		}
+		t.Errorf("%s %s: no Secret volume is mounted at %s", field, file, filepath.Dir(file))
+	}
+	for name, tl := range map[string]tls{"kafka.tls": f.Kafka.TLS, "sinks.clickhouse.tls": f.Sinks.ClickHouse.TLS} {
+		mounted(name+".ca_file", tl.CAFile)
+		mounted(name+".cert_file", tl.CertFile)
+		mounted(name+".key_file", tl.KeyFile)
+	}
+	for field, env := range map[string]string{"kafka.sasl.password_env": f.Kafka.SASL.PasswordEnv, "sinks.clickhouse.password_env": f.Sinks.ClickHouse.PasswordEnv} {
+		if env == "" {
+			continue
+		}
+		i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == env })
+		if i < 0 || c.Env[i].Value != "" || c.Env[i].ValueFrom == nil || c.Env[i].ValueFrom.SecretKeyRef == nil {
+			t.Errorf("%s %s: want the container's env %s from a secretKeyRef", field, env, env)
 		}
 	}
 }
