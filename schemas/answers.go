@@ -157,6 +157,9 @@ func (a Answers) Rule() *AnswerRule {
 
 var defaultAnswerRule = DefaultAnswers().Rule()
 
+// CountsNothing reports a definition under which no answer fails.
+func (r *AnswerRule) CountsNothing() bool { return r != nil && len(r.reasons) == 0 && !r.empty }
+
 // Classify says whether and why the span's answer failed (see Answers).
 // An error is never a failed answer. A finish reason of the set wins over
 // an empty output (a filtered answer has 0 tokens too).
