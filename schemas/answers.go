@@ -2,6 +2,7 @@ package schemas
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -95,6 +96,21 @@ func (a Answers) IsDefault() bool {
 		}
 	}
 	return true
+}
+
+// Normalized returns a with its finish reasons normalised, sorted and
+// without repeats: the form configuration hashes take, so that writing
+// `SAFETY` for `content_filter` changes no id.
+func (a Answers) Normalized() Answers {
+	out := Answers{FailedFinishReasons: []string{}, EmptyOutput: a.EmptyOutput}
+	for _, r := range a.FailedFinishReasons {
+		if n := NormalizeFinishReason(r); n != "" {
+			out.FailedFinishReasons = append(out.FailedFinishReasons, n)
+		}
+	}
+	slices.Sort(out.FailedFinishReasons)
+	out.FailedFinishReasons = slices.Compact(out.FailedFinishReasons)
+	return out
 }
 
 // Validate reports an empty finish reason and one listed twice (after

@@ -85,6 +85,10 @@ slos:
 	if StateID(changed, changed.SLOs[0]) != StateID(base, base.SLOs[0]) {
 		t.Error("a changed answers section changed the state id of an SLO that counts errors only")
 	}
+	if x, y := parse("answers:\n  failed_finish_reasons: [content_filter]\n"+two), parse("answers:\n  failed_finish_reasons: [SAFETY]\n"+two); x.Version != y.Version ||
+		StateID(x, x.SLOs[1]) != StateID(y, y.SLOs[1]) || rollupStateID(x) != rollupStateID(y) {
+		t.Error("an alias (SAFETY for content_filter) changed the version or a state id")
+	}
 	a, b := parse(two), parse("answers:\n  empty_output: false\n"+two)
 	if StateID(a, a.SLOs[0]) != StateID(b, b.SLOs[0]) || StateID(a, a.SLOs[1]) == StateID(b, b.SLOs[1]) {
 		t.Error("answers section: want the failed_answers SLO's state id changed, the other's kept")

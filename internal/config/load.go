@@ -185,7 +185,8 @@ func (f *File) semanticVersion() string {
 		Answers *schemas.Answers `json:",omitempty"`
 	}{f.Keys, f.Attributes, f.Limits, f.Time.AllowedLateness, f.SLOs, f.Rollups, f.Breaker, nil, nil, nil}
 	if !f.Answers.IsDefault() {
-		sem.Answers = &f.Answers
+		a := f.Answers.Normalized()
+		sem.Answers = &a
 	}
 	if f.Evaluations.Enabled() {
 		sem.Evaluations = &f.Evaluations

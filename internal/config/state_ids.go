@@ -36,7 +36,8 @@ func StateID(f *File, s SLO) string {
 	if sec, ok := s.Processor(); ok {
 		shape.Kind, shape.Section = sec.Kind.Name, sec.Config.StateShape()
 		if u, ok := sec.Config.(processors.AnswersUser); ok && u.UsesAnswers() {
-			shape.Answers = &f.Answers
+			a := f.Answers.Normalized()
+			shape.Answers = &a
 		}
 	}
 	return hash12(shape)
@@ -54,7 +55,8 @@ func rollupStateID(f *File) string {
 		Answers    *schemas.Answers `json:",omitempty"`
 	}{rollup.Name, f.Keys.Dimensions, f.Attributes, f.Rollups.MaxSamplesPerMinute, nil}
 	if !f.Answers.IsDefault() {
-		sh.Answers = &f.Answers
+		a := f.Answers.Normalized()
+		sh.Answers = &a
 	}
 	return hash12(sh)
 }
