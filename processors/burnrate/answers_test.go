@@ -189,4 +189,8 @@ func TestDefaultBadEventsKeepIDs(t *testing.T) {
 	if string(c) == string(a) || len(cfg.StateShape().([]any)) != 4 || !cfg.UsesAnswers() {
 		t.Errorf("failed_answers: hash view %s, shape %v", c, cfg.StateShape())
 	}
+	def := DefaultConfig()
+	if sum := cfg.Summary(); !strings.HasSuffix(sum, "; bad events errors, failed_answers") || strings.Contains(def.Summary(), "bad events") {
+		t.Errorf("summary %q: want the bad events named (and not in the default's)", sum)
+	}
 }

@@ -34,9 +34,14 @@ func (c *Config) Metrics() []string {
 	return m
 }
 
-// Summary names the target, every rule and the interval.
+// Summary names the target, every rule and the interval, and the bad
+// events when not the default.
 func (c *Config) Summary() string {
-	return fmt.Sprintf("burnrate: target %g; page %s; ticket %s; every %v", c.Target, rulesText(c.Page), rulesText(c.Ticket), c.Every)
+	bad := ""
+	if !c.defaultBadEvents() {
+		bad = "; bad events " + strings.Join(c.BadEvents, ", ")
+	}
+	return fmt.Sprintf("burnrate: target %g; page %s; ticket %s; every %v%s", c.Target, rulesText(c.Page), rulesText(c.Ticket), c.Every, bad)
 }
 
 func rulesText(rs []Rule) string {
