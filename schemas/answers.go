@@ -187,7 +187,7 @@ func (r *AnswerRule) Classify(s *Span) AnswerFailure {
 		return AnswerOK
 	}
 	if s.FinishReason != "" && len(r.reasons) > 0 {
-		if f, ok := r.reasons[NormalizeFinishReason(s.FinishReason)]; ok {
+		if f, ok := r.lookup(s.FinishReason); ok {
 			return f
 		}
 	}
@@ -195,6 +195,37 @@ func (r *AnswerRule) Classify(s *Span) AnswerFailure {
 		return AnswerEmpty
 	}
 	return AnswerOK
+}
+
+// lookup finds the finish reason in the set as NormalizeFinishReason
+// would, without allocating: as written first (most spans carry an OpenAI
+// name), else lower-cased in a stack buffer and through the aliases.
+func (r *AnswerRule) lookup(reason string) (AnswerFailure, bool) {
+	if f, ok := r.reasons[reason]; ok {
+		return f, true
+	}
+	t := strings.TrimSpace(reason)
+	var buf [32]byte
+	if len(t) > len(buf) {
+		f, ok := r.reasons[NormalizeFinishReason(t)]
+		return f, ok
+	}
+	b := buf[:len(t)]
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b[i] = c
+	}
+	if f, ok := r.reasons[string(b)]; ok {
+		return f, true
+	}
+	if a, ok := finishAliases[string(b)]; ok {
+		f, ok := r.reasons[a]
+		return f, ok
+	}
+	return AnswerOK, false
 }
 
 // isEmbeddings reports an embeddings operation: gen_ai.operation.name

@@ -55,3 +55,25 @@ func TestAnswersIsDefault(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkClassify is the per-span cost of the failed-answer check (the
+// rollups and every burn-rate SLO with failed_answers run it per call).
+func BenchmarkClassify(b *testing.B) {
+	r := DefaultAnswers().Rule()
+	spans := []Span{
+		{FinishReason: "stop", OutputTokens: 40, Has: HasOutputTokens, Operation: "chat"},
+		{FinishReason: "MAX_TOKENS", OutputTokens: 64, Has: HasOutputTokens, Operation: "chat"},
+		{FinishReason: "content_filter", Operation: "chat"},
+		{OutputTokens: 0, Has: HasOutputTokens, Operation: "embeddings"},
+	}
+	n := 0
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if r.Classify(&spans[i%len(spans)]) != AnswerOK {
+			n++
+		}
+	}
+	if n == 0 {
+		b.Fatal("nothing classified as failed")
+	}
+}

@@ -17,7 +17,8 @@
 // that straddles a window edge is counted in proportion to its overlap — an
 // error of at most one bucket at each end of a day-long window. State is
 // about 7.5 KiB per key at the defaults (396 one-minute and 75 hourly
-// buckets of 16 bytes).
+// buckets of 16 bytes); with failed_answers in BadEvents, 3.7 KiB more
+// (the errors and failed answers of each bucket, 8 bytes a slot).
 package burnrate
 
 import (
