@@ -89,6 +89,17 @@ type Meta struct {
 	// ConfigVersion is the configuration's version; it is part of every
 	// verdict id, so changing the configuration starts new ids.
 	ConfigVersion string
+	// Answers is the deployment's definition of a failed answer (the SLO
+	// file's answers section); nil is schemas.DefaultAnswers.
+	Answers *schemas.AnswerRule
+}
+
+// AnswersUser is implemented by a Config that may count failed answers
+// (schemas.Answers): with UsesAnswers true, the SLO's state id includes
+// the answers section, and an answers section that defines none is a
+// configuration error.
+type AnswersUser interface {
+	UsesAnswers() bool
 }
 
 // NewVerdict starts a verdict with its deterministic id and window filled

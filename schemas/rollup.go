@@ -23,4 +23,14 @@ type Rollup struct {
 	TPOTsMs     []float64
 	Corrections int64
 	LateSpans   int64 // spans for this minute that arrived after it closed
+	// FailedAnswers counts the calls that were no error but whose answer
+	// failed (Answers: a finish reason of the set, or no output), of them
+	// FailedLength cut off (finish reason length), FailedContentFilter
+	// filtered (content_filter) and EmptyAnswers empty (0 output tokens, no
+	// finish reason of the set); the rest had another configured finish
+	// reason.
+	FailedAnswers       int64
+	FailedLength        int64
+	FailedContentFilter int64
+	EmptyAnswers        int64
 }

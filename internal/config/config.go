@@ -34,11 +34,17 @@ type File struct {
 	// no rules, the events are not read and topics.logs is not consumed.
 	Evaluations schemas.EvaluationMapping `yaml:"evaluations"`
 	Limits      schemas.Limits            `yaml:"limits"`
-	Keys        Keys                      `yaml:"keys"`
-	Time        Time                      `yaml:"time"`
-	SLOs        []SLO                     `yaml:"slos"`
-	Rollups     Rollups                   `yaml:"rollups"`
-	Breaker     Breaker                   `yaml:"breaker"`
+	// Answers defines a failed answer (schemas.Answers): a call that
+	// succeeded but whose answer was cut off, filtered or empty. Counted
+	// per key in the rollups; a burn-rate SLO counts them as bad events
+	// with bad_events: [errors, failed_answers]. Default: finish reasons
+	// length and content_filter, and empty output.
+	Answers schemas.Answers `yaml:"answers"`
+	Keys    Keys            `yaml:"keys"`
+	Time    Time            `yaml:"time"`
+	SLOs    []SLO           `yaml:"slos"`
+	Rollups Rollups         `yaml:"rollups"`
+	Breaker Breaker         `yaml:"breaker"`
 	// Effect configures the effect verdict of every fuse command
 	// (processors/effect).
 	Effect  Effect  `yaml:"effect"`
@@ -306,6 +312,7 @@ func Default() File {
 		},
 		Attributes: schemas.DefaultAttributeNames(),
 		Limits:     g,
+		Answers:    schemas.DefaultAnswers(),
 		Keys: Keys{
 			Dimensions: []string{"tenant", "service", "model", "variant"},
 			MaxTenants: 1000, MaxServices: 1000, MaxModels: 200, MaxVariants: 20, MaxKeys: 2000, IdleTTL: 24 * time.Hour,

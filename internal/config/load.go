@@ -160,7 +160,8 @@ func (l Loader) Parse(name string, b []byte, overrides ...Override) (*File, erro
 
 // semanticVersion hashes what decides the verdicts — key dimensions and
 // limits, attribute names, decode limits, the allowed lateness, the SLOs,
-// the rollups, the breaker and the effect section (when not the default)
+// the rollups, the breaker and the effect and answers sections (when not
+// the default)
 // — and nothing else: moving a broker, renaming
 // the consumer group or editing a comment must not change every verdict id
 // (which would duplicate every row in ClickHouse) nor drop the processors'
@@ -179,7 +180,14 @@ func (f *File) semanticVersion() string {
 		// Only when not the default, so that the versions of files
 		// written before the effect section stay.
 		Effect *Effect `json:",omitempty"`
-	}{f.Keys, f.Attributes, f.Limits, f.Time.AllowedLateness, f.SLOs, f.Rollups, f.Breaker, nil, nil}
+		// Only when not the default, as the effect section (the answers
+		// section decides rollup counts and, with bad_events, verdicts).
+		Answers *schemas.Answers `json:",omitempty"`
+	}{f.Keys, f.Attributes, f.Limits, f.Time.AllowedLateness, f.SLOs, f.Rollups, f.Breaker, nil, nil, nil}
+	if !f.Answers.IsDefault() {
+		a := f.Answers.Normalized()
+		sem.Answers = &a
+	}
 	if f.Evaluations.Enabled() {
 		sem.Evaluations = &f.Evaluations
 	}

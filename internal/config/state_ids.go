@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/fusebox-dev/fusebox/engine"
+	"github.com/fusebox-dev/fusebox/processors"
 	"github.com/fusebox-dev/fusebox/processors/breaker"
 	"github.com/fusebox-dev/fusebox/processors/rollup"
 	"github.com/fusebox-dev/fusebox/schemas"
@@ -19,6 +20,10 @@ import (
 // ...). Parameters that only judge what the windows hold (budgets, p,
 // alpha, limits, factors, minimum counts, streak lengths) are left out:
 // editing them keeps the state. 12 hex characters of a SHA-256.
+//
+// An SLO that counts failed answers (processors.AnswersUser) also hashes
+// the answers section: what makes a call bad is in its windows. Other
+// SLOs' ids leave it out, so they keep their ids.
 func StateID(f *File, s SLO) string {
 	shape := struct {
 		Kind       string
@@ -26,21 +31,34 @@ func StateID(f *File, s SLO) string {
 		Dimensions []string
 		Attributes any
 		Section    any
+		Answers    *schemas.Answers `json:",omitempty"`
 	}{Match: s.Match, Dimensions: f.Keys.Dimensions, Attributes: f.Attributes}
 	if sec, ok := s.Processor(); ok {
 		shape.Kind, shape.Section = sec.Kind.Name, sec.Config.StateShape()
+		if u, ok := sec.Config.(processors.AnswersUser); ok && u.UsesAnswers() {
+			a := f.Answers.Normalized()
+			shape.Answers = &a
+		}
 	}
 	return hash12(shape)
 }
 
 // rollupStateID is StateID for the rollups.
+// The answers section is in it only when not the default (the open
+// minutes count failed answers by it), so existing ids stay.
 func rollupStateID(f *File) string {
-	return hash12(struct {
+	sh := struct {
 		Kind       string
 		Dimensions []string
 		Attributes any
 		Max        int
-	}{rollup.Name, f.Keys.Dimensions, f.Attributes, f.Rollups.MaxSamplesPerMinute})
+		Answers    *schemas.Answers `json:",omitempty"`
+	}{rollup.Name, f.Keys.Dimensions, f.Attributes, f.Rollups.MaxSamplesPerMinute, nil}
+	if !f.Answers.IsDefault() {
+		a := f.Answers.Normalized()
+		sh.Answers = &a
+	}
+	return hash12(sh)
 }
 
 // BreakerStateID identifies the shape of the breaker's targets: the

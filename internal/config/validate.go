@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fusebox-dev/fusebox/processors"
 	"github.com/fusebox-dev/fusebox/processors/registry"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
@@ -72,6 +73,7 @@ func (f *File) validate(kinds registry.List) []fieldErr {
 	errs = append(errs, collect("evaluations", f.Evaluations.Validate())...)
 	errs = append(errs, collect("attributes", f.Attributes.Validate())...)
 	errs = append(errs, collect("limits", f.Limits.Validate())...)
+	errs = append(errs, collect("answers", f.Answers.Validate())...)
 
 	dims := map[string]bool{}
 	for i, d := range f.Keys.Dimensions {
@@ -110,6 +112,9 @@ func (f *File) validate(kinds registry.List) []fieldErr {
 			set = append(set, sec.Kind.Name)
 			errs = append(errs, collect(p+"."+sec.Kind.Name, sec.Config.Validate())...)
 			errs = append(errs, collect(p+"."+sec.Kind.Name, sec.Kind.CheckDimensions(sec.Config, f.Keys.Dimensions))...)
+			if u, ok := sec.Config.(processors.AnswersUser); ok && u.UsesAnswers() && f.Answers.Rule().CountsNothing() {
+				fail(true, p+"."+sec.Kind.Name+".bad_events", "counts failed_answers, but answers defines none (failed_finish_reasons is empty and empty_output false)")
+			}
 		}
 		switch {
 		case len(set) == 0:

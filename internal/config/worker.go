@@ -33,9 +33,10 @@ func WorkerConfig(f *File) (engine.WorkerConfig, error) {
 		},
 		AllowedLateness: f.Time.AllowedLateness,
 	}
+	answers := f.Answers.Rule()
 	for i := range f.SLOs {
 		s := f.SLOs[i]
-		meta := processors.Meta{SLO: s.Name, ConfigVersion: f.Version}
+		meta := processors.Meta{SLO: s.Name, ConfigVersion: f.Version, Answers: answers}
 		spec := engine.SLOSpec{Meta: meta, Match: s.Match, StateID: StateID(f, s)}
 		sec, ok := s.Processor()
 		if !ok {
@@ -49,7 +50,7 @@ func WorkerConfig(f *File) (engine.WorkerConfig, error) {
 		wc.SLOs = append(wc.SLOs, spec)
 	}
 	if f.Rollups.Enabled {
-		rc := rollup.Config{MaxSamplesPerMinute: f.Rollups.MaxSamplesPerMinute}
+		rc := rollup.Config{MaxSamplesPerMinute: f.Rollups.MaxSamplesPerMinute, Answers: answers}
 		wc.SLOs = append(wc.SLOs, engine.SLOSpec{
 			Meta:    processors.Meta{SLO: RollupSLO, ConfigVersion: f.Version},
 			StateID: rollupStateID(f),

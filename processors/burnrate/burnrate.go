@@ -6,7 +6,10 @@
 // The burn rate over a window is (bad / total) / (1 - Target): 1 spends the
 // error budget exactly over the SLO period, 14.4 spends 2% of a 30-day
 // budget in one hour. A call is bad when it failed (span status or
-// error.type), or, with LatencyThresholdMs set, when it was slower.
+// error.type), or, with LatencyThresholdMs set, when it was slower; with
+// BadEvents [errors, failed_answers] also when it succeeded with a failed
+// answer (cut off, filtered, empty: schemas.Answers), and with
+// [failed_answers] alone errors do not count.
 //
 // Counts are kept per key in two rings: buckets of Every (default 1 minute)
 // for the last six hours, and hourly buckets for up to the longest window.
@@ -14,7 +17,8 @@
 // that straddles a window edge is counted in proportion to its overlap — an
 // error of at most one bucket at each end of a day-long window. State is
 // about 7.5 KiB per key at the defaults (396 one-minute and 75 hourly
-// buckets of 16 bytes).
+// buckets of 16 bytes); with failed_answers in BadEvents, 3.7 KiB more
+// (the errors and failed answers of each bucket, 8 bytes a slot).
 package burnrate
 
 import (
@@ -53,6 +57,10 @@ type Processor struct {
 	keys       map[schemas.Key]*keyState
 	order      processors.KeyOrder   // scratch
 	cusum      *stats.BernoulliCUSUM // Method cusum only
+	// errs: errors are bad events; answers: failed answers are (then
+	// each key also keeps the split rings).
+	errs, answers bool
+	rule          *schemas.AnswerRule
 }
 
 // bucket counts calls of one interval.
@@ -61,9 +69,20 @@ type bucket struct {
 	Good, Bad uint32
 }
 
+// split counts the bad calls of a bucket that were errors and those that
+// were failed answers (bad_events with failed_answers only; the rest of
+// the bad calls were slow).
+type split struct {
+	Errors, Failed uint32
+}
+
 type keyState struct {
 	fine, coarse []bucket
-	last         int64 // newest event time seen
+	// fineSplit and coarseSplit parallel fine and coarse (same length and
+	// slot; a slot's split is valid for the bucket in that slot), with
+	// failed_answers in bad_events only.
+	fineSplit, coarseSplit []split
+	last                   int64 // newest event time seen
 	// Method cusum: the statistic (nats) and the end of the last
 	// evaluation interval folded into it (0: none yet).
 	cusum   float64
@@ -75,7 +94,8 @@ func New(meta processors.Meta, cfg Config) (*Processor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	p := &Processor{meta: meta, cfg: cfg, every: int64(cfg.Every), keys: map[schemas.Key]*keyState{}}
+	p := &Processor{meta: meta, cfg: cfg, every: int64(cfg.Every), keys: map[schemas.Key]*keyState{},
+		errs: slices.Contains(cfg.BadEvents, BadErrors), answers: cfg.UsesAnswers(), rule: meta.Answers}
 	if cfg.Method == MethodCUSUM {
 		c, err := stats.NewBernoulliCUSUM(1-cfg.Target, cfg.CUSUMFactor*(1-cfg.Target))
 		if err != nil {
@@ -111,42 +131,125 @@ func (p *Processor) ObserveCorrection(*schemas.Correction) {}
 
 // Bad reports whether the call counts against the SLO.
 func (p *Processor) Bad(s *schemas.Span) bool {
-	return s.Error || (p.cfg.LatencyThresholdMs > 0 && s.DurationMs > p.cfg.LatencyThresholdMs)
+	bad, _ := p.classify(s)
+	return bad
+}
+
+// classify says whether the call is bad and, when it is an error or a
+// failed answer that bad_events counts, which.
+func (p *Processor) classify(s *schemas.Span) (bad bool, why split) {
+	if p.errs && s.Error {
+		return true, split{Errors: 1}
+	}
+	if p.answers && p.rule.Classify(s) != schemas.AnswerOK {
+		return true, split{Failed: 1}
+	}
+	return p.cfg.LatencyThresholdMs > 0 && s.DurationMs > p.cfg.LatencyThresholdMs, split{}
 }
 
 // ObserveSpan counts the call in its buckets.
 func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 	ks := p.keys[key]
 	if ks == nil {
-		ks = &keyState{fine: make([]bucket, p.nFine)}
-		if p.nCoarse > 0 {
-			ks.coarse = make([]bucket, p.nCoarse)
-		}
+		ks = p.newKeyState()
 		p.keys[key] = ks
 	}
 	t := s.EndUnixNano
 	ks.last = max(ks.last, t)
-	bad := p.Bad(s)
-	count(ks.fine, processors.FloorTo(t, p.every), p.every, bad)
+	bad, why := p.classify(s)
+	count(ks.fine, ks.fineSplit, processors.FloorTo(t, p.every), p.every, bad, why)
 	if ks.coarse != nil {
-		count(ks.coarse, processors.FloorTo(t, coarseWidth), coarseWidth, bad)
+		count(ks.coarse, ks.coarseSplit, processors.FloorTo(t, coarseWidth), coarseWidth, bad, why)
 	}
 }
 
-// count adds one call to the ring slot of the bucket starting at start.
-func count(ring []bucket, start, width int64, bad bool) {
-	b := &ring[processors.FloorMod(start/width, int64(len(ring)))]
+// newKeyState allocates a key's rings (and split rings with
+// failed_answers).
+func (p *Processor) newKeyState() *keyState {
+	ks := &keyState{fine: make([]bucket, p.nFine)}
+	if p.nCoarse > 0 {
+		ks.coarse = make([]bucket, p.nCoarse)
+	}
+	if p.answers {
+		ks.fineSplit = make([]split, p.nFine)
+		if p.nCoarse > 0 {
+			ks.coarseSplit = make([]split, p.nCoarse)
+		}
+	}
+	return ks
+}
+
+// count adds one call to the ring slot of the bucket starting at start,
+// and its kind to the split ring's slot when there is one.
+func count(ring []bucket, splits []split, start, width int64, bad bool, why split) {
+	i := processors.FloorMod(start/width, int64(len(ring)))
+	b := &ring[i]
 	if b.Start != start {
 		if b.Start > start {
 			return // older than the ring reaches: cannot happen within lateness
 		}
 		*b = bucket{Start: start}
+		if splits != nil {
+			splits[i] = split{}
+		}
 	}
 	if bad {
 		b.Bad++
 	} else {
 		b.Good++
 	}
+	if splits != nil {
+		splits[i].Errors += why.Errors
+		splits[i].Failed += why.Failed
+	}
+}
+
+// splitWindow returns the errors and failed answers counted bad in
+// [now-d, now), as window counts the calls (an hourly bucket straddling
+// the edge in proportion to its overlap). Zero without split rings.
+func (p *Processor) splitWindow(ks *keyState, now, d int64) (errs, failed float64) {
+	if ks.fineSplit == nil {
+		return 0, 0
+	}
+	from, fineFrom := now-d, now-d
+	if d > fineSpan && ks.coarse != nil {
+		fineFrom = now - fineSpan
+	}
+	for t := fineFrom; t < now; t += p.every {
+		i := processors.FloorMod(t/p.every, int64(len(ks.fine)))
+		if ks.fine[i].Start == t {
+			errs += float64(ks.fineSplit[i].Errors)
+			failed += float64(ks.fineSplit[i].Failed)
+		}
+	}
+	if fineFrom == from {
+		return errs, failed
+	}
+	for h := processors.FloorTo(from, coarseWidth); h < fineFrom; h += coarseWidth {
+		i := processors.FloorMod(h/coarseWidth, int64(len(ks.coarse)))
+		if ks.coarse[i].Start != h {
+			continue
+		}
+		lo, hi := max(h, from), min(h+coarseWidth, fineFrom)
+		if hi <= lo {
+			continue
+		}
+		f := float64(hi-lo) / float64(coarseWidth)
+		errs += f * float64(ks.coarseSplit[i].Errors)
+		failed += f * float64(ks.coarseSplit[i].Failed)
+	}
+	return errs, failed
+}
+
+// splitDetails are the errors_<d> and failed_answers_<d> details of the
+// window [now-d, now), with failed_answers in bad_events only (the
+// default verdicts are unchanged).
+func (p *Processor) splitDetails(ks *keyState, now int64, d time.Duration) []schemas.Detail {
+	if !p.answers {
+		return nil
+	}
+	e, f := p.splitWindow(ks, now, int64(d))
+	return []schemas.Detail{{Name: "errors_" + dur(d), Value: e}, {Name: "failed_answers_" + dur(d), Value: f}}
 }
 
 // sum returns the calls in [from, to) from the fine ring (from must be
@@ -269,7 +372,7 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 					counted: total >= float64(p.cfg.MinEvents) && total > 0}
 				res[i].fired = res[i].counted && long > r.Factor && short > r.Factor && p.significant(bad, total, r.Factor*budget)
 			}
-			emit.Verdict(p.verdict(k, now, set.metric, res))
+			emit.Verdict(p.verdict(k, ks, now, set.metric, res))
 		}
 	}
 }
@@ -364,6 +467,7 @@ func (p *Processor) cusumVerdict(k schemas.Key, ks *keyState, now int64) schemas
 		{Name: "burn_" + dur(long), Value: burn(g, b)},
 		{Name: "calls_" + dur(long), Value: g + b},
 	}
+	v.Details = append(v.Details, p.splitDetails(ks, now, long)...)
 	return v
 }
 
@@ -384,7 +488,7 @@ func (p *Processor) significant(bad, total, limit float64) bool {
 // verdict turns the rule results into a verdict: Value is the burn rate of
 // the rule closest to firing (the smaller of its two windows' rates,
 // relative to its factor), Threshold that rule's factor.
-func (p *Processor) verdict(k schemas.Key, now int64, metric string, res []ruleResult) schemas.Verdict {
+func (p *Processor) verdict(k schemas.Key, ks *keyState, now int64, metric string, res []ruleResult) schemas.Verdict {
 	longest := res[0].rule.Long
 	for _, r := range res {
 		longest = max(longest, r.rule.Long)
@@ -428,6 +532,7 @@ func (p *Processor) verdict(k schemas.Key, now int64, metric string, res []ruleR
 			schemas.Detail{Name: "burn_" + dur(r.rule.Short), Value: r.short},
 			schemas.Detail{Name: "factor_" + dur(r.rule.Long), Value: r.rule.Factor},
 			schemas.Detail{Name: "calls_" + dur(r.rule.Long), Value: r.total})
+		v.Details = append(v.Details, p.splitDetails(ks, now, r.rule.Long)...)
 	}
 	v.Details = append(v.Details, schemas.Detail{Name: "budget_remaining_" + dur(longest), Value: p.remaining(res, longest)})
 	return v

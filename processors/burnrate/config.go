@@ -3,6 +3,7 @@ package burnrate
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -17,6 +18,14 @@ type Config struct {
 	// LatencyThresholdMs, when positive, makes a call slower than it a bad
 	// call too (a latency SLI); 0 counts only errors. Default 0.
 	LatencyThresholdMs float64 `yaml:"latency_threshold_ms"`
+	// BadEvents are what makes a call bad besides LatencyThresholdMs:
+	// BadErrors (the span's status is ERROR or error.type is set) and
+	// BadFailedAnswers (a call that succeeded with a failed answer: cut
+	// off, filtered or empty, as the SLO file's answers section defines
+	// it, schemas.Answers). With failed_answers the verdicts' details add,
+	// per rule, the errors and failed answers of the long window. Default
+	// [errors]. Left out of the configuration hash while the default.
+	BadEvents []string `yaml:"bad_events" json:",omitempty"`
 	// Every is the evaluation interval. Default 1m.
 	Every time.Duration `yaml:"every"`
 	// Page and Ticket are the alert conditions: an alert fires when the
@@ -60,6 +69,12 @@ type Config struct {
 	CUSUMThreshold float64 `yaml:"cusum_threshold"`
 }
 
+// Bad events.
+const (
+	BadErrors        = "errors"
+	BadFailedAnswers = "failed_answers"
+)
+
 // Page methods.
 const (
 	MethodMultiwindow = "multiwindow"
@@ -86,6 +101,7 @@ func DefaultConfig() Config {
 			{Long: 24 * time.Hour, Short: 2 * time.Hour, Factor: 3},
 			{Long: 72 * time.Hour, Short: 6 * time.Hour, Factor: 1},
 		},
+		BadEvents:      []string{BadErrors},
 		MinEvents:      100,
 		MinBadEvents:   5,
 		Confidence:     0.95,
@@ -113,6 +129,12 @@ func (c *Config) Validate() error {
 			k.Fail(!(r.Factor > 0), f+".factor", "must be positive")
 		}
 	}
+	k.Fail(len(c.BadEvents) == 0, "bad_events", "list at least one of errors, failed_answers")
+	for i, b := range c.BadEvents {
+		f := "bad_events[" + strconv.Itoa(i) + "]"
+		k.Fail(b != BadErrors && b != BadFailedAnswers, f, "must be errors or failed_answers, got "+strconv.Quote(b))
+		k.Fail(slices.Index(c.BadEvents, b) < i, f, strconv.Quote(b)+" is listed twice")
+	}
 	k.Fail(c.MinEvents < 0, "min_events", "must not be negative")
 	k.Fail(c.MinBadEvents < 0, "min_bad_events", "must not be negative")
 	k.Fail(c.Confidence < 0 || c.Confidence >= 1, "confidence", "must be in [0, 1) (0 disables the low-traffic guard)")
@@ -129,19 +151,32 @@ func (c *Config) Validate() error {
 // every verdict id): with Method multiwindow the page-method fields are
 // left out, so that every file written before they existed keeps its
 // config version, and editing cusum_* under multiwindow (which decides no
-// verdict) keeps it too.
+// verdict) keeps it too. BadEvents is left out while it is the default
+// [errors], for the same reason.
 func (c Config) MarshalJSON() ([]byte, error) {
 	type plain Config
+	if c.defaultBadEvents() {
+		c.BadEvents = nil
+	}
 	if c.Method != MethodMultiwindow {
 		return json.Marshal(plain(c))
 	}
 	return json.Marshal(struct {
 		Target             float64
 		LatencyThresholdMs float64
+		BadEvents          []string `json:",omitempty"`
 		Every              time.Duration
 		Page, Ticket       []Rule
 		MinEvents          int
 		MinBadEvents       int
 		Confidence         float64
-	}{c.Target, c.LatencyThresholdMs, c.Every, c.Page, c.Ticket, c.MinEvents, c.MinBadEvents, c.Confidence})
+	}{c.Target, c.LatencyThresholdMs, c.BadEvents, c.Every, c.Page, c.Ticket, c.MinEvents, c.MinBadEvents, c.Confidence})
 }
+
+// defaultBadEvents reports bad_events [errors] (or unset).
+func (c *Config) defaultBadEvents() bool {
+	return len(c.BadEvents) == 0 || (len(c.BadEvents) == 1 && c.BadEvents[0] == BadErrors)
+}
+
+// UsesAnswers reports failed_answers in bad_events (processors.AnswersUser).
+func (c *Config) UsesAnswers() bool { return slices.Contains(c.BadEvents, BadFailedAnswers) }

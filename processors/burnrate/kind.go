@@ -34,9 +34,14 @@ func (c *Config) Metrics() []string {
 	return m
 }
 
-// Summary names the target, every rule and the interval.
+// Summary names the target, every rule and the interval, and the bad
+// events when not the default.
 func (c *Config) Summary() string {
-	return fmt.Sprintf("burnrate: target %g; page %s; ticket %s; every %v", c.Target, rulesText(c.Page), rulesText(c.Ticket), c.Every)
+	bad := ""
+	if !c.defaultBadEvents() {
+		bad = "; bad events " + strings.Join(c.BadEvents, ", ")
+	}
+	return fmt.Sprintf("burnrate: target %g; page %s; ticket %s; every %v%s", c.Target, rulesText(c.Page), rulesText(c.Ticket), c.Every, bad)
 }
 
 func rulesText(rs []Rule) string {
@@ -50,7 +55,8 @@ func rulesText(rs []Rule) string {
 	return strings.Join(out, ", ")
 }
 
-// StateShape: the latency threshold that makes an event bad, the interval
+// StateShape: the latency threshold and the bad events (when not the
+// default) that make an event bad, the interval
 // and every rule's two windows shape the buckets, and the method (CUSUM
 // keeps a statistic) when not the default; the target, the factors and
 // the minimum counts only judge them.
@@ -59,10 +65,16 @@ func (c *Config) StateShape() any {
 	for _, r := range slices.Concat(c.Page, c.Ticket) {
 		windows = append(windows, r.Long, r.Short)
 	}
+	shape := []any{c.LatencyThresholdMs, c.Every, windows}
 	if c.Method != MethodMultiwindow {
 		// The CUSUM statistic is state too; the default shape (and so
 		// every existing StateID) is unchanged.
-		return []any{c.LatencyThresholdMs, c.Every, windows, c.Method}
+		shape = append(shape, c.Method)
 	}
-	return []any{c.LatencyThresholdMs, c.Every, windows}
+	if !c.defaultBadEvents() {
+		// What makes a call bad is in the buckets (and failed_answers
+		// adds the errors / failed answers counts); default unchanged.
+		shape = append(shape, c.BadEvents)
+	}
+	return shape
 }

@@ -23,7 +23,9 @@ const (
 // MarshalBinary snapshots every key's rings, keys in Key.String order, in
 // the snapcodec layout: the newest event time, the fine ring, the coarse
 // ring, then (method cusum only) the CUSUM statistic and the end of the
-// last interval folded into it. Equal states give equal bytes.
+// last interval folded into it, then (failed_answers in bad_events only)
+// the errors and failed answers of every fine and coarse slot. Equal
+// states give equal bytes.
 func (p *Processor) MarshalBinary() ([]byte, error) {
 	return snapshotFormat.Marshal(func(e *snapcodec.Encoder) {
 		snapcodec.PutKeyed(e, processors.SortedKeys(p.keys, &p.order), p.keys, func(ks *keyState, e *snapcodec.Encoder) {
@@ -34,6 +36,12 @@ func (p *Processor) MarshalBinary() ([]byte, error) {
 				// Method cusum only: the default layout is unchanged.
 				e.F64(ks.cusum)
 				e.I64(ks.cusumAt)
+			}
+			if p.answers {
+				// bad_events with failed_answers only: the default
+				// layout is unchanged.
+				putSplits(e, ks.fineSplit)
+				putSplits(e, ks.coarseSplit)
 			}
 		})
 	}), nil
@@ -46,6 +54,26 @@ func putRing(e *snapcodec.Encoder, ring []bucket) {
 		e.U32(x.Good)
 		e.U32(x.Bad)
 	}
+}
+
+func putSplits(e *snapcodec.Encoder, ring []split) {
+	e.Count(len(ring))
+	for _, x := range ring {
+		e.U32(x.Errors)
+		e.U32(x.Failed)
+	}
+}
+
+func getSplits(d *snapcodec.Decoder) []split {
+	n := d.Count(8)
+	if n == 0 {
+		return nil
+	}
+	out := make([]split, n)
+	for i := range out {
+		out[i] = split{Errors: d.U32(), Failed: d.U32()}
+	}
+	return out
 }
 
 func getRing(d *snapcodec.Decoder) []bucket {
@@ -72,6 +100,13 @@ func (p *Processor) UnmarshalBinary(b []byte) error {
 				st.cusum, st.cusumAt = d.F64(), d.I64()
 				if d.Err() == nil && !(st.cusum >= 0 && st.cusum <= 2*p.cfg.CUSUMThreshold) {
 					d.Failf("CUSUM statistic %v outside [0, 2 × cusum_threshold]", st.cusum)
+				}
+			}
+			if p.answers {
+				st.fineSplit, st.coarseSplit = getSplits(d), getSplits(d)
+				if d.Err() == nil && (len(st.fineSplit) != len(st.fine) || len(st.coarseSplit) != len(st.coarse)) {
+					d.Failf("split rings of %d and %d slots for rings of %d and %d buckets",
+						len(st.fineSplit), len(st.coarseSplit), len(st.fine), len(st.coarse))
 				}
 			}
 			if d.Err() == nil && (len(st.fine) != p.nFine || len(st.coarse) != p.nCoarse) {

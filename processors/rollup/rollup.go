@@ -2,8 +2,9 @@
 // per key and closed event-time minute, the count, errors, tokens (input,
 // output, cache read, cache write, reasoning), late spans and a capped sample
 // of latencies, times to first token and times per output token for the
-// quantile states. One row per (key, minute), emitted once when the
-// watermark passes the minute's end, so a replay rewrites the same row.
+// quantile states, and the failed answers (schemas.Answers) by reason. One
+// row per (key, minute), emitted once when the watermark passes the
+// minute's end, so a replay rewrites the same row.
 package rollup
 
 import (
@@ -25,6 +26,8 @@ type Config struct {
 	// MaxSamplesPerMinute caps the latencies (and TTFTs) kept per key per
 	// minute: beyond it, a uniform sample by span-id hash. Default 2000.
 	MaxSamplesPerMinute int
+	// Answers defines a failed answer; nil is schemas.DefaultAnswers.
+	Answers *schemas.AnswerRule
 }
 
 // Processor is the rollup processor of one partition worker.
@@ -47,7 +50,9 @@ type minute struct {
 	start                           int64
 	n, errors, in, out, corrections int64
 	cacheRead, cacheWrite, reason   int64
-	durations, ttfts, tpots         *window.Store
+	// failed answers: all, cut off (length), filtered, empty
+	failed, failedLength, failedFilter, empty int64
+	durations, ttfts, tpots                   *window.Store
 }
 
 // Name is the processor's name: the Kind of the rollups' state id. Not an
@@ -125,6 +130,20 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 	if s.Error {
 		m.errors++
 	}
+	switch p.cfg.Answers.Classify(s) {
+	case schemas.AnswerOK:
+	case schemas.AnswerLength:
+		m.failed++
+		m.failedLength++
+	case schemas.AnswerContentFilter:
+		m.failed++
+		m.failedFilter++
+	case schemas.AnswerEmpty:
+		m.failed++
+		m.empty++
+	default:
+		m.failed++
+	}
 	if s.Has&schemas.HasInputTokens != 0 {
 		m.in += s.InputTokens
 	}
@@ -164,7 +183,8 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 		for done < len(ks.minutes) && ks.minutes[done].start+Minute <= now {
 			m := &ks.minutes[done]
 			r := schemas.Rollup{Key: k, MinuteUnixNano: m.start, N: m.n, Errors: m.errors, InputTokens: m.in, OutputTokens: m.out,
-				Corrections: m.corrections, CacheReadTokens: m.cacheRead, CacheWriteTokens: m.cacheWrite, ReasoningTokens: m.reason}
+				Corrections: m.corrections, CacheReadTokens: m.cacheRead, CacheWriteTokens: m.cacheWrite, ReasoningTokens: m.reason,
+				FailedAnswers: m.failed, FailedLength: m.failedLength, FailedContentFilter: m.failedFilter, EmptyAnswers: m.empty}
 			buf, _ = m.durations.Collect(m.start, m.start+Minute, buf[:0])
 			r.DurationsMs = values(buf)
 			buf, _ = m.ttfts.Collect(m.start, m.start+Minute, buf[:0])

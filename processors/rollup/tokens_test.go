@@ -69,7 +69,7 @@ func TestReadsVersion2Snapshot(t *testing.T) {
 	if r.N != 4 || r.InputTokens != 30 || r.OutputTokens != 26 || r.ReasoningTokens != 4 || len(r.DurationsMs) != 4 || len(r.TPOTsMs) != 1 {
 		t.Fatalf("row %+v", r)
 	}
-	// And the version-3 snapshot of the restored state round-trips.
+	// And the current snapshot of the restored state round-trips.
 	p2, _ := New(Config{MaxSamplesPerMinute: 10})
 	if err := p2.UnmarshalBinary(b); err != nil {
 		t.Fatal(err)
@@ -79,7 +79,7 @@ func TestReadsVersion2Snapshot(t *testing.T) {
 	if err := p3.UnmarshalBinary(b3); err != nil {
 		t.Fatal(err)
 	}
-	if b3[len("fusebox.rollup")+4] != 3 {
-		t.Fatalf("written version %d, want 3", b3[len("fusebox.rollup")+4])
+	if b3[len("fusebox.rollup")+4] != 4 {
+		t.Fatalf("written version %d, want 4", b3[len("fusebox.rollup")+4])
 	}
 }

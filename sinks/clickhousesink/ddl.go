@@ -261,6 +261,58 @@ SELECT
 FROM {db}.verdicts FINAL
 WHERE processor = 'effect'`
 
+// Migration 7 (span_rollups_failed_answers) adds the failed answers
+// (schemas.Rollup.FailedAnswers: calls that succeeded with an answer cut
+// off, filtered or empty) and three of their reasons, as migration 5 added
+// the token kinds: span_rollups gains the columns by ALTER TABLE ADD
+// COLUMN, each run only when system.columns does not show it yet, and the
+// Null input table and the view are made again with them. Rows written
+// before read 0.
+var rollupsFailedAnswersColumns = []AddColumn{
+	{Table: TableRollups, Column: "failed_answers", Type: "UInt64"},
+	{Table: TableRollups, Column: "failed_length", Type: "UInt64"},
+	{Table: TableRollups, Column: "failed_content_filter", Type: "UInt64"},
+	{Table: TableRollups, Column: "empty_answers", Type: "UInt64"},
+}
+
+const ddlRollupsInputV3 = `CREATE TABLE IF NOT EXISTS {db}.span_rollups_input (
+    tenant                String,
+    service               String,
+    model                 String,
+    variant               String,
+    minute                DateTime('UTC'),
+    minute_unix_nano      Int64,
+    spans                 UInt64,
+    errors                UInt64,
+    input_tokens          UInt64,
+    output_tokens         UInt64,
+    cache_read_tokens     UInt64,
+    cache_write_tokens    UInt64,
+    reasoning_tokens      UInt64,
+    corrections           UInt64,
+    late_spans            UInt64,
+    failed_answers        UInt64,
+    failed_length         UInt64,
+    failed_content_filter UInt64,
+    empty_answers         UInt64,
+    durations_ms          Array(Float64),
+    ttfts_ms              Array(Float64),
+    tpots_ms              Array(Float64)
+) ENGINE = Null`
+
+const ddlRollupsViewV3 = `CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.span_rollups_mv TO {db}.span_rollups AS
+SELECT
+    tenant, service, model, variant, minute, minute_unix_nano,
+    spans, errors, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens,
+    corrections, late_spans, failed_answers, failed_length, failed_content_filter, empty_answers,
+    toUInt64(length(durations_ms)) AS duration_samples,
+    toUInt64(length(ttfts_ms)) AS ttft_samples,
+    toUInt64(length(tpots_ms)) AS tpot_samples,
+    arrayReduce('quantilesTDigestState({levels})', durations_ms) AS duration_ms_q,
+    arrayReduce('quantilesTDigestState({levels})', ttfts_ms) AS ttft_ms_q,
+    arrayReduce('quantilesTDigestState({levels})', tpots_ms) AS tpot_ms_q
+FROM {db}.span_rollups_input`
+
 // ddlRollupsTTL drops per-minute rollups after the retention; TTL exists
 // from ClickHouse 19.6 on.
 const ddlRollupsTTL = `ALTER TABLE {db}.span_rollups MODIFY TTL minute + INTERVAL {days} DAY`

@@ -29,7 +29,8 @@ const (
  fallback, throttle_fraction, reason_verdict_ids, reason_texts, correlation_ids, key_id, signature)`
 	insertRollups = `INSERT INTO %s.span_rollups_input (tenant, service, model, variant, minute, minute_unix_nano,
  spans, errors, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens,
- corrections, late_spans, durations_ms, ttfts_ms, tpots_ms)`
+ corrections, late_spans, failed_answers, failed_length, failed_content_filter, empty_answers,
+ durations_ms, ttfts_ms, tpots_ms)`
 )
 
 func unixTime(ns int64) time.Time { return time.Unix(0, ns).UTC() }
@@ -65,6 +66,7 @@ func InsertRollups(ctx context.Context, conn driver.Conn, db string, rs []schema
 			uint64(r.N), uint64(r.Errors), uint64(r.InputTokens), uint64(r.OutputTokens),
 			uint64(r.CacheReadTokens), uint64(r.CacheWriteTokens), uint64(r.ReasoningTokens),
 			uint64(r.Corrections), uint64(r.LateSpans),
+			uint64(r.FailedAnswers), uint64(r.FailedLength), uint64(r.FailedContentFilter), uint64(r.EmptyAnswers),
 			nonNil(r.DurationsMs), nonNil(r.TTFTsMs), nonNil(r.TPOTsMs)}
 	})
 }
@@ -112,7 +114,9 @@ func validateRollup(r *schemas.Rollup) error {
 		v    int64
 	}{{"n", r.N}, {"errors", r.Errors}, {"input_tokens", r.InputTokens}, {"output_tokens", r.OutputTokens},
 		{"cache_read_tokens", r.CacheReadTokens}, {"cache_write_tokens", r.CacheWriteTokens}, {"reasoning_tokens", r.ReasoningTokens},
-		{"corrections", r.Corrections}, {"late_spans", r.LateSpans}} {
+		{"corrections", r.Corrections}, {"late_spans", r.LateSpans},
+		{"failed_answers", r.FailedAnswers}, {"failed_length", r.FailedLength}, {"failed_content_filter", r.FailedContentFilter},
+		{"empty_answers", r.EmptyAnswers}} {
 		if f.v < 0 {
 			return &schemas.FieldError{Field: f.name, Reason: fmt.Sprintf("%d: negative", f.v)}
 		}

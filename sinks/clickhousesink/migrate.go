@@ -41,6 +41,8 @@ var Migrations = []Migration{
 	{Version: 5, Name: "span_rollups_token_kinds", Columns: rollupsTokenKindsColumns,
 		Statements: []string{ddlDropRollupsView, ddlDropRollupsInput, ddlRollupsInputV2, ddlRollupsViewV2}},
 	{Version: 6, Name: "fuse_effects", Statements: []string{ddlEffectsView}},
+	{Version: 7, Name: "span_rollups_failed_answers", Columns: rollupsFailedAnswersColumns,
+		Statements: []string{ddlDropRollupsView, ddlDropRollupsInput, ddlRollupsInputV3, ddlRollupsViewV3}},
 }
 
 // MigrateConfig tunes Migrate.

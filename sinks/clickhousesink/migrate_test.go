@@ -64,6 +64,7 @@ func wantMigrations(server ServerVersion) (wants []migrationWant, ttl bool) {
 			{4, "span_rollups_ttl", OutcomeSkipped, OutcomeAlreadySkipped},
 			{5, "span_rollups_token_kinds", OutcomeApplied, OutcomeAlreadyApplied},
 			{6, "fuse_effects", OutcomeApplied, OutcomeAlreadyApplied},
+			{7, "span_rollups_failed_answers", OutcomeApplied, OutcomeAlreadyApplied},
 		}, false
 	}
 	return []migrationWant{
@@ -73,6 +74,7 @@ func wantMigrations(server ServerVersion) (wants []migrationWant, ttl bool) {
 		{4, "span_rollups_ttl", OutcomeApplied, OutcomeAlreadyApplied},
 		{5, "span_rollups_token_kinds", OutcomeApplied, OutcomeAlreadyApplied},
 		{6, "fuse_effects", OutcomeApplied, OutcomeAlreadyApplied},
+		{7, "span_rollups_failed_answers", OutcomeApplied, OutcomeAlreadyApplied},
 	}, true
 }
 
