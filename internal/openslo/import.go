@@ -252,12 +252,13 @@ type annVal struct {
 
 // sloIn is one SLO document as read, before it is mapped to a kind.
 type sloIn struct {
-	d       *doc
-	name    string
-	service string
-	svcLine int
-	ann     map[string]annVal
-	desc    string
+	d        *doc
+	name     string
+	service  string
+	svcLine  int
+	ann      map[string]annVal
+	desc     string
+	descLine int
 
 	sli *sliIn
 
@@ -319,6 +320,7 @@ func (im *importer) readV1(d *doc) *sloIn {
 		return nil
 	}
 	in.desc, _ = spec.str("description")
+	in.descLine = spec.line("description")
 	in.service, _ = spec.str("service")
 	in.svcLine = spec.line("service")
 	// The SLI: inline or by reference.
@@ -650,14 +652,19 @@ func (im *importer) policy(d *doc, spec *obj, path string) *condIn {
 	return im.condition(d, c.child("spec"), cat(0)+".spec", ann, cat(0)+".metadata.annotations")
 }
 
+// isFuseboxTarget reports whether the AlertNotificationTarget d is
+// fusebox itself (spec.target fusebox, as export writes it). Either way
+// the document is read whole: a target does not change what fusebox
+// checks.
 func isFuseboxTarget(d *doc) bool {
-	spec := d.root.child("spec")
-	t, _ := spec.str("target")
-	if t == SourceType {
-		spec.skip("description")
-		return true
+	if d.target == nil {
+		spec := d.root.child("spec")
+		t, _ := spec.str("target")
+		spec.skipAll()
+		is := t == SourceType
+		d.target = &is
 	}
-	return false
+	return *d.target
 }
 
 // condition reads an AlertCondition's spec: a burnrate condition whose
@@ -748,6 +755,7 @@ func (im *importer) readV1Alpha(d *doc) *sloIn {
 		return nil
 	}
 	in.desc, _ = spec.str("description")
+	in.descLine = spec.line("description")
 	in.service, _ = spec.str("service")
 	in.svcLine = spec.line("service")
 	tws, at := spec.list("timeWindows")
@@ -1127,7 +1135,7 @@ func (im *importer) apply(in *sloIn, b *built) {
 		d.refuse(in.sli.line, in.sli.path, fmt.Sprintf("a %s SLO has a %s SLI", b.kind.Name, map[bool]string{true: "ratioMetric", false: "thresholdMetric"}[isRatio(b.kind.Name)]))
 	}
 	if in.desc != "" && in.desc != b.cfg.Summary() {
-		d.note(0, "spec.description", "not mapped: descriptive")
+		d.note(in.descLine, "spec.description", "not mapped: descriptive")
 	}
 }
 

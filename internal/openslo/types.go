@@ -24,8 +24,8 @@ const SourceType = "fusebox"
 
 // Reserved annotation names (after Prefix).
 const (
-	annKind  = "kind"        // the fusebox SLO kind: tail, burnrate, ...
-	annMatch = "match"       // the SLO's match, flow YAML ({} for every key)
+	annKind  = "kind"         // the fusebox SLO kind: tail, burnrate, ...
+	annMatch = "match"        // the SLO's match, flow YAML ({} for every key)
 	annShort = "short_window" // an AlertCondition's short window (burnrate)
 )
 

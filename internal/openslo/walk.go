@@ -20,7 +20,8 @@ type doc struct {
 	md       *obj // root's metadata
 	objs     []*obj
 	problems *Problems
-	used     bool // referenced by an SLO (SLI, AlertPolicy, AlertCondition)
+	used     bool  // referenced by an SLO (SLI, AlertPolicy, AlertCondition)
+	target   *bool // an AlertNotificationTarget: is it fusebox (isFuseboxTarget)
 }
 
 // obj is one mapping of a document and the keys read of it.
