@@ -72,11 +72,16 @@ func Families() []Family {
 	return out
 }
 
-// Revision is the VCS commit the binary was built from
-// (runtime/debug.ReadBuildInfo's vcs.revision, with "+dirty" when the
-// checkout had changes), or "unknown" (go run, go test, a build outside a
-// checkout or with -buildvcs=false).
+// Revision is the VCS commit the binary was built from: the one the
+// linker stamped (-ldflags "-X github.com/fusebox-dev/fusebox/internal/observe.revision=SHA",
+// as the Dockerfile does from its REVISION build argument), else
+// runtime/debug.ReadBuildInfo's vcs.revision with "+dirty" when the
+// checkout had changes, else "unknown" (go run, go test, a build outside a
+// checkout or with -buildvcs=false and no stamp).
 func Revision() string {
+	if revision != "" {
+		return revision
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"
