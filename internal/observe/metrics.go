@@ -44,7 +44,7 @@ type Family struct {
 }
 
 var families = []Family{
-	{MetricBuildInfo, "gauge", []string{"version", "revision", "go_version"}, "Always 1; the labels say which build runs (revision: the VCS commit, unknown when not built from a checkout)."},
+	{MetricBuildInfo, "gauge", []string{"version", "revision", "go_version"}, "Always 1; the labels say which build runs (version and revision: stamped at build time by -ldflags -X, as the Dockerfile does, else the module version and the VCS commit; unknown when neither)."},
 	{MetricReady, "gauge", nil, "1 when /readyz answers 200, else 0."},
 	{MetricRecordsIn, "counter", []string{"topic"}, "Kafka records read, per input topic."},
 	{MetricDLQRecords, "counter", []string{"kind"}, "Records written to the dead-letter topic, by kind (malformed, invalid, too_large, future_event_time, partial)."},
