@@ -566,7 +566,7 @@ func (im *importer) source(d *doc, h *obj, s *sliIn) *obj {
 		if typ != "" {
 			what = "a " + typ + " query"
 		}
-		d.refuse(ms.n.Line, ms.path, fmt.Sprintf("%s is not mapped: fusebox measures calls, errors, latencies and corrections from the spans it reads (metricSource type %s); the SLO is imported as fusebox measures it only with partial results allowed", what, SourceType))
+		d.refuse(ms.n.Line, ms.path, fmt.Sprintf("%s is not mapped: fusebox measures calls, errors, latencies and corrections from the spans it reads (metricSource type %s); with partial results allowed, the SLO is imported over fusebox's own measure", what, SourceType))
 		s.foreign = true
 		return nil
 	}
@@ -850,7 +850,7 @@ func (im *importer) alphaSource(d *doc, m *obj, s *sliIn, ratio bool) string {
 	src, _ := m.str("source")
 	if src != SourceType {
 		m.skipAll()
-		d.refuse(m.n.Line, m.path, fmt.Sprintf("a %s query is not mapped: fusebox measures calls, errors, latencies and corrections from the spans it reads (source %s); the SLO is imported as fusebox measures it only with partial results allowed", src, SourceType))
+		d.refuse(m.n.Line, m.path, fmt.Sprintf("a %s query is not mapped: fusebox measures calls, errors, latencies and corrections from the spans it reads (source %s); with partial results allowed, the SLO is imported over fusebox's own measure", src, SourceType))
 		s.foreign = true
 		return ""
 	}

@@ -133,3 +133,48 @@ func TestEveryKindExports(t *testing.T) {
 		}
 	}
 }
+
+// TestImportAcrossFiles: references resolve across the files given; the
+// export split over two files (SLOs in one, everything else in the other)
+// imports to the same SLOs, and a reference to a file not given is named.
+func TestImportAcrossFiles(t *testing.T) {
+	f, err := config.Load("testdata/every-field.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Export(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var slos, rest []string
+	for _, d := range strings.Split(string(out), "---\n") {
+		if strings.Contains(d, "\nkind: SLO\n") {
+			slos = append(slos, d)
+		} else {
+			rest = append(rest, d)
+		}
+	}
+	a := Input{Name: "slos.yaml", Data: []byte(strings.Join(slos, "---\n"))}
+	b := Input{Name: "rest.yaml", Data: []byte(strings.Join(rest, "---\n"))}
+	res, err := Importer{}.Import([]Input{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Problems) > 0 {
+		t.Fatalf("problems:\n%s", res.Problems.Error())
+	}
+	g, err := config.Parse("imported", res.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if canonical(t, f) != canonical(t, g) {
+		t.Error("the SLOs changed")
+	}
+	res, err = Importer{}.Import([]Input{a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Problems.Error(), `slos.yaml:18: document 1 (SLO chat-latency): spec.indicatorRef: no SLI named "chat-latency" in the files`) {
+		t.Errorf("the SLOs alone:\n%s", res.Problems.Error())
+	}
+}
