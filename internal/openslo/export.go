@@ -143,7 +143,7 @@ func exportSLO(s *config.SLO) ([]document, error) {
 		// A kind OpenSLO has no counterpart for: the annotations carry
 		// its whole section; the SLI names the kind.
 		threshold(map[string]any{"kind": sec.Kind.Name})
-		spec.Objectives = []objective{{DisplayName: "fusebox " + sec.Kind.Name + ": see the annotations", Target: 0}}
+		spec.Objectives = []objective{{Target: 0}} // a placeholder: OpenSLO requires an objective
 	}
 	fields, err := changedFields(sec.Kind, sec.Config, skip...)
 	if err != nil {
