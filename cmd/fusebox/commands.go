@@ -34,4 +34,5 @@ var commands = []command{
 	{"version", "print the module version and the Go version fusebox was built with", cmdVersion},
 	{"migrate", "create or upgrade the ClickHouse schema (versioned migrations; re-running is a no-op)", cmdMigrate},
 	{"report", "print the reporting SQL's results for a time range (table or CSV)", cmdReport},
+	{"openslo", "convert the SLO file to OpenSLO v1 documents and back: `fusebox openslo export FILE`, `fusebox openslo import FILE...`", cmdOpenSLO},
 }

@@ -169,7 +169,7 @@ func helpTargets() [][]string {
 	for _, c := range commands {
 		out = append(out, []string{c.name})
 	}
-	return append(out, []string{"config", "check"}, []string{"config", "diff"},
+	return append(out, []string{"config", "check"}, []string{"config", "diff"}, []string{"openslo", "export"}, []string{"openslo", "import"},
 		[]string{"bench", "tail-accuracy"}, []string{"bench", "false-trips"}, []string{"bench", "sequential"}, []string{"bench", "loop"})
 }
 

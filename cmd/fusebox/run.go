@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"runtime/debug"
 	"strings"
 
 	"github.com/fusebox-dev/fusebox/cmd/fusebox/internal/product"
@@ -81,7 +80,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// The observability server comes up first, so that /healthz answers
 	// while fusebox connects; /readyz says why it is not ready yet.
-	fb, err := product.Start(ctx, product.Config{File: f, Logger: log, Keys: ring, KeysSource: keySrc, Unsigned: *insecure, Version: buildVersion()})
+	fb, err := product.Start(ctx, product.Config{File: f, Logger: log, Keys: ring, KeysSource: keySrc, Unsigned: *insecure, Version: observe.Version()})
 	if err != nil {
 		logStartError(log, err, f, *cfgPath)
 		return exitFailure
@@ -207,12 +206,4 @@ func sinkNames(f *config.File) string {
 		s = append(s, "jsonl")
 	}
 	return strings.Join(s, ",")
-}
-
-// buildVersion is the module version the binary was built from.
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "unknown"
 }

@@ -44,7 +44,7 @@ type Family struct {
 }
 
 var families = []Family{
-	{MetricBuildInfo, "gauge", []string{"version", "revision", "go_version"}, "Always 1; the labels say which build runs (revision: the VCS commit, unknown when not built from a checkout)."},
+	{MetricBuildInfo, "gauge", []string{"version", "revision", "go_version"}, "Always 1; the labels say which build runs (version and revision: stamped at build time by -ldflags -X, as the Dockerfile does, else the module version and the VCS commit; unknown when neither)."},
 	{MetricReady, "gauge", nil, "1 when /readyz answers 200, else 0."},
 	{MetricRecordsIn, "counter", []string{"topic"}, "Kafka records read, per input topic."},
 	{MetricDLQRecords, "counter", []string{"kind"}, "Records written to the dead-letter topic, by kind (malformed, invalid, too_large, future_event_time, partial)."},
@@ -72,11 +72,16 @@ func Families() []Family {
 	return out
 }
 
-// Revision is the VCS commit the binary was built from
-// (runtime/debug.ReadBuildInfo's vcs.revision, with "+dirty" when the
-// checkout had changes), or "unknown" (go run, go test, a build outside a
-// checkout or with -buildvcs=false).
+// Revision is the VCS commit the binary was built from: the one the
+// linker stamped (-ldflags "-X github.com/fusebox-dev/fusebox/internal/observe.revision=SHA",
+// as the Dockerfile does from its REVISION build argument), else
+// runtime/debug.ReadBuildInfo's vcs.revision with "+dirty" when the
+// checkout had changes, else "unknown" (go run, go test, a build outside a
+// checkout or with -buildvcs=false and no stamp).
 func Revision() string {
+	if revision != "" {
+		return revision
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"

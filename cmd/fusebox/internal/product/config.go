@@ -8,6 +8,7 @@ import (
 	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/fuse"
 	"github.com/fusebox-dev/fusebox/internal/config"
+	"github.com/fusebox-dev/fusebox/internal/observe"
 )
 
 // Config is what Start assembles. File is required; the zero value of
@@ -46,7 +47,7 @@ type Config struct {
 	// Default false: the server stops when the context ends.
 	ServeUntilClose bool
 	// Version is the version label of fusebox_build_info. Default
-	// "unknown".
+	// observe.Version(): the stamped release version, else the module's.
 	Version string
 }
 
@@ -65,6 +66,9 @@ func (c *Config) validate() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Version == "" {
+		c.Version = observe.Version()
 	}
 	return nil
 }
