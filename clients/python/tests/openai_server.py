@@ -58,6 +58,12 @@ class OpenAIServer:
                                 "data": [{"object": "embedding", "index": 0, "embedding": [0.5, float(len(name))]}]})
                     return
                 now = int(time.time())
+                if self.path.endswith("/completions") and not self.path.endswith("/chat/completions"):
+                    self._json({"id": "t1", "object": "text_completion", "created": now, "model": model,
+                                "choices": [{"index": 0, "text": "from " + name, "finish_reason": "stop",
+                                             "logprobs": None}],
+                                "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}})
+                    return
                 if body.get("stream"):
                     self.send_response(200)
                     self.send_header("content-type", "text/event-stream")

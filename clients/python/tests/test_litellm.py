@@ -89,7 +89,7 @@ def client() -> Client:
 
 def call_all(router: Any, n: int) -> None:
     """n requests through each entry point the Router routes: completion,
-    streamed completion, embedding, and their async forms."""
+    streamed completion, text completion, embedding, and their async forms."""
     for _ in range(n):
         r = router.completion(model="gpt-4o", messages=MSG)
         assert r.choices[0].message.content.startswith("from ")
@@ -97,6 +97,7 @@ def call_all(router: Any, n: int) -> None:
                                                                                       stream=True))
         assert text.startswith("from ")
         router.embedding(model="emb", input=["x"])
+        assert router.text_completion(model="gpt-4o", prompt="hi").choices[0].text.startswith("from ")
 
     async def go() -> None:
         for _ in range(n):
@@ -104,6 +105,7 @@ def call_all(router: Any, n: int) -> None:
             st = await router.acompletion(model="gpt-4o", messages=MSG, stream=True)
             assert "".join([ch.choices[0].delta.content or "" async for ch in st]).startswith("from ")
             await router.aembedding(model="emb", input=["x"])
+            assert (await router.atext_completion(model="gpt-4o", prompt="hi")).choices[0].text.startswith("from ")
 
     asyncio.run(go())
 
@@ -114,16 +116,16 @@ def test_every_entry_point_is_steered_sync_and_async(server: OpenAIServer, saved
     call_all(router, 6)
     hits = server.take()
     # Nothing in effect: the Router's own shuffle over both deployments of each group.
-    assert hits["canary"] + hits["baseline"] == 24 and hits["emb-a"] + hits["emb-b"] == 12, hits
+    assert hits["canary"] + hits["baseline"] == 36 and hits["emb-a"] + hits["emb-b"] == 12, hits
     assert hits["canary"] and hits["baseline"] and hits["emb-a"] and hits["emb-b"], hits
     put(c, Key("acme", "chat", "gpt-4o", "canary"), "trip")
     put(c, Key("acme", "chat", "emb", "a"), "trip")
     call_all(router, 10)
     hits = server.take()
-    # 10 requests x (sync, sync stream, async, async stream) to the baseline, none to the canary.
-    assert hits == {"baseline": 40, "emb-b": 20}, hits
-    assert f.metrics.get("gpt-4o", "canary", "reject") == 40 and f.metrics.get("emb", "emb-a", "reject") == 20
-    assert f.metrics.get("gpt-4o", "baseline", "pass") == 64
+    # 10 requests x (completion, stream, text completion; sync and async) to the baseline, none to the canary.
+    assert hits == {"baseline": 60, "emb-b": 20}, hits
+    assert f.metrics.get("gpt-4o", "canary", "reject") == 60 and f.metrics.get("emb", "emb-a", "reject") == 20
+    assert f.metrics.get("gpt-4o", "baseline", "pass") == 96
     # Another tenant is not affected, on the sync path too.
     for _ in range(20):
         router.completion(model="gpt-4o", messages=MSG, metadata={"tenant": "other"})

@@ -421,4 +421,5 @@ class Client:
             self._thread.join(timeout)
 
 
-__all__ = ["APPLIED", "DEFAULT_TOPIC", "READY_WARNING_AFTER", "REJECT_LOG_INTERVAL", "REJECT_REASONS", "Client", "Decision", "Outcome", "Record", "Source", "Stats"]
+__all__ = ["APPLIED", "DEFAULT_TOPIC", "READY_WARNING_AFTER", "REJECT_LOG_INTERVAL",
+           "REJECT_REASONS", "Client", "Decision", "Outcome", "Record", "Source", "Stats"]
