@@ -168,6 +168,10 @@ class Client:
     keyring verifies signed commands; insecure_unsigned accepts unsigned
     ones (a fusebox run with --insecure-unsigned). clock returns Unix ns
     (default the wall clock) and judges expiry and key not-after.
+    reject_log_interval: seconds between two WARNING lines of one rejection
+    reason (default 10; the rest are counted in the next line and in
+    stats()). ready_warning_after: seconds after run() starts before a
+    client still not ready says so at WARNING (default 15).
     """
 
     def __init__(self, *, keyring: Keyring | None = None, insecure_unsigned: bool = False,
@@ -253,8 +257,8 @@ class Client:
         # normal. An expired command is normal while the topic is replayed at
         # start (compaction keeps old commands) but not once the client
         # follows it (or is fed by handle() without a source): a command
-        # expired on arrival means fusebox's clock and
-        # this one disagree, or the consumer is far behind.
+        # expired on arrival means fusebox's clock and this one disagree, or
+        # the consumer is far behind.
         quiet = reason == "duplicate" or (reason == "expired" and self._source is not None and not self._ready.is_set())
         level = logging.DEBUG if quiet else logging.WARNING
         if not self._log.isEnabledFor(level):
