@@ -1,13 +1,18 @@
-"""The litellm Router adapter with litellm's mock responses (no provider is
-called): deployments fusebox trips are dropped, the Router falls back, the
-probe and throttle fractions are admitted."""
+"""The litellm Router adapter as its users run it: a real litellm.Router
+(1.110.2) over a local OpenAI-compatible server (tests/openai_server.py: real
+HTTP, plain and streamed), steered by FuseDeploymentFilter.install, with
+commands applied through a Client (signed in Python here; signed by Go's
+package fuse and read from kfake and Apache Kafka in the broker test)."""
 
 from __future__ import annotations
 
 import asyncio
-import collections
+import json
+import logging
 import os
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,32 +20,57 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch of the price map
 import litellm  # noqa: E402  # requirements-litellm.txt; scripts/test leaves this file out, loudly, only when litellm cannot be installed
 
+from conftest import Broker, wait_for  # noqa: E402
 from fusebox_fuse import Client, FuseCommand, Key, Reason, parse_keyring  # noqa: E402
-from fusebox_fuse.litellm_router import FuseDeploymentFilter  # noqa: E402
+from fusebox_fuse.kafka import ConfluentSource  # noqa: E402
+from fusebox_fuse.litellm_router import CircuitOpenError, FuseDeploymentFilter  # noqa: E402
+from openai_server import OpenAIServer  # noqa: E402
 
 RING = parse_keyring("k1:" + "cd" * 32)
 NOW = 1_800_000_000 * 10**9
 MIN = 60 * 10**9
+MSG = [{"role": "user", "content": "hi"}]
 
 
-def dep(group: str, model: str, variant: str, id: str) -> dict[str, Any]:
-    return {"model_name": group,
-            "litellm_params": {"model": model, "api_key": "sk-test", "mock_response": f"from {id}"},
-            "model_info": {"id": id, "variant": variant, "fusebox_model": group}}
+@pytest.fixture(scope="module")
+def server() -> Iterator[OpenAIServer]:
+    s = OpenAIServer()
+    yield s
+    s.close()
 
 
-MODEL_LIST = [dep("gpt-4o", "openai/gpt-4o", "canary", "canary"), dep("gpt-4o", "azure/gpt-4o", "baseline", "baseline"),
-              dep("gpt-4o-mini", "openai/gpt-4o-mini", "", "mini"), dep("solo", "openai/solo", "", "solo")]
+def dep(server: OpenAIServer, group: str, id: str, variant: str = "", *, model: str = "openai/gpt-4o",
+        fusebox_model: str | None = None) -> dict[str, Any]:
+    info: dict[str, Any] = {"id": id, "variant": variant}
+    if fusebox_model != "":
+        info["fusebox_model"] = fusebox_model or group
+    return {"model_name": group, "litellm_params": {"model": model, "api_base": server.base(id), "api_key": "sk-test"},
+            "model_info": info}
+
+
+def model_list(server: OpenAIServer) -> list[dict[str, Any]]:
+    return [dep(server, "gpt-4o", "canary", "canary"), dep(server, "gpt-4o", "baseline", "baseline"),
+            dep(server, "gpt-4o-mini", "mini", model="openai/gpt-4o-mini"),
+            dep(server, "solo", "solo", model="openai/solo"),
+            dep(server, "pool", "p1", "p1"), dep(server, "pool", "p2", "p2"), dep(server, "pool", "p3", "p3"),
+            dep(server, "emb", "emb-a", "a", model="openai/text-embedding-3-small"),
+            dep(server, "emb", "emb-b", "b", model="openai/text-embedding-3-small")]
 
 
 @pytest.fixture
-def fuse() -> Iterator[tuple[Client, FuseDeploymentFilter]]:
-    c = Client(keyring=RING, clock=lambda: NOW)
-    f = FuseDeploymentFilter(c, tenant="acme", service="chat")
+def saved_callbacks() -> Iterator[None]:
     saved = list(litellm.callbacks)
-    litellm.callbacks = [f]
-    yield c, f
+    yield
     litellm.callbacks = saved
+
+
+def steered(server: OpenAIServer, c: Client, fallbacks: list[dict[str, list[str]]] | None = None,
+            **kw: Any) -> tuple[Any, FuseDeploymentFilter]:
+    router = litellm.Router(model_list=model_list(server), num_retries=0, fallbacks=fallbacks or [])
+    f = FuseDeploymentFilter(c, tenant="acme", service="chat", clock=lambda: NOW, **kw)
+    f.install(router)
+    server.take()
+    return router, f
 
 
 def put(c: Client, target: Key, action: str, version: int = 1, *, state: str = "open", level: int = 2,
@@ -51,65 +81,272 @@ def put(c: Client, target: Key, action: str, version: int = 1, *, state: str = "
     assert c.handle(RING.sign(cmd).encode()) == "applied"
 
 
-def route(n: int, group: str = "gpt-4o", **kw: Any) -> collections.Counter[str]:
-    router = litellm.Router(model_list=MODEL_LIST, fallbacks=[{"gpt-4o": ["gpt-4o-mini"]}, {"solo": ["gpt-4o-mini"]}],
-                            num_retries=0)
+def client() -> Client:
+    return Client(keyring=RING, clock=lambda: NOW)
 
-    async def go() -> collections.Counter[str]:
-        got: collections.Counter[str] = collections.Counter()
+
+# --- every entry point, sync and async --------------------------------------
+
+def call_all(router: Any, n: int) -> None:
+    """n requests through each entry point the Router routes: completion,
+    streamed completion, text completion, embedding, and their async forms."""
+    for _ in range(n):
+        r = router.completion(model="gpt-4o", messages=MSG)
+        assert r.choices[0].message.content.startswith("from ")
+        text = "".join(ch.choices[0].delta.content or "" for ch in router.completion(model="gpt-4o", messages=MSG,
+                                                                                      stream=True))
+        assert text.startswith("from ")
+        router.embedding(model="emb", input=["x"])
+        assert router.text_completion(model="gpt-4o", prompt="hi").choices[0].text.startswith("from ")
+
+    async def go() -> None:
         for _ in range(n):
-            r = await router.acompletion(model=group, messages=[{"role": "user", "content": "hi"}], **kw)
-            got[r.choices[0].message.content.removeprefix("from ")] += 1
-        return got
+            await router.acompletion(model="gpt-4o", messages=MSG)
+            st = await router.acompletion(model="gpt-4o", messages=MSG, stream=True)
+            assert "".join([ch.choices[0].delta.content or "" async for ch in st]).startswith("from ")
+            await router.aembedding(model="emb", input=["x"])
+            assert (await router.atext_completion(model="gpt-4o", prompt="hi")).choices[0].text.startswith("from ")
 
-    return asyncio.run(go())
-
-
-def test_nothing_in_effect_uses_every_deployment(fuse: tuple[Client, FuseDeploymentFilter]) -> None:
-    got = route(40)
-    assert set(got) == {"canary", "baseline"}
-    assert fuse[1].kept == 80 and sum(fuse[1].dropped.values()) == 0
+    asyncio.run(go())
 
 
-def test_tripped_deployment_is_dropped(fuse: tuple[Client, FuseDeploymentFilter]) -> None:
-    c, f = fuse
+def test_every_entry_point_is_steered_sync_and_async(server: OpenAIServer, saved_callbacks: None) -> None:
+    c = client()
+    router, f = steered(server, c)
+    call_all(router, 6)
+    hits = server.take()
+    # Nothing in effect: the Router's own shuffle over both deployments of each group.
+    assert hits["canary"] + hits["baseline"] == 36 and hits["emb-a"] + hits["emb-b"] == 12, hits
+    assert hits["canary"] and hits["baseline"] and hits["emb-a"] and hits["emb-b"], hits
     put(c, Key("acme", "chat", "gpt-4o", "canary"), "trip")
-    assert route(30) == {"baseline": 30}
-    assert f.dropped["reject"] == 30
-    # Another tenant is not affected.
-    assert set(route(30, metadata={"tenant": "other"})) == {"canary", "baseline"}
+    put(c, Key("acme", "chat", "emb", "a"), "trip")
+    call_all(router, 10)
+    hits = server.take()
+    # 10 requests x (completion, stream, text completion; sync and async) to the baseline, none to the canary.
+    assert hits == {"baseline": 60, "emb-b": 20}, hits
+    assert f.metrics.get("gpt-4o", "canary", "reject") == 60 and f.metrics.get("emb", "emb-a", "reject") == 20
+    assert f.metrics.get("gpt-4o", "baseline", "pass") == 96
+    # Another tenant is not affected, on the sync path too.
+    for _ in range(20):
+        router.completion(model="gpt-4o", messages=MSG, metadata={"tenant": "other"})
+    assert set(server.take()) == {"canary", "baseline"}
 
 
-def test_all_dropped_falls_back(fuse: tuple[Client, FuseDeploymentFilter]) -> None:
-    c, f = fuse
+# --- shares -----------------------------------------------------------------
+
+def test_half_open_and_throttle_shares_of_the_group(server: OpenAIServer, saved_callbacks: None) -> None:
+    """Three deployments: p1 half-open (probe 0.2), p2 throttled to 0.3, p3
+    free. Each fraction is the share of the group's requests the deployment
+    takes (fusebox's Go gateway admits that share of the target's requests),
+    not that share divided by the Router's shuffle among three."""
+    c = client()
+    router, f = steered(server, c)
+    put(c, Key("acme", "chat", "pool", "p1"), "half_open", state="half_open", fraction=0.2)
+    put(c, Key("acme", "chat", "pool", "p2"), "throttle", level=1, fraction=0.3)
+    n = 1000
+    for _ in range(n // 2):
+        router.completion(model="pool", messages=MSG)
+
+    async def go() -> None:
+        for _ in range(n - n // 2):
+            await router.acompletion(model="pool", messages=MSG)
+
+    asyncio.run(go())
+    hits = server.take()
+    share = {k: v / n for k, v in hits.items()}
+    print(f"shares over n={n}: {share}")
+    assert sum(hits.values()) == n
+    # n*phi mod 1 samples: the discrepancy over 1,000 requests is far below 0.01.
+    assert abs(share["p1"] - 0.2) <= 0.01 and abs(share["p2"] - 0.3) <= 0.01, share
+    assert abs(share["p3"] - 0.5) <= 0.01, share
+    assert f.metrics.get("pool", "p1", "probe") == hits["p1"] and f.metrics.get("pool", "p2", "admit") == hits["p2"]
+    assert f.metrics.get("pool", "p1", "reject") + f.metrics.get("pool", "p1", "yielded") == n - hits["p1"]
+
+
+def test_half_open_alone_in_its_group_probes_its_share(server: OpenAIServer, saved_callbacks: None) -> None:
+    c = client()
+    router, _ = steered(server, c, fallbacks=[{"solo": ["gpt-4o-mini"]}])
+    put(c, Key("acme", "chat", "solo", ""), "half_open", state="half_open", fraction=0.1)
+    for _ in range(200):
+        router.completion(model="solo", messages=MSG)
+    hits = server.take()
+    # The refused share goes to the Router's fallback: one sample per request, kept across the fallback hop.
+    assert hits["solo"] + hits["mini"] == 200 and abs(hits["solo"] - 20) <= 2, hits
+
+
+# --- degrade, no fallback ---------------------------------------------------
+
+def test_degrade_routes_to_the_commands_fallback(server: OpenAIServer, saved_callbacks: None) -> None:
+    c = client()
+    router, f = steered(server, c)  # no fallbacks= at all
     put(c, Key("*", "*", "gpt-4o", "*"), "degrade", level=1, fallback="gpt-4o-mini")
-    assert route(20) == {"mini": 20}
-    assert f.dropped["degrade"] == 40
+    for _ in range(10):
+        router.completion(model="gpt-4o", messages=MSG)
+
+    async def go() -> None:
+        for _ in range(10):
+            st = await router.acompletion(model="gpt-4o", messages=MSG, stream=True)
+            assert "".join([ch.choices[0].delta.content or "" async for ch in st]) == "from mini"
+
+    asyncio.run(go())
+    assert server.take() == {"mini": 20}
+    assert f.metrics.get("gpt-4o", "canary", "degrade") == 20
     # The close lifts it, live.
     put(c, Key("*", "*", "gpt-4o", "*"), "close", 2, state="closed", level=0)
-    assert set(route(20)) == {"canary", "baseline"}
+    for _ in range(10):
+        router.completion(model="gpt-4o", messages=MSG)
+    assert set(server.take()) == {"canary", "baseline"}
 
 
-def test_rollback_drops_the_canary(fuse: tuple[Client, FuseDeploymentFilter]) -> None:
-    c, _ = fuse
-    put(c, Key("acme", "chat", "gpt-4o", "canary"), "rollback", level=1)
-    assert route(20) == {"baseline": 20}
+def test_refused_group_without_fallback_is_circuit_open_and_warned(server: OpenAIServer, saved_callbacks: None,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    c = client()
+    put(c, Key("acme", "chat", "solo", ""), "trip")
+    with caplog.at_level(logging.WARNING, "fusebox_fuse"):
+        router, _ = steered(server, c)
+    start = [r.getMessage() for r in caplog.records if "'solo'" in r.getMessage() and "no fallback" in r.getMessage()]
+    assert start, caplog.text
+    with pytest.raises(CircuitOpenError) as e:
+        router.completion(model="solo", messages=MSG)
+    assert e.value.status_code == 503 and e.value.code == "circuit_open" and e.value.retry_after == 600
+    assert "circuit open" in str(e.value) and "trip" in str(e.value)
+    with pytest.raises(CircuitOpenError):
+        asyncio.run(router.acompletion(model="solo", messages=MSG))
+    assert server.take() == {}
+    # A command applied later is checked too (on_change): a degrade naming a model the Router does not know.
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, "fusebox_fuse"):
+        put(c, Key("acme", "chat", "gpt-4o", "*"), "degrade", level=1, fallback="no-such-model")
+    msgs = caplog.text
+    assert "'gpt-4o'" in msgs and "'no-such-model'" in msgs and "does not know" in msgs, msgs
+    with pytest.raises(CircuitOpenError):
+        router.completion(model="gpt-4o", messages=MSG)
 
 
-def test_half_open_probe_fraction(fuse: tuple[Client, FuseDeploymentFilter]) -> None:
-    c, _ = fuse
-    put(c, Key("acme", "chat", "solo", ""), "half_open", state="half_open", fraction=0.25)
-    got = route(200, group="solo")
-    # One sample per request (kept across the fallback's second filter
-    # call), n*phi mod 1: the admitted share within 2 of the fraction.
-    assert got["solo"] + got["mini"] == 200 and abs(got["solo"] - 50) <= 2, got
+# --- the mapping ------------------------------------------------------------
+
+def test_unmapped_and_ambiguous_deployments_are_warned(server: OpenAIServer, saved_callbacks: None,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    ml = [dep(server, "chat", "east", fusebox_model="", model="openai/gpt-4o"),
+          dep(server, "chat", "west", fusebox_model="", model="azure/gpt-4o")]
+    router = litellm.Router(model_list=ml, num_retries=0)
+    with caplog.at_level(logging.WARNING, "fusebox_fuse"):
+        FuseDeploymentFilter(client(), tenant="acme", service="chat").install(router)
+    text = caplog.text
+    assert "'east'" in text and "'west'" in text and "fusebox_model" in text, text
+    assert "share the key" in text and "variant" in text, text
+    # Keyed by the model group the caller asks for, never by the provider-prefixed litellm model.
+    with pytest.raises(ValueError, match="already steered"):
+        FuseDeploymentFilter(client()).install(router)
+    c = client()
+    router = FuseDeploymentFilter(c, tenant="acme", service="chat").install(litellm.Router(model_list=ml, num_retries=0))
+    put(c, Key("acme", "chat", "chat", ""), "degrade", level=1, fallback="x")
+    with pytest.raises(CircuitOpenError):
+        router.completion(model="chat", messages=MSG)
 
 
-def test_throttle_fraction_with_sticky_request_ids(fuse: tuple[Client, FuseDeploymentFilter]) -> None:
-    c, f = fuse
-    put(c, Key("acme", "chat", "solo", ""), "throttle", level=1, fraction=0.5)
-    got = route(200, group="solo")
-    assert got["solo"] + got["mini"] == 200 and abs(got["solo"] - 100) <= 2, got
-    # A request id gives the same answer every time.
-    for rid in ("r-1", "r-2", "r-3"):
-        assert len(route(3, group="solo", metadata={"request_id": rid})) == 1
+# --- logs and metrics -------------------------------------------------------
+
+def test_rejections_logged_at_warning_rate_limited(caplog: pytest.LogCaptureFixture) -> None:
+    c = Client(keyring=RING, clock=lambda: NOW)
+    old = FuseCommand(target=Key("acme", "chat", "m", ""), action="trip", level=2, state="open", version=1,
+                      issued_at_unix_nano=NOW - 20 * MIN, expires_at_unix_nano=NOW - 10 * MIN,
+                      reasons=(Reason("v", "t"),))
+    with caplog.at_level(logging.WARNING, "fusebox_fuse"):
+        for v in range(1, 4):
+            assert c.handle(RING.sign(FuseCommand(**{**old.__dict__, "version": v})).encode()) == "expired"
+        assert c.handle(b"{not json") == "malformed"
+    warned = [r for r in caplog.records if r.levelno == logging.WARNING]
+    expired = [r.getMessage() for r in warned if "reason=expired" in r.getMessage()]
+    assert len(expired) == 1 and "600.0s ago" in expired[0] and "clock skew" in expired[0], expired
+    assert any("reason=malformed" in r.getMessage() for r in warned)
+    assert c.stats().rejected["expired"] == 3
+
+
+def test_metrics_and_drop_logs(server: OpenAIServer, saved_callbacks: None, caplog: pytest.LogCaptureFixture) -> None:
+    c = client()
+    router, f = steered(server, c)
+    put(c, Key("acme", "chat", "gpt-4o", "canary"), "trip", 7)
+    with caplog.at_level(logging.INFO, "fusebox_fuse.litellm"):
+        for _ in range(5):
+            router.completion(model="gpt-4o", messages=MSG)
+    drops = [r.getMessage() for r in caplog.records if "dropped" in r.getMessage()]
+    assert len(drops) == 1 and "'canary'" in drops[0] and "version=7" in drops[0], drops
+    text = f.metrics.render()
+    assert ('fusebox_litellm_deployment_decisions_total{model_group="gpt-4o",deployment="canary",decision="reject"} 5'
+            in text), text
+    assert 'deployment="baseline",decision="pass"} 5' in text and "# TYPE fusebox_litellm_deployment_decisions_total counter" in text
+
+
+def test_no_broker_is_a_warning_and_librdkafka_logs_through_python(caplog: pytest.LogCaptureFixture,
+                                                                   capfd: pytest.CaptureFixture[str]) -> None:
+    c = Client(keyring=RING, source=ConfluentSource({"bootstrap.servers": "127.0.0.1:1"}, timeout=1.0),
+               ready_warning_after=1.0)
+    with caplog.at_level(logging.WARNING, "fusebox_fuse"):
+        c.start()
+        try:
+            wait_for(lambda: any("not ready after" in r.getMessage() for r in caplog.records), 30, "the not-ready warning")
+        finally:
+            c.stop()
+    rdk = [r for r in caplog.records if r.name == "fusebox_fuse.kafka"]
+    assert rdk and all("librdkafka" in r.getMessage() for r in rdk), caplog.text
+    assert "fail open" in caplog.text
+    # Nothing of librdkafka's on stderr, and its repeats are held back.
+    assert "Connection refused" not in capfd.readouterr().err
+    assert len(rdk) < 20, len(rdk)
+
+
+# --- on real brokers, commands signed by Go ----------------------------------
+
+def test_commands_from_the_broker_steer_the_router(broker: Broker, topic: str, publishers: Any, tmp_path: Path,
+                                                   server: OpenAIServer, saved_callbacks: None) -> None:
+    secret = os.urandom(32).hex()
+    keys = tmp_path / "k.keys"
+    keys.write_text(f"k1:{secret}\n")
+    keys.chmod(0o600)
+    pub = publishers(broker, topic, keys)
+    c = Client(keyring=parse_keyring(f"k1:{secret}\n"), source=ConfluentSource({"bootstrap.servers": broker.bootstrap},
+                                                                               topic))
+    c.start()
+    try:
+        assert c.wait_ready(60)
+        router = litellm.Router(model_list=model_list(server), num_retries=0)
+        FuseDeploymentFilter(c, tenant="acme", service="chat").install(router)
+        server.take()
+        now = time.time_ns()
+        target = Key("acme", "chat", "gpt-4o", "canary")
+
+        def publish(action: str, version: int, **kw: Any) -> float:
+            cmd = FuseCommand(target=target, action=action, version=version, issued_at_unix_nano=now + version,
+                              expires_at_unix_nano=now + 10 * MIN, reasons=(Reason("v", "test"),), **kw)
+            pub.command(json.loads(cmd.encode()))
+            return time.monotonic()
+
+        def effect_after(since: float, applied: Any) -> float:
+            """Seconds from the publisher's ack until the Router's requests are decided by the command."""
+            deadline = since + 30
+            while not applied(c.decide(target)):
+                if time.monotonic() > deadline:
+                    pytest.fail("no effect within 30s")
+                time.sleep(0.001)
+            return time.monotonic() - since
+
+        t_trip = effect_after(publish("trip", 1, level=2, state="open"), lambda d: d.matched)
+        for _ in range(20):
+            router.completion(model="gpt-4o", messages=MSG)
+        assert server.take() == {"baseline": 20}
+        # The half-open's probe share arrives too: 0.5 of the group's requests to the canary.
+        t_half = effect_after(publish("half_open", 2, level=2, state="half_open", throttle_fraction=0.5),
+                              lambda d: d.probe)
+        for _ in range(100):
+            router.completion(model="gpt-4o", messages=MSG)
+        hits = server.take()
+        assert abs(hits["canary"] - 50) <= 2 and hits["canary"] + hits["baseline"] == 100, hits
+        t_close = effect_after(publish("close", 3, level=0, state="closed"), lambda d: not d.matched)
+        for _ in range(20):
+            router.completion(model="gpt-4o", messages=MSG)
+        assert set(server.take()) == {"canary", "baseline"}
+        print(f"{broker.kind}: publish (ack) to effect: trip {1000 * t_trip:.0f} ms, half-open {1000 * t_half:.0f} ms, "
+              f"close {1000 * t_close:.0f} ms")
+    finally:
+        c.stop()

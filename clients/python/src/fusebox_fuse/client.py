@@ -20,6 +20,14 @@ REJECT_REASONS: Final = ("malformed", "unsigned", "unknown_key", "key_retired", 
 
 APPLIED: Final = "applied"
 
+REJECT_LOG_INTERVAL: Final = 10.0
+"""Seconds between two WARNING lines of one rejection reason; the lines held
+back are counted in the next one."""
+
+READY_WARNING_AFTER: Final = 15.0
+"""Seconds after run() starts with the client still not ready before it says
+so at WARNING (decisions allow every request until it is: fail open)."""
+
 log = logging.getLogger("fusebox_fuse")
 
 
@@ -160,11 +168,16 @@ class Client:
     keyring verifies signed commands; insecure_unsigned accepts unsigned
     ones (a fusebox run with --insecure-unsigned). clock returns Unix ns
     (default the wall clock) and judges expiry and key not-after.
+    reject_log_interval: seconds between two WARNING lines of one rejection
+    reason (default 10; the rest are counted in the next line and in
+    stats()). ready_warning_after: seconds after run() starts before a
+    client still not ready says so at WARNING (default 15).
     """
 
     def __init__(self, *, keyring: Keyring | None = None, insecure_unsigned: bool = False,
                  source: Source | None = None, clock: Callable[[], int] = time.time_ns,
-                 logger: logging.Logger | None = None) -> None:
+                 logger: logging.Logger | None = None, reject_log_interval: float = REJECT_LOG_INTERVAL,
+                 ready_warning_after: float = READY_WARNING_AFTER) -> None:
         if keyring is None and not insecure_unsigned:
             raise NoKeysError("fuse: no keys: give keyring=, or insecure_unsigned=True to accept unsigned commands")
         self._ring = keyring
@@ -181,6 +194,10 @@ class Client:
         self._ready = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._reject_log_interval = reject_log_interval
+        self._ready_warning_after = ready_warning_after
+        self._reject_logged: dict[str, tuple[float, int]] = {}  # reason -> (monotonic s of last line, held back)
+        self._last_source_error = ""
 
     # --- applying records --------------------------------------------------
 
@@ -236,10 +253,31 @@ class Client:
         return APPLIED
 
     def _reject(self, reason: str, cmd: FuseCommand | None, err: str) -> str:
-        level = logging.DEBUG if reason in ("expired", "duplicate") else logging.WARNING
-        if self._log.isEnabledFor(level):
-            where = f" target={cmd.target} version={cmd.version} key_id={cmd.key_id}" if cmd else ""
-            self._log.log(level, "fuse: command rejected reason=%s%s%s", reason, where, f" error={err}" if err else "")
+        # A duplicate is a record read again (a restart, a re-sent command):
+        # normal. An expired command is normal while the topic is replayed at
+        # start (compaction keeps old commands) but not once the client
+        # follows it (or is fed by handle() without a source): a command
+        # expired on arrival means fusebox's clock and this one disagree, or
+        # the consumer is far behind.
+        quiet = reason == "duplicate" or (reason == "expired" and self._source is not None and not self._ready.is_set())
+        level = logging.DEBUG if quiet else logging.WARNING
+        if not self._log.isEnabledFor(level):
+            return reason
+        held = 0
+        if level == logging.WARNING:
+            now = time.monotonic()
+            with self._lock:
+                last, held = self._reject_logged.get(reason, (-1e18, 0))
+                if now - last < self._reject_log_interval:
+                    self._reject_logged[reason] = (last, held + 1)
+                    return reason
+                self._reject_logged[reason] = (now, 0)
+        where = f" target={cmd.target} version={cmd.version} key_id={cmd.key_id}" if cmd else ""
+        if reason == "expired" and cmd is not None:
+            skew = (self._clock() - cmd.expires_at_unix_nano) / 1e9
+            where += f" expired {skew:.1f}s ago by this clock (issued_at={cmd.issued_at_unix_nano}; check clock skew)"
+        more = f" ({held} more rejected for this reason in the last {self._reject_log_interval:.0f}s)" if held else ""
+        self._log.log(level, "fuse: command rejected reason=%s%s%s%s", reason, where, f" error={err}" if err else "", more)
         return reason
 
     def on_change(self, fn: Callable[[FuseCommand | None, FuseCommand], None]) -> None:
@@ -313,6 +351,8 @@ class Client:
         if src is None:
             raise ValueError("fuse: no source (give source=, e.g. fusebox_fuse.kafka.ConfluentSource)")
         backoff = 1.0
+        started = time.monotonic()
+        warned = False
         try:
             while not self._stop.is_set():
                 try:
@@ -321,6 +361,8 @@ class Client:
                 except Exception as e:  # noqa: BLE001 - any open failure is retried
                     with self._lock:
                         self._stats.source_errors += 1
+                    self._last_source_error = str(e)
+                    warned = warned or self._warn_not_ready(started)
                     self._log.warning("fuse: opening the source failed; retrying in %.0fs: %s", backoff, e)
                     if self._stop.wait(backoff):
                         return
@@ -332,7 +374,9 @@ class Client:
                 except Exception as e:  # noqa: BLE001 - logged, counted, retried
                     with self._lock:
                         self._stats.source_errors += 1
+                    self._last_source_error = str(e)
                     self._log.warning("fuse: reading the fuse topic failed: %s", e)
+                    warned = warned or self._warn_not_ready(started)
                     self._stop.wait(0.2)
                     continue
                 for r in recs:
@@ -343,8 +387,24 @@ class Client:
                 for p in at_end:
                     self._pending.pop(p, None)
                 self._check_ready()
+                warned = warned or self._warn_not_ready(started)
         finally:
             src.close()
+
+    def _warn_not_ready(self, started: float) -> bool:
+        """One WARNING when the client is still not ready ready_warning_after
+        seconds after run() began; True once said (or ready)."""
+        if self._ready.is_set():
+            return True
+        waited = time.monotonic() - started
+        if waited < self._ready_warning_after:
+            return False
+        with self._lock:
+            errors = self._stats.source_errors
+        last = f"; last error: {self._last_source_error}" if self._last_source_error else ""
+        self._log.warning("fuse: not ready after %.0fs (the fuse topic is not read to its end; %d source errors%s): "
+                          "every request is allowed until it is (fail open)", waited, errors, last)
+        return True
 
     def _check_ready(self) -> None:
         if not self._pending and not self._ready.is_set():
@@ -365,4 +425,5 @@ class Client:
             self._thread.join(timeout)
 
 
-__all__ = ["APPLIED", "DEFAULT_TOPIC", "REJECT_REASONS", "Client", "Decision", "Outcome", "Record", "Source", "Stats"]
+__all__ = ["APPLIED", "DEFAULT_TOPIC", "READY_WARNING_AFTER", "REJECT_LOG_INTERVAL",
+           "REJECT_REASONS", "Client", "Decision", "Outcome", "Record", "Source", "Stats"]

@@ -5,10 +5,18 @@ from its earliest offset; the end offsets at open are the last stable
 offsets (read_committed, as the Go client), so the client is ready once it
 has read what fusebox had committed when it started. Partitions added later
 are picked up within ``metadata_interval`` seconds.
+
+librdkafka's own log (connection failures while the broker is down, ~20
+lines a second) goes to the Python logger ``fusebox_fuse.kafka`` instead of
+stderr, each distinct message at most once per ``log_interval`` seconds
+(repeats counted in the next line), unless the caller's config has a
+``logger`` of its own.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 import uuid
 from typing import Any, Final
@@ -25,6 +33,40 @@ _OFFSET_BEGINNING: Final = -2  # librdkafka's RD_KAFKA_OFFSET_BEGINNING
 # from the caller (they would change what the source reads).
 _OWNED: Final = ("group.id", "enable.auto.commit", "auto.offset.reset", "enable.partition.eof", "isolation.level")
 
+LOGGER_NAME: Final = "fusebox_fuse.kafka"
+DEFAULT_LOG_INTERVAL: Final = 10.0  # seconds between two lines of the same librdkafka message
+
+
+class RdkafkaLog:
+    """librdkafka's log as Python logging (confluent-kafka's ``logger``
+    setting calls ``log(level, fmt, *args)``): each distinct message at most
+    once per ``interval`` seconds, the repeats it held back counted on the
+    next line, so a broker outage is a WARNING/ERROR every ``interval``, not a
+    flood on stderr."""
+
+    def __init__(self, logger: logging.Logger | None = None, interval: float = DEFAULT_LOG_INTERVAL,
+                 clock: Any = time.monotonic) -> None:
+        self.logger = logger or logging.getLogger(LOGGER_NAME)
+        self.interval = interval
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._last: dict[str, tuple[float, int]] = {}  # message -> (last emitted, held back since)
+
+    def log(self, level: int, msg: str, *args: Any) -> None:
+        text = msg % args if args else msg
+        now = self._clock()
+        with self._lock:
+            last, held = self._last.get(text, (-1e18, 0))
+            if now - last < self.interval:
+                self._last[text] = (last, held + 1)
+                return
+            self._last[text] = (now, 0)
+            if len(self._last) > 1024:  # messages carry no unbounded ids, but stay bounded anyway
+                self._last = {text: (now, 0)}
+        if held:
+            text += f" ({held} more like it in the last {self.interval:.0f}s)"
+        self.logger.log(level, "librdkafka: %s", text)
+
 
 class ConfluentSource:
     """A fusebox_fuse.Source on confluent-kafka.
@@ -36,13 +78,17 @@ class ConfluentSource:
     """
 
     def __init__(self, config: dict[str, Any], topic: str = DEFAULT_TOPIC, *,
-                 timeout: float = 10.0, metadata_interval: float = 2.0) -> None:
+                 timeout: float = 10.0, metadata_interval: float = 2.0,
+                 log_interval: float = DEFAULT_LOG_INTERVAL) -> None:
         bad = [k for k in config if k in _OWNED]
         if bad:
             raise ValueError(f"fuse: ConfluentSource sets {', '.join(bad)} itself")
         if not topic:
             raise ValueError("fuse: empty topic")
         self._config = dict(config)
+        # librdkafka writes its log to stderr unless given a logger: route it
+        # into Python logging (one shared limiter for the consumer and admin).
+        self._config.setdefault("logger", RdkafkaLog(interval=log_interval))
         self._topic = topic
         self._timeout = timeout
         self._metadata_interval = metadata_interval
@@ -129,4 +175,4 @@ class ConfluentSource:
             self._consumer = None
 
 
-__all__ = ["ConfluentSource"]
+__all__ = ["DEFAULT_LOG_INTERVAL", "LOGGER_NAME", "ConfluentSource", "RdkafkaLog"]
