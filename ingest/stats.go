@@ -13,9 +13,14 @@ type Stats struct {
 	// InvalidSpans counts spans dropped by Span.Validate from records that
 	// were delivered partially (the records are in the DLQ, partial=true).
 	InvalidSpans int64
-	// SkippedNoModel counts spans without a model: not LLM calls, skipped
-	// by design.
+	// SkippedNoModel counts spans not decoded as LLM calls (no model, or an
+	// OpenInference span of a non-LLM kind), skipped by design. It includes
+	// the Unkeyed ones.
 	SkippedNoModel int64
+	// Unkeyed counts the skipped spans that looked like LLM calls
+	// (schemas.DecodeStats.Unkeyed), by instrumentation scope and reason,
+	// sorted; at most schemas.MaxUnkeyedScopes scopes (then "other").
+	Unkeyed []UnkeyedCount
 	// Corrections counts correction events delivered.
 	Corrections int64
 	// DeadLettered counts records sent whole to the DLQ, by kind.
@@ -131,6 +136,7 @@ func (c *Consumer) Stats() Stats {
 		CommitErrors:        s.commitErrors.Load(),
 		FetchErrors:         s.fetchError.Load(),
 		Pauses:              s.pauses.Load(),
+		Unkeyed:             c.unkeyed.unkeyedCounts(),
 	}
 	for t, n := range s.recordsIn {
 		out.RecordsIn[t] = n.Load()

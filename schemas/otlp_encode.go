@@ -11,9 +11,10 @@ import (
 // spans that decoder produces: decoding the result with the same names gives
 // the same spans back.
 //
-// Layout: one ResourceSpans per distinct Key.Service, in order of first
-// appearance, with service.name as its only resource attribute; one ScopeSpans
-// (scope "fusebox") holding that service's spans in input order. Everything
+// Layout: one ResourceSpans per distinct (Key.Service, Scope), in order of
+// first appearance, with service.name as its only resource attribute; one
+// ScopeSpans (its scope named Scope, or unnamed when Scope is "") holding
+// those spans in input order. Everything
 // else, the tenant included, is written as span attributes: a tenant is a
 // property of the request, and one service commonly serves many tenants.
 // Optional fields are written only when present (Has bits, non-empty
@@ -21,7 +22,8 @@ import (
 // is not the "status_error" stand-in; Error sets status code ERROR. The span
 // name is "<operation> <model>" as the GenAI conventions suggest, and its kind
 // is CLIENT. TTFT is written in seconds, chosen so that the decoder's
-// seconds*1000 gives back TTFTMs exactly.
+// seconds*1000 gives back TTFTMs exactly; a TPOT that is not the derived one
+// (a producer's, see otlp.go) as gen_ai.server.time_per_output_token.
 func EncodeOTLPProto(dst []byte, spans []Span, names AttributeNames) []byte {
 	names = names.withDefaults()
 	for _, g := range groupByService(spans) {
@@ -34,8 +36,10 @@ func EncodeOTLPProto(dst []byte, spans []Span, names AttributeNames) []byte {
 		}
 		dst, ss = beginMsg(dst, 2)    // ResourceSpans.scope_spans
 		dst, scope = beginMsg(dst, 1) // ScopeSpans.scope
-		dst = protowire.AppendTag(dst, 1, protowire.BytesType)
-		dst = protowire.AppendString(dst, encoderScope)
+		if g.scope != "" {
+			dst = protowire.AppendTag(dst, 1, protowire.BytesType)
+			dst = protowire.AppendString(dst, g.scope)
+		}
 		dst = endMsg(dst, scope)
 		for _, i := range g.spans {
 			dst = appendProtoSpan(dst, &spans[i], &names)
@@ -46,28 +50,26 @@ func EncodeOTLPProto(dst []byte, spans []Span, names AttributeNames) []byte {
 	return dst
 }
 
-// encoderScope is the instrumentation scope name the encoders write.
-const encoderScope = "fusebox"
-
 // otlpSpanKindClient is Span.kind CLIENT: an LLM call is a client span.
 const otlpSpanKindClient = 3
 
-// serviceGroup is the spans of one service, by index into the input.
+// serviceGroup is the spans of one service and scope, by index into the input.
 type serviceGroup struct {
-	service string
-	spans   []int
+	service, scope string
+	spans          []int
 }
 
 func groupByService(spans []Span) []serviceGroup {
 	var groups []serviceGroup
-	index := map[string]int{}
+	type gk struct{ service, scope string }
+	index := map[gk]int{}
 	for i := range spans {
-		s := spans[i].Key.Service
-		g, ok := index[s]
+		k := gk{spans[i].Key.Service, spans[i].Scope}
+		g, ok := index[k]
 		if !ok {
 			g = len(groups)
-			index[s] = g
-			groups = append(groups, serviceGroup{service: s})
+			index[k] = g
+			groups = append(groups, serviceGroup{service: k.service, scope: k.scope})
 		}
 		groups[g].spans = append(groups[g].spans, i)
 	}
@@ -121,6 +123,13 @@ func spanAttrs(sp *Span, n *AttributeNames, out []encAttr) []encAttr {
 	}
 	if sp.Has&HasTTFT != 0 {
 		out = append(out, encAttr{key: "gen_ai.response.time_to_first_chunk", v: attrVal{kind: kindDouble, f: secondsFor(sp.TTFTMs)}})
+	}
+	// A TPOT the producer gave (openlit's) rather than the derived one is
+	// written in openlit's attribute, so that it decodes back.
+	if d := *sp; sp.Has&HasTPOT != 0 && sp.TPOTMs != 0 {
+		if d.Derive(); d.Has&HasTPOT == 0 || math.Float64bits(d.TPOTMs) != math.Float64bits(sp.TPOTMs) {
+			out = append(out, encAttr{key: "gen_ai.server.time_per_output_token", v: attrVal{kind: kindDouble, f: secondsFor(sp.TPOTMs)}})
+		}
 	}
 	for _, t := range [...]struct {
 		has Fields
@@ -204,7 +213,7 @@ func appendProtoSpan(b []byte, sp *Span, n *AttributeNames) []byte {
 	b = protowire.AppendFixed64(b, uint64(sp.StartUnixNano))
 	b = protowire.AppendTag(b, 8, protowire.Fixed64Type)
 	b = protowire.AppendFixed64(b, uint64(sp.EndUnixNano))
-	var buf [16]encAttr
+	var buf [24]encAttr
 	for _, a := range spanAttrs(sp, n, buf[:0]) {
 		b = appendKV(b, 9, a.key, a.v, a.s)
 	}

@@ -22,8 +22,11 @@ func EncodeOTLPJSON(dst []byte, spans []Span, names AttributeNames) []byte {
 			dst = appendJSONKV(dst, "service.name", attrVal{kind: kindString}, g.service)
 			dst = append(dst, "]},"...)
 		}
-		dst = append(dst, `"scopeSpans":[{"scope":{"name":`...)
-		dst = AppendJSONString(dst, encoderScope)
+		dst = append(dst, `"scopeSpans":[{"scope":{`...)
+		if g.scope != "" {
+			dst = append(dst, `"name":`...)
+			dst = AppendJSONString(dst, g.scope)
+		}
 		dst = append(dst, `},"spans":[`...)
 		for si, i := range g.spans {
 			if si > 0 {
@@ -53,7 +56,7 @@ func appendJSONSpan(b []byte, sp *Span, n *AttributeNames) []byte {
 	b = append(b, `","endTimeUnixNano":"`...)
 	b = strconv.AppendUint(b, uint64(sp.EndUnixNano), 10)
 	b = append(b, `","attributes":[`...)
-	var buf [16]encAttr
+	var buf [24]encAttr
 	for i, a := range spanAttrs(sp, n, buf[:0]) {
 		if i > 0 {
 			b = append(b, ',')
