@@ -97,3 +97,26 @@ slos:
 		t.Error("bad_events [errors, failed_answers] kept the errors-only state id")
 	}
 }
+
+// TestBadEventsOrderKeepsIDs: the order bad_events is written in changes
+// neither the configuration version nor the state id.
+func TestBadEventsOrderKeepsIDs(t *testing.T) {
+	parse := func(bad string) *File {
+		t.Helper()
+		f, err := Parse("x.yaml", []byte("slos:\n  - name: avail\n    burnrate: {target: 0.999, bad_events: "+bad+"}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	a, b := parse("[failed_answers, errors]"), parse("[errors, failed_answers]")
+	if a.Version != b.Version {
+		t.Errorf("config version %s for [failed_answers, errors], %s for [errors, failed_answers]", a.Version, b.Version)
+	}
+	if x, y := StateID(a, a.SLOs[0]), StateID(b, b.SLOs[0]); x != y {
+		t.Errorf("state id %s for [failed_answers, errors], %s for [errors, failed_answers]", x, y)
+	}
+	if c := parse("[errors]"); c.Version == a.Version || StateID(c, c.SLOs[0]) == StateID(a, a.SLOs[0]) {
+		t.Error("[errors] and [errors, failed_answers] share the version or the state id")
+	}
+}

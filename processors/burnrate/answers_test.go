@@ -1,6 +1,7 @@
 package burnrate
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -188,6 +189,16 @@ func TestDefaultBadEventsKeepIDs(t *testing.T) {
 	c, _ := cfg.MarshalJSON()
 	if string(c) == string(a) || len(cfg.StateShape().([]any)) != 4 || !cfg.UsesAnswers() {
 		t.Errorf("failed_answers: hash view %s, shape %v", c, cfg.StateShape())
+	}
+	// The order bad_events is written in changes neither.
+	rev := DefaultConfig()
+	rev.BadEvents = []string{BadFailedAnswers, BadErrors}
+	d, _ := rev.MarshalJSON()
+	if string(d) != string(c) || fmt.Sprint(rev.StateShape()) != fmt.Sprint(cfg.StateShape()) {
+		t.Errorf("[failed_answers, errors]: hash view %s, shape %v; [errors, failed_answers]: %s, %v", d, rev.StateShape(), c, cfg.StateShape())
+	}
+	if rev.BadEvents[0] != BadFailedAnswers {
+		t.Errorf("hashing reordered the config's own bad_events: %v", rev.BadEvents)
 	}
 	def := DefaultConfig()
 	if sum := cfg.Summary(); !strings.HasSuffix(sum, "; bad events errors, failed_answers") || strings.Contains(def.Summary(), "bad events") {
