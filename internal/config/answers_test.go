@@ -23,6 +23,8 @@ func TestAnswersErrorsNameFieldAndLine(t *testing.T) {
 			[]string{"x.yaml:2: answers.failed_finish_reasons[1]: must not be empty"}},
 		{"alias twice", "answers:\n  failed_finish_reasons:\n    - length\n    - MAX_TOKENS\n" + burnrateSLO,
 			[]string{`x.yaml:4: answers.failed_finish_reasons[1]: "MAX_TOKENS" is "length", listed already as [0]`}},
+		{"null reasons", "answers:\n  failed_finish_reasons:\n  empty_output: true\n" + burnrateSLO,
+			[]string{"x.yaml:2: answers.failed_finish_reasons: is null"}},
 		{"typo", "answers:\n  failed_reasons: [length]\n" + burnrateSLO,
 			[]string{"x.yaml:2: answers.failed_reasons: unknown field"}},
 		{"unknown bad event", "slos:\n  - name: avail\n    burnrate:\n      bad_events: [errors, empty]\n",
