@@ -126,6 +126,8 @@ func TestRenderRefuses(t *testing.T) {
 	}{
 		{[]string{"replicaCount=13"}, "replicaCount 13 > kafka.keyedPartitions 12"},
 		{[]string{"replicaCount=25", "kafka.keyedPartitions=24"}, "replicaCount 25 > kafka.keyedPartitions 24"},
+		{[]string{"replicaCount=4", "kafka.sourcePartitions=3"}, "replicaCount 4 > kafka.sourcePartitions 3"},
+		{[]string{"kafka.sourcePartitions=-1"}, "sourcePartitions"},
 		{[]string{"signing.existingSecret="}, "signing: fusebox refuses to start without a fuse signing key"},
 		{[]string{"kafka.brokers=null"}, "kafka.brokers: set the seed brokers"},
 		{[]string{"resources.limits.memory=2GB"}, `resources.limits.memory "2GB"`},
@@ -143,8 +145,11 @@ func TestRenderRefuses(t *testing.T) {
 			t.Errorf("--set %v: error %v, want one saying %q", c.set, err, c.want)
 		}
 	}
-	// At the bound it renders.
-	if _, err := Render(chartDir, Release{Set: []string{"replicaCount=12"}}); err != nil {
-		t.Errorf("replicaCount 12 of 12 keyed partitions: %v", err)
+	// At the bounds it renders; sourcePartitions 0 (the default) is not
+	// checked.
+	for _, set := range [][]string{{"replicaCount=12"}, {"replicaCount=3", "kafka.sourcePartitions=3"}, {"replicaCount=12", "kafka.sourcePartitions=0"}} {
+		if _, err := Render(chartDir, Release{Set: set}); err != nil {
+			t.Errorf("--set %v: %v", set, err)
+		}
 	}
 }
