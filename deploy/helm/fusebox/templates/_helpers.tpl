@@ -94,9 +94,60 @@ A quantity it cannot read fails the render, naming it.
 {{- toYaml $c -}}
 {{- end -}}
 
-{{/* The config file: .Values.config with the chart-managed settings on top. */}}
+{{/*
+fusebox.managedKeys: the config file's keys the chart sets from its
+values ("path=value"). `config` must not set them: the chart's settings
+are merged over `config` with mergeOverwrite, which does not overwrite
+with false or empty (clickhouse.migrate=false would lose to
+config.sinks.clickhouse.migrate: true), and a chart-managed key the
+chart leaves unset (sinks.clickhouse with clickhouse.enabled=false) would
+pass through unseen; so the render fails, naming the key and the value
+to set instead.
+*/}}
+{{- define "fusebox.managedKeys" -}}
+kafka.brokers=kafka.brokers
+kafka.group=kafka.group
+kafka.tls=kafka.tls
+kafka.sasl=kafka.sasl
+topics.keyed_partitions=kafka.keyedPartitions
+sinks.clickhouse.addr=clickhouse.addr
+sinks.clickhouse.database=clickhouse.database
+sinks.clickhouse.username=clickhouse.username
+sinks.clickhouse.password=clickhouse.existingSecret
+sinks.clickhouse.password_env=clickhouse.existingSecret
+sinks.clickhouse.tls=clickhouse.tls
+sinks.clickhouse.migrate=clickhouse.migrate
+signing.keys_file=signing.existingSecret
+signing.keys_env=signing.existingSecret
+signing.insecure_unsigned=signing.insecureUnsigned
+http.listen=port
+{{- end -}}
+
+{{/* fusebox.refuseManaged fails the render when .Values.config sets a chart-managed key. */}}
+{{- define "fusebox.refuseManaged" -}}
+{{- $cfg := .Values.config -}}
+{{- range $line := splitList "\n" (include "fusebox.managedKeys" .) -}}
+{{- $kv := splitList "=" $line -}}
+{{- $path := first $kv -}}
+{{- $node := $cfg -}}
+{{- $found := true -}}
+{{- range $k := splitList "." $path -}}
+{{- if and $found (kindIs "map" $node) (hasKey $node $k) -}}
+{{- $node = get $node $k -}}
+{{- else -}}
+{{- $found = false -}}
+{{- end -}}
+{{- end -}}
+{{- if $found -}}
+{{- fail (printf "config.%s: set by the chart from the value %s; set that value instead (the chart's settings would not override it reliably: docs/kubernetes.md)" $path (last $kv)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The config file: .Values.config with the chart-managed settings on top (config may set none of them: fusebox.refuseManaged). */}}
 {{- define "fusebox.config" -}}
 {{- $v := .Values -}}
+{{- include "fusebox.refuseManaged" . -}}
 {{- if not $v.kafka.brokers -}}
 {{- fail "kafka.brokers: set the seed brokers (host:port), e.g. --set kafka.brokers={kafka-0.kafka:9092}" -}}
 {{- end -}}
