@@ -50,10 +50,15 @@ app.kubernetes.io/part-of: fusebox
 {{/*
 fusebox.bytes: a Kubernetes memory quantity (plain bytes, or with a
 suffix k/Ki, M/Mi, G/Gi, T/Ti, decimals allowed) in bytes, as a float.
-A quantity it cannot read fails the render, naming it.
+Plain bytes may be a number (`memory: 2147483648` in a values file is a
+float64, which toString would write as 2.147483648e+09): it is written
+out in full first. A quantity it cannot read fails the render, naming it.
 */}}
 {{- define "fusebox.bytes" -}}
 {{- $q := toString . -}}
+{{- if or (kindIs "float64" .) (kindIs "int64" .) (kindIs "int" .) -}}
+{{- $q = printf "%.0f" (float64 .) -}}
+{{- end -}}
 {{- $m := regexFind "^[0-9]+(\\.[0-9]+)?" $q -}}
 {{- $unit := trimPrefix $m $q -}}
 {{- $mult := dict "" 1 "k" 1000 "Ki" 1024 "M" 1000000 "Mi" 1048576 "G" 1000000000 "Gi" 1073741824 "T" 1000000000000 "Ti" 1099511627776 -}}
