@@ -30,7 +30,9 @@ type Answers struct {
 	// `length`. Default [length, content_filter]: an answer cut off at
 	// the token limit or withheld by a safety filter is one the user did
 	// not get, while `stop`, `tool_calls` and `function_call` are answers
-	// delivered as asked. An empty list counts no finish reason.
+	// delivered as asked. An explicit empty list ([]) counts no finish
+	// reason; nil (a bare `failed_finish_reasons:`, YAML null) is refused
+	// by Validate rather than silently meaning none.
 	FailedFinishReasons []string `yaml:"failed_finish_reasons"`
 	// EmptyOutput makes a non-embeddings call that reports 0 output tokens
 	// a failed answer. Default true.
@@ -113,9 +115,14 @@ func (a Answers) Normalized() Answers {
 	return out
 }
 
-// Validate reports an empty finish reason and one listed twice (after
+// Validate reports a nil FailedFinishReasons (YAML null: a bare
+// `failed_finish_reasons:` that looks like the default but would count no
+// finish reason), an empty finish reason and one listed twice (after
 // normalisation), each naming answers.failed_finish_reasons[i].
 func (a Answers) Validate() error {
+	if a.FailedFinishReasons == nil {
+		return &FieldError{Field: "answers.failed_finish_reasons", Reason: "is null: list the finish reasons that make an answer failed (default [length, content_filter]), or write [] for none"}
+	}
 	var errs []error
 	seen := map[string]int{}
 	for i, r := range a.FailedFinishReasons {

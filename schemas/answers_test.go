@@ -1,6 +1,7 @@
 package schemas
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -37,6 +38,19 @@ func TestAnswersValidateNamesTheEntry(t *testing.T) {
 	}
 	if err := DefaultAnswers().Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAnswersValidateRefusesNull: nil reasons (YAML null) are an error
+// naming the field; an explicit empty list means none.
+func TestAnswersValidateRefusesNull(t *testing.T) {
+	err := Answers{EmptyOutput: true}.Validate()
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "answers.failed_finish_reasons" || !strings.Contains(fe.Reason, "null") {
+		t.Errorf("nil failed_finish_reasons: error %v, want a field error naming answers.failed_finish_reasons", err)
+	}
+	if err := (Answers{FailedFinishReasons: []string{}, EmptyOutput: true}).Validate(); err != nil {
+		t.Errorf("[]: %v, want accepted (none)", err)
 	}
 }
 

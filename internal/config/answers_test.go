@@ -23,6 +23,8 @@ func TestAnswersErrorsNameFieldAndLine(t *testing.T) {
 			[]string{"x.yaml:2: answers.failed_finish_reasons[1]: must not be empty"}},
 		{"alias twice", "answers:\n  failed_finish_reasons:\n    - length\n    - MAX_TOKENS\n" + burnrateSLO,
 			[]string{`x.yaml:4: answers.failed_finish_reasons[1]: "MAX_TOKENS" is "length", listed already as [0]`}},
+		{"null reasons", "answers:\n  failed_finish_reasons:\n  empty_output: true\n" + burnrateSLO,
+			[]string{"x.yaml:2: answers.failed_finish_reasons: is null"}},
 		{"typo", "answers:\n  failed_reasons: [length]\n" + burnrateSLO,
 			[]string{"x.yaml:2: answers.failed_reasons: unknown field"}},
 		{"unknown bad event", "slos:\n  - name: avail\n    burnrate:\n      bad_events: [errors, empty]\n",
@@ -49,8 +51,9 @@ func TestAnswersErrorsNameFieldAndLine(t *testing.T) {
 // TestAnswersKeepVersionAndStateIDs: the default answers section (written
 // out, its aliases or left out) and the default bad_events keep the
 // configuration version and every state id; a changed section changes
-// the version and the ids of the rollups and of an SLO counting failed
-// answers, not those of the other SLOs.
+// the version and the id of an SLO counting failed answers, not those of
+// the other SLOs nor the rollups' (whose reset would undercount the open
+// minute of every key).
 func TestAnswersKeepVersionAndStateIDs(t *testing.T) {
 	parse := func(y string) *File {
 		t.Helper()
@@ -79,8 +82,11 @@ slos:
 		}
 	}
 	changed := parse("answers:\n  failed_finish_reasons: [content_filter]\n" + burnrateSLO)
-	if changed.Version == base.Version || rollupStateID(changed) == rollupStateID(base) {
-		t.Error("a changed answers section kept the version or the rollups' state id")
+	if changed.Version == base.Version {
+		t.Error("a changed answers section kept the version")
+	}
+	if rollupStateID(changed) != rollupStateID(base) {
+		t.Error("a changed answers section changed the rollups' state id: every key's open minute would reset")
 	}
 	if StateID(changed, changed.SLOs[0]) != StateID(base, base.SLOs[0]) {
 		t.Error("a changed answers section changed the state id of an SLO that counts errors only")
@@ -95,5 +101,28 @@ slos:
 	}
 	if StateID(a, a.SLOs[1]) == StateID(a, a.SLOs[0]) {
 		t.Error("bad_events [errors, failed_answers] kept the errors-only state id")
+	}
+}
+
+// TestBadEventsOrderKeepsIDs: the order bad_events is written in changes
+// neither the configuration version nor the state id.
+func TestBadEventsOrderKeepsIDs(t *testing.T) {
+	parse := func(bad string) *File {
+		t.Helper()
+		f, err := Parse("x.yaml", []byte("slos:\n  - name: avail\n    burnrate: {target: 0.999, bad_events: "+bad+"}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	a, b := parse("[failed_answers, errors]"), parse("[errors, failed_answers]")
+	if a.Version != b.Version {
+		t.Errorf("config version %s for [failed_answers, errors], %s for [errors, failed_answers]", a.Version, b.Version)
+	}
+	if x, y := StateID(a, a.SLOs[0]), StateID(b, b.SLOs[0]); x != y {
+		t.Errorf("state id %s for [failed_answers, errors], %s for [errors, failed_answers]", x, y)
+	}
+	if c := parse("[errors]"); c.Version == a.Version || StateID(c, c.SLOs[0]) == StateID(a, a.SLOs[0]) {
+		t.Error("[errors] and [errors, failed_answers] share the version or the state id")
 	}
 }

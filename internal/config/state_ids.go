@@ -43,22 +43,21 @@ func StateID(f *File, s SLO) string {
 	return hash12(shape)
 }
 
-// rollupStateID is StateID for the rollups.
-// The answers section is in it only when not the default (the open
-// minutes count failed answers by it), so existing ids stay.
+// rollupStateID is StateID for the rollups. The answers section is left
+// out: the rollups' counters of failed answers are a report, not a
+// decision, and resetting every key's open minute on an answers edit
+// would undercount that minute's calls, errors and samples for every key.
+// After an answers edit the minute open at the checkpoint mixes the two
+// definitions in its failed-answer counters only
+// (docs/state-and-upgrades.md). The SLOs that count failed answers keep
+// the answers section in their state id (StateID).
 func rollupStateID(f *File) string {
-	sh := struct {
+	return hash12(struct {
 		Kind       string
 		Dimensions []string
 		Attributes any
 		Max        int
-		Answers    *schemas.Answers `json:",omitempty"`
-	}{rollup.Name, f.Keys.Dimensions, f.Attributes, f.Rollups.MaxSamplesPerMinute, nil}
-	if !f.Answers.IsDefault() {
-		a := f.Answers.Normalized()
-		sh.Answers = &a
-	}
-	return hash12(sh)
+	}{rollup.Name, f.Keys.Dimensions, f.Attributes, f.Rollups.MaxSamplesPerMinute})
 }
 
 // BreakerStateID identifies the shape of the breaker's targets: the

@@ -1,6 +1,7 @@
 package burnrate
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -12,12 +13,13 @@ import (
 )
 
 // filterStorm is 100 calls per minute for each of two keys over 3 hours:
-// every call succeeds (no error status, no error.type), 2 in 1000 with
-// finish reason length (in the budget of a 99.9% SLO... at twice it), the
-// rest stop; from 2h30m the storm key's calls get finish reason
-// content_filter (and 0 output tokens) with probability 0.3 for 20
-// minutes, and 1 in 100 of the healthy key's calls are errors (valid
-// traffic beside the storm that is no incident).
+// on the storm key every call succeeds (no error status, no error.type);
+// on both keys 1 in 2000 of the successful calls ends with finish reason
+// length (half the budget of a 99.9% SLO), the rest stop; from 2h30m the
+// storm key's calls get finish reason content_filter (and 0 output
+// tokens) with probability 0.3 for 20 minutes; throughout, 1 in 100 of the
+// healthy key's calls are errors (burn ~10: valid traffic beside the
+// storm that stays below the fast page's 14.4 and is no incident).
 func filterStorm(r *rand.Rand, t0 int64) (storm, healthy schemas.Key, spans []schemas.Span) {
 	storm = schemas.Key{Tenant: "acme", Service: "chat", Model: "gpt-4o", Variant: ""}
 	healthy = schemas.Key{Tenant: "acme", Service: "chat", Model: "claude", Variant: ""}
@@ -31,6 +33,8 @@ func filterStorm(r *rand.Rand, t0 int64) (storm, healthy schemas.Key, spans []sc
 				switch {
 				case k == storm && end >= incident && end < incident+20*minute && r.Float64() < 0.3:
 					s.FinishReason, s.OutputTokens = "content_filter", 0
+				case k == healthy && r.Float64() < 0.01:
+					s.Error, s.ErrorType = true, "timeout"
 				case r.Float64() < 0.0005:
 					s.FinishReason = "length"
 				}
@@ -42,10 +46,12 @@ func filterStorm(r *rand.Rand, t0 int64) (storm, healthy schemas.Key, spans []sc
 }
 
 // TestFailedAnswersTripWhereConfigured: a content_filter storm (the calls
-// succeed) breaches the page of an SLO with bad_events [errors,
-// failed_answers] within minutes, with the details counting the failed
-// answers; the healthy key beside it stays ok throughout; the same SLO
-// without bad_events (the default, errors only) does not trip.
+// succeed) breaches the fast page (14.4× over 1h and 5m) of an SLO with
+// bad_events [errors, failed_answers] within minutes, with the details
+// counting the failed answers; the healthy key beside it, with 1% errors
+// (burn ~10), stays ok throughout and its details count those errors;
+// the same SLO without bad_events (the default, errors only) does not
+// trip.
 func TestFailedAnswersTripWhereConfigured(t *testing.T) {
 	t0 := int64(1_700_000_000) / 60 * 60 * int64(time.Second)
 	storm, healthy, spans := filterStorm(rand.New(rand.NewPCG(23, 23)), t0)
@@ -53,15 +59,23 @@ func TestFailedAnswersTripWhereConfigured(t *testing.T) {
 
 	cfg := DefaultConfig()
 	cfg.Ticket = nil
+	// The fast page only: the healthy key's burn ~10 is above the slow
+	// page's 6× (a real, slow burn), below the fast page's 14.4×.
+	cfg.Page = cfg.Page[:1]
+	errorsOnly := cfg
 	cfg.BadEvents = []string{BadErrors, BadFailedAnswers}
 	vs := run(t, cfg, spans, t0, 180)
 	var firstBreach int64
+	var healthyErrors float64
 	for _, v := range vs {
 		if v.Metric != MetricPage {
 			continue
 		}
 		if v.Key == healthy && v.Status != schemas.StatusOK && v.Status != schemas.StatusInsufficientData {
 			t.Fatalf("healthy key: %s at minute %d", v.Status, (v.WindowEndUnixNano-t0)/minute)
+		}
+		if v.Key == healthy {
+			healthyErrors = max(healthyErrors, details(v)["errors_1h"])
 		}
 		if v.Key == storm && v.Status == schemas.StatusBreach && firstBreach == 0 {
 			firstBreach = v.WindowEndUnixNano
@@ -80,10 +94,15 @@ func TestFailedAnswersTripWhereConfigured(t *testing.T) {
 	if lag := time.Duration(firstBreach - incident); lag > 5*time.Minute {
 		t.Errorf("breach %v after the storm began, want within 5m", lag)
 	}
+	// 1% of 6000 calls an hour: ~60 errors in the healthy key's 1h window.
+	if healthyErrors < 30 {
+		t.Errorf("healthy key: errors_1h at most %v, want its ~60 errors an hour counted", healthyErrors)
+	}
 
-	// Not configured: the same traffic never trips (every call succeeded),
-	// and the default verdicts carry no split details.
-	for _, v := range run(t, DefaultConfig(), spans, t0, 180) {
+	// Not configured: the same traffic never trips (the storm's calls
+	// succeeded; the healthy key's errors burn below 14.4), and the
+	// default verdicts carry no split details.
+	for _, v := range run(t, errorsOnly, spans, t0, 180) {
 		if v.Status == schemas.StatusBreach || v.Status == schemas.StatusWarn {
 			t.Fatalf("errors-only SLO: %s on %v at minute %d", v.Status, v.Key, (v.WindowEndUnixNano-t0)/minute)
 		}
@@ -188,6 +207,16 @@ func TestDefaultBadEventsKeepIDs(t *testing.T) {
 	c, _ := cfg.MarshalJSON()
 	if string(c) == string(a) || len(cfg.StateShape().([]any)) != 4 || !cfg.UsesAnswers() {
 		t.Errorf("failed_answers: hash view %s, shape %v", c, cfg.StateShape())
+	}
+	// The order bad_events is written in changes neither.
+	rev := DefaultConfig()
+	rev.BadEvents = []string{BadFailedAnswers, BadErrors}
+	d, _ := rev.MarshalJSON()
+	if string(d) != string(c) || fmt.Sprint(rev.StateShape()) != fmt.Sprint(cfg.StateShape()) {
+		t.Errorf("[failed_answers, errors]: hash view %s, shape %v; [errors, failed_answers]: %s, %v", d, rev.StateShape(), c, cfg.StateShape())
+	}
+	if rev.BadEvents[0] != BadFailedAnswers {
+		t.Errorf("hashing reordered the config's own bad_events: %v", rev.BadEvents)
 	}
 	def := DefaultConfig()
 	if sum := cfg.Summary(); !strings.HasSuffix(sum, "; bad events errors, failed_answers") || strings.Contains(def.Summary(), "bad events") {

@@ -155,9 +155,9 @@ func (c *Config) Validate() error {
 // [errors], for the same reason.
 func (c Config) MarshalJSON() ([]byte, error) {
 	type plain Config
-	if c.defaultBadEvents() {
-		c.BadEvents = nil
-	}
+	// Sorted and deduplicated: the order bad_events is written in does not
+	// change what makes a call bad, so it keeps the config version.
+	c.BadEvents = c.canonicalBadEvents()
 	if c.Method != MethodMultiwindow {
 		return json.Marshal(plain(c))
 	}
@@ -176,6 +176,17 @@ func (c Config) MarshalJSON() ([]byte, error) {
 // defaultBadEvents reports bad_events [errors] (or unset).
 func (c *Config) defaultBadEvents() bool {
 	return len(c.BadEvents) == 0 || (len(c.BadEvents) == 1 && c.BadEvents[0] == BadErrors)
+}
+
+// canonicalBadEvents is BadEvents sorted and deduplicated (a copy), nil
+// while the default: the view the configuration hash and the state shape
+// take, so that [failed_answers, errors] and [errors, failed_answers] give
+// the same config version and state id.
+func (c *Config) canonicalBadEvents() []string {
+	if c.defaultBadEvents() {
+		return nil
+	}
+	return slices.Compact(slices.Sorted(slices.Values(c.BadEvents)))
 }
 
 // UsesAnswers reports failed_answers in bad_events (processors.AnswersUser).

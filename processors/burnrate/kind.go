@@ -74,7 +74,8 @@ func (c *Config) StateShape() any {
 	if !c.defaultBadEvents() {
 		// What makes a call bad is in the buckets (and failed_answers
 		// adds the errors / failed answers counts); default unchanged.
-		shape = append(shape, c.BadEvents)
+		// Sorted: the order they are written in changes no bucket.
+		shape = append(shape, c.canonicalBadEvents())
 	}
 	return shape
 }

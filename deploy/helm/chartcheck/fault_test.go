@@ -126,6 +126,8 @@ func TestRenderRefuses(t *testing.T) {
 	}{
 		{[]string{"replicaCount=13"}, "replicaCount 13 > kafka.keyedPartitions 12"},
 		{[]string{"replicaCount=25", "kafka.keyedPartitions=24"}, "replicaCount 25 > kafka.keyedPartitions 24"},
+		{[]string{"replicaCount=4", "kafka.sourcePartitions=3"}, "replicaCount 4 > kafka.sourcePartitions 3"},
+		{[]string{"kafka.sourcePartitions=-1"}, "sourcePartitions"},
 		{[]string{"signing.existingSecret="}, "signing: fusebox refuses to start without a fuse signing key"},
 		{[]string{"kafka.brokers=null"}, "kafka.brokers: set the seed brokers"},
 		{[]string{"resources.limits.memory=2GB"}, `resources.limits.memory "2GB"`},
@@ -143,8 +145,36 @@ func TestRenderRefuses(t *testing.T) {
 			t.Errorf("--set %v: error %v, want one saying %q", c.set, err, c.want)
 		}
 	}
-	// At the bound it renders.
-	if _, err := Render(chartDir, Release{Set: []string{"replicaCount=12"}}); err != nil {
-		t.Errorf("replicaCount 12 of 12 keyed partitions: %v", err)
+	// IPv6 literals are brokers (and ClickHouse addresses) too; a bare
+	// IPv6 address or one without a port is not.
+	for _, c := range []struct {
+		brokers string
+		ok      bool
+	}{
+		{"['[::1]:9092', 'kafka-0.kafka:9092', '10.0.0.7:9092']", true},
+		{"['[fe80::1%eth0]:9092', '[2001:db8::7]:9093']", true},
+		{"['::1:9092']", false},
+		{"['[::1]']", false},
+		{"['[::1]:']", false},
+	} {
+		vals := filepath.Join(t.TempDir(), "values.yaml")
+		y := "kafka:\n  brokers: " + c.brokers + "\nclickhouse:\n  enabled: true\n  addr: " + c.brokers + "\n"
+		if err := os.WriteFile(vals, []byte(y), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Render(chartDir, Release{Values: []string{vals}})
+		if c.ok && err != nil {
+			t.Errorf("brokers %s: %v", c.brokers, err)
+		}
+		if !c.ok && (err == nil || !strings.Contains(err.Error(), "/kafka/brokers/0") || !strings.Contains(err.Error(), "/clickhouse/addr/0")) {
+			t.Errorf("brokers %s: error %v, want kafka.brokers[0] and clickhouse.addr[0] refused", c.brokers, err)
+		}
+	}
+	// At the bounds it renders; sourcePartitions 0 (the default) is not
+	// checked.
+	for _, set := range [][]string{{"replicaCount=12"}, {"replicaCount=3", "kafka.sourcePartitions=3"}, {"replicaCount=12", "kafka.sourcePartitions=0"}} {
+		if _, err := Render(chartDir, Release{Set: set}); err != nil {
+			t.Errorf("--set %v: %v", set, err)
+		}
 	}
 }

@@ -50,10 +50,15 @@ app.kubernetes.io/part-of: fusebox
 {{/*
 fusebox.bytes: a Kubernetes memory quantity (plain bytes, or with a
 suffix k/Ki, M/Mi, G/Gi, T/Ti, decimals allowed) in bytes, as a float.
-A quantity it cannot read fails the render, naming it.
+Plain bytes may be a number (`memory: 2147483648` in a values file is a
+float64, which toString would write as 2.147483648e+09): it is written
+out in full first. A quantity it cannot read fails the render, naming it.
 */}}
 {{- define "fusebox.bytes" -}}
 {{- $q := toString . -}}
+{{- if or (kindIs "float64" .) (kindIs "int64" .) (kindIs "int" .) -}}
+{{- $q = printf "%.0f" (float64 .) -}}
+{{- end -}}
 {{- $m := regexFind "^[0-9]+(\\.[0-9]+)?" $q -}}
 {{- $unit := trimPrefix $m $q -}}
 {{- $mult := dict "" 1 "k" 1000 "Ki" 1024 "M" 1000000 "Mi" 1048576 "G" 1000000000 "Gi" 1073741824 "T" 1000000000000 "Ti" 1099511627776 -}}
@@ -94,9 +99,60 @@ A quantity it cannot read fails the render, naming it.
 {{- toYaml $c -}}
 {{- end -}}
 
-{{/* The config file: .Values.config with the chart-managed settings on top. */}}
+{{/*
+fusebox.managedKeys: the config file's keys the chart sets from its
+values ("path=value"). `config` must not set them: the chart's settings
+are merged over `config` with mergeOverwrite, which does not overwrite
+with false or empty (clickhouse.migrate=false would lose to
+config.sinks.clickhouse.migrate: true), and a chart-managed key the
+chart leaves unset (sinks.clickhouse with clickhouse.enabled=false) would
+pass through unseen; so the render fails, naming the key and the value
+to set instead.
+*/}}
+{{- define "fusebox.managedKeys" -}}
+kafka.brokers=kafka.brokers
+kafka.group=kafka.group
+kafka.tls=kafka.tls
+kafka.sasl=kafka.sasl
+topics.keyed_partitions=kafka.keyedPartitions
+sinks.clickhouse.addr=clickhouse.addr
+sinks.clickhouse.database=clickhouse.database
+sinks.clickhouse.username=clickhouse.username
+sinks.clickhouse.password=clickhouse.existingSecret
+sinks.clickhouse.password_env=clickhouse.existingSecret
+sinks.clickhouse.tls=clickhouse.tls
+sinks.clickhouse.migrate=clickhouse.migrate
+signing.keys_file=signing.existingSecret
+signing.keys_env=signing.existingSecret
+signing.insecure_unsigned=signing.insecureUnsigned
+http.listen=port
+{{- end -}}
+
+{{/* fusebox.refuseManaged fails the render when .Values.config sets a chart-managed key. */}}
+{{- define "fusebox.refuseManaged" -}}
+{{- $cfg := .Values.config -}}
+{{- range $line := splitList "\n" (include "fusebox.managedKeys" .) -}}
+{{- $kv := splitList "=" $line -}}
+{{- $path := first $kv -}}
+{{- $node := $cfg -}}
+{{- $found := true -}}
+{{- range $k := splitList "." $path -}}
+{{- if and $found (kindIs "map" $node) (hasKey $node $k) -}}
+{{- $node = get $node $k -}}
+{{- else -}}
+{{- $found = false -}}
+{{- end -}}
+{{- end -}}
+{{- if $found -}}
+{{- fail (printf "config.%s: set by the chart from the value %s; set that value instead (the chart's settings would not override it reliably: docs/kubernetes.md)" $path (last $kv)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The config file: .Values.config with the chart-managed settings on top (config may set none of them: fusebox.refuseManaged). */}}
 {{- define "fusebox.config" -}}
 {{- $v := .Values -}}
+{{- include "fusebox.refuseManaged" . -}}
 {{- if not $v.kafka.brokers -}}
 {{- fail "kafka.brokers: set the seed brokers (host:port), e.g. --set kafka.brokers={kafka-0.kafka:9092}" -}}
 {{- end -}}
