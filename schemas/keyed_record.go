@@ -26,6 +26,13 @@ const (
 	HeaderSourceTopics = "fb.topics"
 	// HeaderIdle is "1" on an idle marker.
 	HeaderIdle = "fb.idle"
+	// HeaderIdleFor is, on an idle marker, how long (wall time, ns) the
+	// source partition had brought no valid event when the router wrote
+	// it; absent on markers of a source without any event time and on
+	// markers written before the header existed (read as 0). The keyed
+	// stage advances the watermark of a partition whose sources are all
+	// idle by it (see the engine's watermarks.current).
+	HeaderIdleFor = "fb.idlefor"
 	// HeaderDeployment names the deployment (its kafka.group) whose router
 	// wrote the record. A keyed stage skips records of another deployment;
 	// records without it (written before the header existed) are taken as
@@ -62,6 +69,9 @@ type KeyedHeaders struct {
 	// Idle marks an idle marker: the source partition had no records for
 	// the router's idle timeout.
 	Idle bool
+	// IdleForNanos is, on an idle marker, how long (wall time, ns) the
+	// source had been silent when it was written; 0 when not known.
+	IdleForNanos int64
 	// Deployment is the HeaderDeployment of the router that wrote the
 	// record; "" when absent.
 	Deployment string
@@ -74,7 +84,8 @@ func FormatSource(s SourceRef) string {
 
 // AppendKeyedHeaders appends the headers of a keyed record saying h to
 // dst: HeaderSource and HeaderSourceTopics always, HeaderSourceMax when
-// known, HeaderIdle on idle markers, HeaderDeployment when set.
+// known, HeaderIdle on idle markers (with HeaderIdleFor when positive),
+// HeaderDeployment when set.
 func AppendKeyedHeaders(dst []Header, h KeyedHeaders) []Header {
 	dst = append(dst,
 		Header{Key: HeaderSource, Value: []byte(FormatSource(h.Source))},
@@ -84,6 +95,9 @@ func AppendKeyedHeaders(dst []Header, h KeyedHeaders) []Header {
 	}
 	if h.Idle {
 		dst = append(dst, Header{Key: HeaderIdle, Value: []byte("1")})
+		if h.IdleForNanos > 0 {
+			dst = append(dst, Header{Key: HeaderIdleFor, Value: strconv.AppendInt(nil, h.IdleForNanos, 10)})
+		}
 	}
 	if h.Deployment != "" {
 		dst = append(dst, Header{Key: HeaderDeployment, Value: []byte(h.Deployment)})
@@ -122,6 +136,12 @@ func ParseKeyedHeaders(hs []Header) (KeyedHeaders, error) {
 			k.SourceTopics = string(h.Value)
 		case HeaderIdle:
 			k.Idle = string(h.Value) == "1"
+		case HeaderIdleFor:
+			v, err := strconv.ParseInt(string(h.Value), 10, 64)
+			if err != nil || v < 0 {
+				return k, errors.New(HeaderIdleFor + " is not a non-negative number of nanoseconds: " + strconv.Quote(string(h.Value)))
+			}
+			k.IdleForNanos = v
 		case HeaderDeployment:
 			k.Deployment = string(h.Value)
 		}

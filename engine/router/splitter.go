@@ -14,8 +14,11 @@ type Out struct {
 	Source    schemas.SourceRef
 	// SourceMax is the newest event time seen on the source partition,
 	// math.MinInt64 before any.
-	SourceMax   int64
-	Idle        bool
+	SourceMax int64
+	Idle      bool
+	// IdleFor is, on an idle marker, how long (wall time) the source had
+	// brought no valid event; 0 when not known.
+	IdleFor     time.Duration
 	Spans       []schemas.Span
 	Corrections []schemas.Correction
 	// Value is the keyed-batch encoding of Spans and Corrections (nil for
@@ -26,7 +29,7 @@ type Out struct {
 // Headers renders the keyed-record headers of out (schemas.AppendKeyedHeaders).
 func Headers(out Out, sourceTopics string) []kgo.RecordHeader {
 	hs := schemas.AppendKeyedHeaders(make([]schemas.Header, 0, 4), schemas.KeyedHeaders{
-		Source: out.Source, SourceMaxEventTime: out.SourceMax, SourceTopics: sourceTopics, Idle: out.Idle})
+		Source: out.Source, SourceMaxEventTime: out.SourceMax, SourceTopics: sourceTopics, Idle: out.Idle, IdleForNanos: int64(out.IdleFor)})
 	h := make([]kgo.RecordHeader, len(hs))
 	for i, x := range hs {
 		h[i] = kgo.RecordHeader(x)
@@ -203,12 +206,22 @@ func (s *Splitter) MarkIdle() []Out {
 // while the source stays silent, because a keyed partition whose sources
 // were all idle wakes them all when the first comes back (see
 // the engine's Worker.Apply) and must hear again about those still silent.
-func (s *Splitter) IdleMarkers() []Out {
+func (s *Splitter) IdleMarkers() []Out { return s.IdleMarkersAfter(0) }
+
+// IdleMarkersAfter is IdleMarkers stamped with how long (wall time) the
+// source has brought no valid event: the keyed stage lets the watermark
+// of a partition whose sources are all idle advance by it. A source
+// without any event time yet gets no stamp (it has no event time to
+// advance from).
+func (s *Splitter) IdleMarkersAfter(idleFor time.Duration) []Out {
 	s.idle = true
+	if s.maxEventTime == math.MinInt64 || idleFor < 0 {
+		idleFor = 0
+	}
 	out := make([]Out, s.partitions)
 	for p := range out {
 		out[p] = Out{Partition: int32(p), Source: schemas.SourceRef{Topic: s.topic, Partition: s.partition, Offset: s.lastOffset},
-			SourceMax: s.maxEventTime, Idle: true}
+			SourceMax: s.maxEventTime, Idle: true, IdleFor: idleFor}
 	}
 	return out
 }
