@@ -41,11 +41,18 @@ func (a *idleAdvance) span(part int32, at time.Duration) {
 		SourceMaxEventTime: end, Spans: []schemas.Span{s}}) // ascending times: end is the source's newest
 }
 
-// idle applies an idle marker of source part whose newest event is at
-// base+newest, the source silent for idleFor.
+// idle applies an idle marker of a live source part whose newest event is
+// at base+newest, came when the wall clock said so too, and the source
+// silent for idleFor since.
 func (a *idleAdvance) idle(part int32, newest, idleFor time.Duration) {
+	a.idleLag(part, newest, idleFor, 0)
+}
+
+// idleLag is idle for a source whose newest event came lag behind the
+// wall clock.
+func (a *idleAdvance) idleLag(part int32, newest, idleFor, lag time.Duration) {
 	a.apply(&engine.KeyedRecord{Source: engine.SourceRef{Topic: "s", Partition: part, Offset: a.src[part]},
-		SourceMaxEventTime: a.base + int64(newest), Idle: true, IdleFor: int64(idleFor)})
+		SourceMaxEventTime: a.base + int64(newest), Idle: true, IdleFor: int64(idleFor), SeenAt: a.base + int64(newest+lag)})
 }
 
 func (a *idleAdvance) apply(r *engine.KeyedRecord) {
@@ -118,6 +125,30 @@ func TestAllIdleWatermarkAdvancesWithTheIdleDuration(t *testing.T) {
 	a.wantWatermark(63*time.Second, "both silent for 30s")
 	if n, ok := a.rollupOfFirstMinute(); !ok || n != 41+39 {
 		t.Fatalf("rollup of the minute holding the last calls: %d calls (emitted %v), want 80", n, ok)
+	}
+}
+
+// TestAllIdleBackfillDoesNotAdvance: a source whose newest event came more
+// than the allowed lateness (5s) behind the wall clock is a backfill or a
+// replay: its next records go on from where it stopped, so its silence
+// does not move the watermark (within the lateness of the clock, it does).
+func TestAllIdleBackfillDoesNotAdvance(t *testing.T) {
+	for _, tc := range []struct {
+		lag  time.Duration
+		want time.Duration
+	}{
+		{5 * time.Second, 40*time.Second + 20*time.Second - 5*time.Second},
+		{5*time.Second + time.Millisecond, 40*time.Second - 5*time.Second},
+		{time.Hour, 40*time.Second - 5*time.Second},
+	} {
+		a := newIdleAdvance(t)
+		for i := 0; i <= 40; i++ {
+			a.span(0, time.Duration(i)*time.Second)
+			a.span(1, time.Duration(i)*time.Second)
+		}
+		a.idle(0, 40*time.Second, 20*time.Second)
+		a.idleLag(1, 40*time.Second, 20*time.Second, tc.lag)
+		a.wantWatermark(tc.want, fmt.Sprintf("source 1 %v behind the wall clock", tc.lag))
 	}
 }
 

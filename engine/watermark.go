@@ -79,7 +79,8 @@ func (w *watermarks) source(id sourceID) *sourceState {
 // allowed lateness. When every source is idle (every publisher paused),
 // nothing more is coming for now, and the watermark advances with the
 // wall clock since the sources went silent, as the router measured it and
-// stamped it on its repeated idle markers (D_s, sourceState.idleFor):
+// stamped it on its repeated idle markers (D_s, sourceState.idleFor; 0
+// for a source that was not live, see silent):
 //
 //	max( max_s E_s , min_s (E_s + D_s) ) - L
 //
@@ -139,6 +140,24 @@ func satAdd(a, b int64) int64 {
 		return math.MaxInt64
 	}
 	return a + b
+}
+
+// silent records the silence an idle marker of src says (rec.IdleFor),
+// when the source is live: its newest event time (the marker's
+// SourceMaxEventTime) was at most the allowed lateness behind the router's
+// wall clock when that event came (rec.SeenAt). A source further behind
+// is a backfill or a replay: its next records go on from its newest event
+// time whatever the wall clock did, and advancing by the pause would make
+// them late. Markers without a stamp (an older router, a source without
+// event time) leave the silence as it was.
+func (w *watermarks) silent(src *sourceState, rec *KeyedRecord) {
+	if rec.IdleFor <= 0 || rec.SeenAt == 0 || rec.SourceMaxEventTime == math.MinInt64 {
+		return
+	}
+	if rec.SeenAt-rec.SourceMaxEventTime > w.lateness {
+		return
+	}
+	src.idleFor = max(src.idleFor, rec.IdleFor)
 }
 
 // start is where a fresh worker starts evaluating: the smallest firstMax

@@ -37,6 +37,12 @@ type KeyedRecord struct {
 	// source stays silent); 0 when not known. It is how the wall clock
 	// reaches the keyed stage as data: see watermarks.current.
 	IdleFor int64
+	// SeenAt is, on an idle marker with IdleFor, the router's wall clock
+	// (Unix ns) when the source's last valid event came; 0 when not known.
+	// SeenAt - SourceMaxEventTime is how far the source's event time was
+	// behind the wall clock: a source more than the allowed lateness
+	// behind (a backfill, a replay) is not advanced by its silence.
+	SeenAt int64
 	// Deployment is the HeaderDeployment of the router that wrote it; ""
 	// when absent.
 	Deployment  string
@@ -288,7 +294,7 @@ func (w *Worker) Apply(rec *KeyedRecord) {
 	src := w.wm.source(sourceID{rec.Source.Topic, rec.Source.Partition})
 	if rec.Idle {
 		src.idle = true
-		src.idleFor = max(src.idleFor, rec.IdleFor)
+		w.wm.silent(src, rec)
 		w.advance()
 		return
 	}

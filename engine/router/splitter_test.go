@@ -121,12 +121,14 @@ func TestIdleMarkersAndReturn(t *testing.T) {
 // time yet has nothing to advance from and gets no stamp.
 func TestIdleMarkersCarryTheSilence(t *testing.T) {
 	s := NewSplitter("otlp_spans", 2, 2, SplitterConfig{ByTenant: true})
-	if m := s.IdleMarkersAfter(5 * time.Second); len(m) != 2 || m[0].IdleFor != 0 {
+	seen := time.Unix(1_800_000_001, 0)
+	now := seen.Add(12500 * time.Millisecond)
+	if m := s.IdleMarkersAt(now, seen); len(m) != 2 || m[0].IdleFor != 0 || !m[0].SeenAt.IsZero() {
 		t.Fatalf("markers of a source without event time: %+v, want no idle duration", m)
 	}
 	s.Split(0, []schemas.Span{{Key: schemas.Key{Tenant: "acme", Model: "m"}, EndUnixNano: 1_800_000_000e9}}, nil)
-	m := s.IdleMarkersAfter(12500 * time.Millisecond)
-	if len(m) != 2 || m[1].IdleFor != 12500*time.Millisecond || !m[1].Idle {
+	m := s.IdleMarkersAt(now, seen)
+	if len(m) != 2 || m[1].IdleFor != 12500*time.Millisecond || !m[1].SeenAt.Equal(seen) || !m[1].Idle {
 		t.Fatalf("markers after 12.5s of silence: %+v", m)
 	}
 	hs := Headers(m[1], "otlp_spans:3")
@@ -135,7 +137,7 @@ func TestIdleMarkersCarryTheSilence(t *testing.T) {
 		plain[i] = schemas.Header(h)
 	}
 	rec, err := schemas.ParseKeyedHeaders(plain)
-	if err != nil || !rec.Idle || rec.IdleForNanos != int64(12500*time.Millisecond) || rec.SourceMaxEventTime != 1_800_000_000e9 {
+	if err != nil || !rec.Idle || rec.IdleForNanos != int64(12500*time.Millisecond) || rec.SeenAtUnixNano != seen.UnixNano() || rec.SourceMaxEventTime != 1_800_000_000e9 {
 		t.Fatalf("decoded marker headers %+v, %v", rec, err)
 	}
 }
