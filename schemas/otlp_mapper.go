@@ -11,6 +11,10 @@ import (
 // The mapping of OTLP attributes onto Spans, shared by the protobuf and JSON
 // decoders: string interning, the accepted types, fallbacks, errors.
 
+// idScope is the intern cache of instrumentation scope names: not an
+// attribute, so the key matcher never sees it.
+const idScope = numAttrIDs
+
 // internWays is how many distinct recent values each field remembers: a batch
 // of spans mostly repeats a few models, tenants and operations.
 const internWays = 4
@@ -30,7 +34,7 @@ type mapper struct {
 	lim   Limits
 	stats DecodeStats
 	dst   []Span
-	cache [numAttrIDs]internSet
+	cache [numAttrIDs + 1]internSet // the last one (idScope) holds scope names
 	// llm counts the message's LLM spans so far (rejected ones too);
 	// rejected lists those dropped for a bad attribute (see reject).
 	llm      int

@@ -222,6 +222,7 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 					FinishReason:  a.str["gen_ai.response.finish_reasons"],
 					ErrorType:     a.str["error.type"],
 					ResponseID:    a.str["gen_ai.response.id"],
+					Scope:         ss.Scope().Name(),
 				}
 				if sp.Provider == "" {
 					sp.Provider = a.str["gen_ai.system"]

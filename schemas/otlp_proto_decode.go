@@ -12,6 +12,7 @@ type protoDecoder struct {
 	mapper
 	r, s, p int // current resource_spans, scope_spans and spans index, for error paths
 	res     resourceVals
+	scope   string // the instrumentation scope name of the current scope_spans
 }
 
 func (d *protoDecoder) init(names AttributeNames, lim Limits, dst []Span) {
@@ -125,6 +126,9 @@ func (d *protoDecoder) scopePath() string {
 
 func (d *protoDecoder) scopeSpans(b []byte) error {
 	d.p = 0
+	if err := d.scopeName(b); err != nil {
+		return err
+	}
 	for len(b) > 0 {
 		f, n, reason := nextField(b)
 		if n < 0 {
@@ -144,6 +148,45 @@ func (d *protoDecoder) scopeSpans(b []byte) error {
 	return nil
 }
 
+// scopeName sets d.scope to the name of the ScopeSpans' instrumentation
+// scope, wherever the scope lies in b (exporters write it first: that case
+// reads one field). Damage in the scope's other fields goes unnoticed.
+func (d *protoDecoder) scopeName(b []byte) error {
+	d.scope = ""
+	for len(b) > 0 {
+		f, n, reason := nextField(b)
+		if n < 0 {
+			return malformed(d.scopePath(), reason)
+		}
+		b = b[n:]
+		if f.num != 1 || f.typ != protowire.BytesType {
+			continue // checked by the caller's walk
+		}
+		for sc := f.v; len(sc) > 0; {
+			g, m, reason := nextField(sc)
+			if m < 0 {
+				return malformed(d.scopePath()+".scope", reason)
+			}
+			sc = sc[m:]
+			if g.num != 1 {
+				continue
+			}
+			if g.typ != protowire.BytesType {
+				return malformed(d.scopePath()+".scope.name", "wrong wire type "+wireTypeNames[g.typ&7]+", want bytes")
+			}
+			if len(g.v) > d.lim.MaxStringBytes {
+				return tooLargeLimit(d.scopePath()+".scope.name", "max_string_bytes", len(g.v), d.lim.MaxStringBytes, "bytes")
+			}
+			s, p := d.keep(idScope, g.v)
+			if p.kind != nil {
+				return wrap(p.kind, &FieldError{Field: d.scopePath() + ".scope.name", Reason: p.reason})
+			}
+			d.scope = s
+		}
+	}
+	return nil
+}
+
 func (d *protoDecoder) spanPath() string { return spanPath(d.r, d.s, d.p) }
 
 func (d *protoDecoder) span(b []byte) error {
@@ -151,7 +194,7 @@ func (d *protoDecoder) span(b []byte) error {
 	if d.stats.SpansSeen > d.lim.MaxSpansPerMessage {
 		return tooLargeLimit(d.scopePath()+".spans", "max_spans_per_message", d.stats.SpansSeen, d.lim.MaxSpansPerMessage, "spans (at least)")
 	}
-	d.dst = append(d.dst, Span{})
+	d.dst = append(d.dst, Span{Scope: d.scope})
 	sp := &d.dst[len(d.dst)-1]
 	var st spanState
 	for len(b) > 0 {
