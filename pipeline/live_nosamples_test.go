@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -25,11 +26,15 @@ import (
 // no_samples, the calls) in the sinks, the pipeline logs one WARN for the
 // SLO — naming it, the metric, the calls and the instrumentation scope —
 // not one per verdict, and fusebox_slo_no_samples_total{slo="ttft"}
-// counts the verdicts. The duration SLO on the same spans is judged and
+// counts the verdicts; ClickHouse has them (method no_samples). The
+// duration SLO on the same spans is judged and
 // not reported.
 func TestLiveNoSamplesIsLoud(t *testing.T) {
 	k := testharness.StartKafka(t)
-	o := liveOpts{brokers: k.Brokers, suffix: ".nosamples"}
+	ch := testharness.StartClickHouse(t)
+	db := ch.NewDatabase(t)
+	o := liveOpts{brokers: k.Brokers, suffix: ".nosamples",
+		sinks: fmt.Sprintf("  clickhouse: {addr: [%s], database: %s, username: %q, password: %q, flush_every: 200ms, dial_timeout: 1s}\n", ch.Addr, db, ch.Username, ch.Password)}
 	yml := liveYAML(o) + "  - name: ttft\n    tail: {metric: ttft_ms, budget: 2000, window: 4s, every: 1s, min_samples: 5, no_samples_evaluations: 3}\n"
 	cfg, err := config.Parse("live-nosamples.yaml", []byte(yml))
 	if err != nil {
@@ -125,5 +130,18 @@ func TestLiveNoSamplesIsLoud(t *testing.T) {
 	if vlog.newest("acme", true) == 0 {
 		t.Error("no judged verdict of the duration SLO")
 	}
-	t.Logf("%d no_samples verdicts (up to %v calls each), fusebox_slo_no_samples_total %v; WARN: %s", n, calls, counted, line)
+	// ClickHouse keeps them as verdicts of method no_samples, the calls in
+	// the details.
+	conn := ch.ConnDatabase(t, db)
+	var rows uint64
+	var chCalls float64
+	testharness.Eventually(t, 20*time.Second, "no_samples rows in ClickHouse", func() bool {
+		err := conn.QueryRow(context.Background(), `SELECT count(), max(detail_values[indexOf(detail_names, 'calls')]) FROM verdicts FINAL
+			WHERE slo = 'ttft' AND method = 'no_samples' AND status = 'insufficient_data'`).Scan(&rows, &chCalls)
+		return err == nil && rows > 0
+	})
+	if chCalls < 100 {
+		t.Errorf("ClickHouse: %d no_samples rows with at most %v calls", rows, chCalls)
+	}
+	t.Logf("%d no_samples verdicts (up to %v calls each; %d rows in ClickHouse), fusebox_slo_no_samples_total %v; WARN: %s", n, calls, rows, counted, line)
 }
