@@ -23,6 +23,7 @@ func DecodeKeyedRecord(offset int64, headers []schemas.Header, value []byte, rec
 		return errors.Join(ErrBadKeyedRecord, err)
 	}
 	rec.Source, rec.SourceMaxEventTime, rec.SourceTopics, rec.Idle, rec.Deployment = h.Source, h.SourceMaxEventTime, h.SourceTopics, h.Idle, h.Deployment
+	rec.IdleFor, rec.SeenAt = h.IdleForNanos, h.SeenAtUnixNano
 	if rec.Idle || len(value) == 0 {
 		return nil
 	}

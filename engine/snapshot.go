@@ -15,7 +15,11 @@ var ErrCorruptSnapshot = errors.New("engine: corrupt snapshot")
 // does not read (written by a much older or a newer fusebox).
 var ErrSnapshotVersion = errors.New("engine: checkpoint format not supported")
 
-// snapshotName names the worker snapshot. Version 4 adds the effect
+// snapshotName names the worker snapshot. Version 5 adds, after the
+// effect judge's state, each source's idle duration (how long the router
+// said it had been silent: the all-idle watermark advances by it, see
+// watermarks.current); version 4 is still read (the idle durations start
+// at 0 and the next idle markers stamp them again). Version 4 adds the effect
 // judge's state (pending judgements) after the breaker's; version 3 is
 // still read (the judge starts empty: commands issued before the upgrade
 // are not judged, those after are). Version 3 keeps the guard's live
@@ -26,7 +30,8 @@ var ErrSnapshotVersion = errors.New("engine: checkpoint format not supported")
 const snapshotName = "fusebox.worker"
 
 var (
-	snapshotFormat   = snapcodec.Format{Name: snapshotName, Version: 4, Err: ErrCorruptSnapshot}
+	snapshotFormat   = snapcodec.Format{Name: snapshotName, Version: 5, Err: ErrCorruptSnapshot}
+	snapshotFormatV4 = snapcodec.Format{Name: snapshotName, Version: 4, Err: ErrCorruptSnapshot}
 	snapshotFormatV3 = snapcodec.Format{Name: snapshotName, Version: 3, Err: ErrCorruptSnapshot}
 	snapshotFormatV2 = snapcodec.Format{Name: snapshotName, Version: 2, Err: ErrCorruptSnapshot}
 )
@@ -83,6 +88,7 @@ func (w *Worker) MarshalBinary() ([]byte, error) {
 		e.String(w.cfg.BreakerStateID)
 		e.String(string(bb))
 		e.String(string(eb))
+		w.wm.appendIdleFor(e)
 	}), nil
 }
 
@@ -105,7 +111,10 @@ func (w *Worker) counters() []*int64 {
 // The report says what happened.
 //
 // The effect judge's state is always restored (it carries no
-// configuration: see processors/effect). Snapshots of format version 3
+// configuration: see processors/effect). Snapshots of format version 4
+// (before the idle durations) restore with every source's idle duration
+// 0: an all-idle partition's watermark stays where it was until the
+// router's next idle markers. Snapshots of format version 3
 // (before the effect judge) restore with an empty judge. Snapshots of
 // format version 2 (before per-SLO state) are read too: an
 // SLO's state is kept when the whole configuration version and the SLO's
@@ -127,11 +136,13 @@ func RestoreWorker(cfg WorkerConfig, partition int32, snap []byte) (w *Worker, r
 		breaker   []byte
 		effects   []byte
 	)
-	format, v2, v3 := snapshotFormat, false, false
+	format, v2, v3, v4 := snapshotFormat, false, false, false
 	if ver, ok := snapshotVersion(snap); ok && ver == snapshotFormatV2.Version {
 		format, v2 = snapshotFormatV2, true
 	} else if ok && ver == snapshotFormatV3.Version {
 		format, v3 = snapshotFormatV3, true
+	} else if ok && ver == snapshotFormatV4.Version {
+		format, v4 = snapshotFormatV4, true
 	} else if ok && ver != snapshotFormat.Version {
 		return nil, rep, fmt.Errorf("%w: partition %d's checkpoint is %s format version %d; this fusebox reads versions %d to %d. "+
 			"To start this partition's state empty, give the deployment a new topics.state",
@@ -166,6 +177,9 @@ func RestoreWorker(cfg WorkerConfig, partition int32, snap []byte) (w *Worker, r
 		breaker = []byte(d.String())
 		if !v2 && !v3 {
 			effects = []byte(d.String())
+		}
+		if !v2 && !v3 && !v4 {
+			w.wm.decodeIdleFor(d)
 		}
 	})
 	if err != nil {

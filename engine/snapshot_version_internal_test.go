@@ -48,19 +48,37 @@ func marshalV2(t *testing.T, w *Worker) []byte {
 	})
 }
 
-// marshalV3 writes w as format version 3 did (no effect judge state).
-func marshalV3(t *testing.T, w *Worker) []byte {
+// marshalV4 writes w as format version 4 did (no idle durations).
+func marshalV4(t *testing.T, w *Worker) []byte {
 	t.Helper()
 	b, err := w.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Version 5 is version 4 followed by the idle durations: a count and
+	// one I64 per source.
+	d := snapcodec.NewDecoder(b)
+	d.Header(snapshotName, snapshotFormat.Version)
+	if d.Err() != nil {
+		t.Fatal(d.Err())
+	}
+	body := b[len(b)-d.Remaining():]
+	v4 := snapcodec.NewEncoder(nil)
+	v4.Header(snapshotName, 4)
+	out := append(v4.Bytes(), body...)
+	return out[:len(out)-4-8*len(w.wm.sources)]
+}
+
+// marshalV3 writes w as format version 3 did (no effect judge state).
+func marshalV3(t *testing.T, w *Worker) []byte {
+	t.Helper()
 	if w.effects != nil {
 		t.Fatal("marshalV3: the worker has an effect judge")
 	}
+	b := marshalV4(t, w)
 	// Version 4 is version 3 followed by the judge's state (here "").
 	d := snapcodec.NewDecoder(b)
-	d.Header(snapshotName, snapshotFormat.Version)
+	d.Header(snapshotName, 4)
 	if d.Err() != nil {
 		t.Fatal(d.Err())
 	}
@@ -107,8 +125,8 @@ func versionTestRecords() []KeyedRecord {
 // TestSnapshotFormatVersions: a checkpoint of format version 2 (wave 2)
 // is read — its SLO state kept under the same config version, reset under
 // another, as that version did — and continues exactly as the worker that
-// wrote it; so is one of version 3 (before the effect judge); versions 1
-// and 5 are refused with ErrSnapshotVersion and a
+// wrote it; so are those of version 3 (before the effect judge) and 4
+// (before the idle durations); versions 1 and 6 are refused with ErrSnapshotVersion and a
 // message that names the version and what to do.
 func TestSnapshotFormatVersions(t *testing.T) {
 	recs := versionTestRecords()
@@ -172,15 +190,27 @@ func TestSnapshotFormatVersions(t *testing.T) {
 		t.Fatalf("after restoring the version-3 checkpoint: %d verdicts, want the writer's %d, identical", len(got.Verdicts), len(want.Verdicts))
 	}
 
-	v4, err := w.MarshalBinary()
+	// Version 4 (before the idle durations): everything kept.
+	r4, rep, err := RestoreWorker(cfg, 0, marshalV4(t, w3))
+	if err != nil || rep.FormatVersion != 4 || !rep.Full() {
+		t.Fatalf("version 4: %+v %v, want everything kept", rep, err)
+	}
+	for i := int(r4.NextOffset()); i < len(recs); i++ {
+		r4.Apply(&recs[i])
+	}
+	if got := r4.TakeOutput(); fmt.Sprint(got.Verdicts, got.Rollups) != fmt.Sprint(want.Verdicts, want.Rollups) {
+		t.Fatalf("after restoring the version-4 checkpoint: %d verdicts, want the writer's %d, identical", len(got.Verdicts), len(want.Verdicts))
+	}
+
+	v5, err := w.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := snapshotVersion(v4); v != 4 {
-		t.Fatalf("MarshalBinary writes version %d, want 4", v)
+	if v, _ := snapshotVersion(v5); v != 5 {
+		t.Fatalf("MarshalBinary writes version %d, want 5", v)
 	}
-	for _, ver := range []uint8{1, 5} {
-		b := append([]byte(nil), v4...)
+	for _, ver := range []uint8{1, 6} {
+		b := append([]byte(nil), v5...)
 		b[4+len(snapshotName)] = ver // the version byte after the name
 		_, _, err := RestoreWorker(cfg, 0, b)
 		if !errors.Is(err, ErrSnapshotVersion) || !strings.Contains(err.Error(), fmt.Sprintf("format version %d", ver)) || !strings.Contains(err.Error(), "topics.state") {

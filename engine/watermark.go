@@ -31,6 +31,12 @@ type sourceState struct {
 	// idle is set when the router declared the source idle (no records for
 	// its idle timeout); an idle source does not hold the watermark back.
 	idle bool
+	// idleFor is, while idle, the longest silence (wall time, ns) the
+	// router stamped on this source's idle markers (KeyedRecord.IdleFor):
+	// how long it had brought no valid event. 0 when not idle or not
+	// known (markers of an older router, or of a source without event
+	// time).
+	idleFor int64
 }
 
 // watermarks tracks every source partition feeding one keyed partition.
@@ -65,12 +71,37 @@ func (w *watermarks) source(id sourceID) *sourceState {
 }
 
 // current is the watermark: math.MinInt64 while any announced source has
-// not been heard from. When every source is idle, nothing more is coming
-// for now, and the watermark is the newest event time any source reached
-// (minus the lateness), so that the last windows close.
+// not been heard from. While some source is not idle it is
+//
+//	min over non-idle sources s of E_s, minus L
+//
+// where E_s is the newest event time the router had seen on s and L the
+// allowed lateness. When every source is idle (every publisher paused),
+// nothing more is coming for now, and the watermark advances with the
+// wall clock since the sources went silent, as the router measured it and
+// stamped it on its repeated idle markers (D_s, sourceState.idleFor; 0
+// for a source that was not live, see silent):
+//
+//	max( max_s E_s , min_s (E_s + D_s) ) - L
+//
+// over the sources with an event time. The first term closes the windows
+// every source has passed; the second lets the window holding the last
+// records close too, once the pause is long enough (a quiet service at
+// night, the end of a burst), instead of waiting for the next record.
+// Its bound keeps a record arriving during the pause within the allowed
+// lateness counted: a record that reaches the router D after its source's
+// last valid event (D at least the D_s of every marker before it) and
+// whose event time is at least E_s + D - L — no more than L behind its
+// source's newest event time plus the wall time since — is never late
+// because of the advance, since the watermark stays at or below
+// E_s + D_s - L. In a live deployment, whose event times follow the wall
+// clock, that is every record at most L behind the clock (plus the
+// pipeline's delay for its source's last one). The markers are records of
+// the keyed topic, so a replay advances the same way.
 func (w *watermarks) current() int64 {
 	wm := int64(math.MaxInt64)
 	newest := int64(math.MinInt64)
+	reach := int64(math.MaxInt64)
 	any := false
 	for topic, n := range w.partitions {
 		for p := int32(0); p < n; p++ {
@@ -79,6 +110,9 @@ func (w *watermarks) current() int64 {
 				return math.MinInt64
 			}
 			newest = max(newest, s.maxEventTime)
+			if s.maxEventTime != math.MinInt64 {
+				reach = min(reach, satAdd(s.maxEventTime, s.idleFor))
+			}
 			if s.idle {
 				continue
 			}
@@ -90,11 +124,40 @@ func (w *watermarks) current() int64 {
 	}
 	if !any {
 		wm = newest
+		if reach != math.MaxInt64 {
+			wm = max(wm, reach)
+		}
 	}
 	if wm == math.MinInt64 {
 		return math.MinInt64
 	}
 	return wm - w.lateness
+}
+
+// satAdd is a+b for b >= 0, math.MaxInt64 where that overflows.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// silent records the silence an idle marker of src says (rec.IdleFor),
+// when the source is live: its newest event time (the marker's
+// SourceMaxEventTime) was at most the allowed lateness behind the router's
+// wall clock when that event came (rec.SeenAt). A source further behind
+// is a backfill or a replay: its next records go on from its newest event
+// time whatever the wall clock did, and advancing by the pause would make
+// them late. Markers without a stamp (an older router, a source without
+// event time) leave the silence as it was.
+func (w *watermarks) silent(src *sourceState, rec *KeyedRecord) {
+	if rec.IdleFor <= 0 || rec.SeenAt == 0 || rec.SourceMaxEventTime == math.MinInt64 {
+		return
+	}
+	if rec.SeenAt-rec.SourceMaxEventTime > w.lateness {
+		return
+	}
+	src.idleFor = max(src.idleFor, rec.IdleFor)
 }
 
 // start is where a fresh worker starts evaluating: the smallest firstMax
@@ -141,7 +204,7 @@ func (w *watermarks) allIdle() bool {
 // while a source stays silent).
 func (w *watermarks) wakeAll() {
 	for _, s := range w.sources {
-		s.idle = false
+		s.idle, s.idleFor = false, 0
 	}
 }
 
@@ -156,6 +219,22 @@ func (w *watermarks) appendBinary(e *snapcodec.Encoder) {
 		e.String(t)
 		e.U32(uint32(w.partitions[t]))
 	}
+	ids := w.sortedIDs()
+	e.Count(len(ids))
+	for _, id := range ids {
+		s := w.sources[id]
+		e.String(id.Topic)
+		e.U32(uint32(id.Partition))
+		e.I64(s.lastOffset)
+		e.U32(uint32(s.lastPart))
+		e.I64(s.maxEventTime)
+		e.I64(s.firstMax)
+		e.Bool(s.idle)
+	}
+}
+
+// sortedIDs is every known source, in snapshot order.
+func (w *watermarks) sortedIDs() []sourceID {
 	ids := make([]sourceID, 0, len(w.sources))
 	for id := range w.sources {
 		ids = append(ids, id)
@@ -169,16 +248,36 @@ func (w *watermarks) appendBinary(e *snapcodec.Encoder) {
 		}
 		return int(a.Partition - b.Partition)
 	})
+	return ids
+}
+
+// appendIdleFor writes every source's idleFor, in the order appendBinary
+// wrote the sources (snapshot format 5 onward: it follows the rest of the
+// worker's snapshot, so that format 4 is format 5 without it).
+func (w *watermarks) appendIdleFor(e *snapcodec.Encoder) {
+	ids := w.sortedIDs()
 	e.Count(len(ids))
 	for _, id := range ids {
-		s := w.sources[id]
-		e.String(id.Topic)
-		e.U32(uint32(id.Partition))
-		e.I64(s.lastOffset)
-		e.U32(uint32(s.lastPart))
-		e.I64(s.maxEventTime)
-		e.I64(s.firstMax)
-		e.Bool(s.idle)
+		e.I64(w.sources[id].idleFor)
+	}
+}
+
+// decodeIdleFor reads what appendIdleFor wrote; the source count must
+// match the one decodeBinary read.
+func (w *watermarks) decodeIdleFor(d *snapcodec.Decoder) {
+	ids := w.sortedIDs()
+	if n := d.Count(8); d.Err() == nil && n != len(ids) {
+		d.Failf("idle durations of %d sources, the watermarks have %d", n, len(ids))
+		return
+	}
+	for _, id := range ids {
+		if v := d.I64(); d.Err() == nil {
+			if v < 0 {
+				d.Failf("negative idle duration %d of source %s/%d", v, id.Topic, id.Partition)
+				return
+			}
+			w.sources[id].idleFor = v
+		}
 	}
 }
 

@@ -31,6 +31,18 @@ type KeyedRecord struct {
 	// Idle marks the source partition idle: the router saw no records on it
 	// for its idle timeout. The next data record from it clears the mark.
 	Idle bool
+	// IdleFor is, on an idle marker, how long (wall time, ns) the router
+	// had seen no valid event on the source when it wrote the marker (the
+	// router repeats its markers, each with a longer IdleFor, while the
+	// source stays silent); 0 when not known. It is how the wall clock
+	// reaches the keyed stage as data: see watermarks.current.
+	IdleFor int64
+	// SeenAt is, on an idle marker with IdleFor, the router's wall clock
+	// (Unix ns) when the source's last valid event came; 0 when not known.
+	// SeenAt - SourceMaxEventTime is how far the source's event time was
+	// behind the wall clock: a source more than the allowed lateness
+	// behind (a backfill, a replay) is not advanced by its silence.
+	SeenAt int64
 	// Deployment is the HeaderDeployment of the router that wrote it; ""
 	// when absent.
 	Deployment  string
@@ -282,6 +294,7 @@ func (w *Worker) Apply(rec *KeyedRecord) {
 	src := w.wm.source(sourceID{rec.Source.Topic, rec.Source.Partition})
 	if rec.Idle {
 		src.idle = true
+		w.wm.silent(src, rec)
 		w.advance()
 		return
 	}
@@ -298,7 +311,7 @@ func (w *Worker) Apply(rec *KeyedRecord) {
 		// until its records come or the router marks it idle again.
 		w.wm.wakeAll()
 	}
-	src.idle = false
+	src.idle, src.idleFor = false, 0
 	if len(rec.Spans) == 0 && len(rec.Corrections) == 0 {
 		w.stats.Heartbeats++
 	}

@@ -160,6 +160,7 @@ func (p *Pipeline) collect(s *observe.Snapshot) {
 	}
 	extra("fusebox_checkpoints_total", "Keyed-partition checkpoints (sinks flushed, state saved, input acknowledged).", observe.CounterSample, float64(p.keyed.Checkpoints()))
 
+	p.tr.noSamples.collect(s)
 	p.tr.mu.Lock()
 	for k, n := range p.tr.verdicts {
 		s.Verdicts = append(s.Verdicts, observe.VerdictCount{Processor: k.processor, Status: string(k.status), Count: n})

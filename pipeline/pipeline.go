@@ -132,6 +132,7 @@ func Assemble(ctx context.Context, f *config.File, parts Parts, log *slog.Logger
 	}
 	p := &Pipeline{cfg: f, log: log, tr: newTracker(), foreignState: parts.StateForeign, release: parts.Close, leave: parts.Leave}
 	p.tr.log = log.With("component", "breaker")
+	p.tr.noSamples.log = log.With("component", "slo")
 	p.sinks = append(slices.Clone(parts.Sinks), p.tr.sink()) // last: counts what every sink accepted
 	defer func() {
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fusebox-dev/fusebox/ingest"
 	"github.com/fusebox-dev/fusebox/internal/observe"
@@ -32,6 +33,8 @@ type tracker struct {
 	latency *observe.Histogram
 	// log gets one INFO line per breaker state change (nil: none).
 	log *slog.Logger
+	// noSamples watches the no_samples verdicts (its own lock).
+	noSamples noSamplesWatch
 
 	mu       sync.Mutex
 	verdicts map[verdictKey]int64
@@ -97,6 +100,7 @@ func (t *tracker) count(out schemas.Output) {
 	if len(out.Verdicts) == 0 && len(out.Commands) == 0 {
 		return
 	}
+	t.noSamples.observe(out.Verdicts, time.Now())
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i := range out.Verdicts {

@@ -25,6 +25,11 @@ type Evidence struct {
 	// (m = the number of exceedances): the sample side of a QQ plot
 	// against the fitted GPD(xi, sigma) of the verdict's details.
 	Exceedances Points
+	// Scopes are the instrumentation scopes (Span.Scope, "unknown" when
+	// the span had none) of the calls behind a verdict that found no
+	// sample of its metric (tail's no_samples): what wrote the spans that
+	// lack it. Sorted, at most a few.
+	Scopes []string
 }
 
 // Points are up to MaxEvidencePoints (X, P) pairs picked at evenly spaced

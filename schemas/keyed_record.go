@@ -26,6 +26,19 @@ const (
 	HeaderSourceTopics = "fb.topics"
 	// HeaderIdle is "1" on an idle marker.
 	HeaderIdle = "fb.idle"
+	// HeaderIdleFor is, on an idle marker, how long (wall time, ns) the
+	// source partition had brought no valid event when the router wrote
+	// it; absent on markers of a source without any event time and on
+	// markers written before the header existed (read as 0). The keyed
+	// stage advances the watermark of a partition whose sources are all
+	// idle by it (see the engine's watermarks.current).
+	HeaderIdleFor = "fb.idlefor"
+	// HeaderSeenAt is, on an idle marker stamped with HeaderIdleFor, the
+	// router's wall clock (Unix ns) when the source's last valid event
+	// came: with HeaderSourceMax it tells a live source (its newest event
+	// time close to the wall clock) from a backfill, whose pause says
+	// nothing of its next event times.
+	HeaderSeenAt = "fb.seen"
 	// HeaderDeployment names the deployment (its kafka.group) whose router
 	// wrote the record. A keyed stage skips records of another deployment;
 	// records without it (written before the header existed) are taken as
@@ -62,6 +75,12 @@ type KeyedHeaders struct {
 	// Idle marks an idle marker: the source partition had no records for
 	// the router's idle timeout.
 	Idle bool
+	// IdleForNanos is, on an idle marker, how long (wall time, ns) the
+	// source had been silent when it was written; 0 when not known.
+	IdleForNanos int64
+	// SeenAtUnixNano is, on an idle marker with IdleForNanos, the router's
+	// wall clock when the source's last valid event came; 0 when not known.
+	SeenAtUnixNano int64
 	// Deployment is the HeaderDeployment of the router that wrote the
 	// record; "" when absent.
 	Deployment string
@@ -74,7 +93,8 @@ func FormatSource(s SourceRef) string {
 
 // AppendKeyedHeaders appends the headers of a keyed record saying h to
 // dst: HeaderSource and HeaderSourceTopics always, HeaderSourceMax when
-// known, HeaderIdle on idle markers, HeaderDeployment when set.
+// known, HeaderIdle on idle markers (with HeaderIdleFor when positive,
+// and then HeaderSeenAt when known), HeaderDeployment when set.
 func AppendKeyedHeaders(dst []Header, h KeyedHeaders) []Header {
 	dst = append(dst,
 		Header{Key: HeaderSource, Value: []byte(FormatSource(h.Source))},
@@ -84,6 +104,12 @@ func AppendKeyedHeaders(dst []Header, h KeyedHeaders) []Header {
 	}
 	if h.Idle {
 		dst = append(dst, Header{Key: HeaderIdle, Value: []byte("1")})
+		if h.IdleForNanos > 0 {
+			dst = append(dst, Header{Key: HeaderIdleFor, Value: strconv.AppendInt(nil, h.IdleForNanos, 10)})
+			if h.SeenAtUnixNano != 0 {
+				dst = append(dst, Header{Key: HeaderSeenAt, Value: strconv.AppendInt(nil, h.SeenAtUnixNano, 10)})
+			}
+		}
 	}
 	if h.Deployment != "" {
 		dst = append(dst, Header{Key: HeaderDeployment, Value: []byte(h.Deployment)})
@@ -122,6 +148,18 @@ func ParseKeyedHeaders(hs []Header) (KeyedHeaders, error) {
 			k.SourceTopics = string(h.Value)
 		case HeaderIdle:
 			k.Idle = string(h.Value) == "1"
+		case HeaderIdleFor:
+			v, err := strconv.ParseInt(string(h.Value), 10, 64)
+			if err != nil || v < 0 {
+				return k, errors.New(HeaderIdleFor + " is not a non-negative number of nanoseconds: " + strconv.Quote(string(h.Value)))
+			}
+			k.IdleForNanos = v
+		case HeaderSeenAt:
+			v, err := strconv.ParseInt(string(h.Value), 10, 64)
+			if err != nil {
+				return k, errors.New(HeaderSeenAt + " is not a Unix time in nanoseconds: " + strconv.Quote(string(h.Value)))
+			}
+			k.SeenAtUnixNano = v
 		case HeaderDeployment:
 			k.Deployment = string(h.Value)
 		}

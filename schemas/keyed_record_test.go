@@ -12,6 +12,7 @@ func TestKeyedHeadersRoundTrip(t *testing.T) {
 		{Source: SourceRef{Topic: "a/b", Partition: 0, Offset: 0}, SourceMaxEventTime: math.MinInt64, Idle: true},
 		{Source: SourceRef{Topic: "t", Partition: 1, Offset: 5}, SourceMaxEventTime: -7},
 		{Source: SourceRef{Topic: "t", Partition: 2, Offset: 6}, SourceMaxEventTime: 9, Deployment: "team-a/prod"},
+		{Source: SourceRef{Topic: "t", Partition: 4, Offset: 8}, SourceMaxEventTime: 11, Idle: true, IdleForNanos: 12_500_000_000, SeenAtUnixNano: 1_800_000_001e9},
 	} {
 		hs := AppendKeyedHeaders(nil, h)
 		if h.Source.Topic == "a/b" {
@@ -40,6 +41,8 @@ func TestKeyedHeadersErrorsNameTheHeader(t *testing.T) {
 		{[]Header{{Key: HeaderSource, Value: []byte("t/1/2")}}, "fb.src is not topic/partition/offset/part"},
 		{[]Header{{Key: HeaderSource, Value: []byte("t/x/2/0")}}, `parsing "x"`},
 		{[]Header{src, {Key: HeaderSourceMax, Value: []byte("soon")}}, `parsing "soon"`},
+		{[]Header{src, {Key: HeaderIdle, Value: []byte("1")}, {Key: HeaderIdleFor, Value: []byte("-5")}}, `fb.idlefor is not a non-negative number of nanoseconds: "-5"`},
+		{[]Header{src, {Key: HeaderSeenAt, Value: []byte("noon")}}, `fb.seen is not a Unix time in nanoseconds: "noon"`},
 	} {
 		_, err := ParseKeyedHeaders(tc.hs)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

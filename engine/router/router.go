@@ -306,7 +306,11 @@ func (h *handler) markIdleIfCaughtUp(now time.Time, start, end int64) {
 		return
 	}
 	h.lastMarked = now
-	for _, out := range h.split.IdleMarkers() {
+	// The markers carry how long the source has been silent: that is how
+	// the wall clock reaches the keyed stage as data (its watermark of a
+	// partition whose sources are all idle advances by it), so that a
+	// replay of the keyed topic decides the same.
+	for _, out := range h.split.IdleMarkersAt(now, h.lastSeen) {
 		h.produce(context.Background(), out, nil)
 	}
 	h.r.cfg.Logger.Debug("router: source partition idle", "topic", h.topic, "partition", h.partition)

@@ -14,8 +14,13 @@ type Out struct {
 	Source    schemas.SourceRef
 	// SourceMax is the newest event time seen on the source partition,
 	// math.MinInt64 before any.
-	SourceMax   int64
-	Idle        bool
+	SourceMax int64
+	Idle      bool
+	// IdleFor is, on an idle marker, how long (wall time) the source had
+	// brought no valid event; 0 when not known. SeenAt is then the wall
+	// clock when its last valid event came.
+	IdleFor     time.Duration
+	SeenAt      time.Time
 	Spans       []schemas.Span
 	Corrections []schemas.Correction
 	// Value is the keyed-batch encoding of Spans and Corrections (nil for
@@ -25,8 +30,12 @@ type Out struct {
 
 // Headers renders the keyed-record headers of out (schemas.AppendKeyedHeaders).
 func Headers(out Out, sourceTopics string) []kgo.RecordHeader {
-	hs := schemas.AppendKeyedHeaders(make([]schemas.Header, 0, 4), schemas.KeyedHeaders{
-		Source: out.Source, SourceMaxEventTime: out.SourceMax, SourceTopics: sourceTopics, Idle: out.Idle})
+	kh := schemas.KeyedHeaders{
+		Source: out.Source, SourceMaxEventTime: out.SourceMax, SourceTopics: sourceTopics, Idle: out.Idle}
+	if out.Idle && out.IdleFor > 0 && !out.SeenAt.IsZero() {
+		kh.IdleForNanos, kh.SeenAtUnixNano = int64(out.IdleFor), out.SeenAt.UnixNano()
+	}
+	hs := schemas.AppendKeyedHeaders(make([]schemas.Header, 0, 6), kh)
 	h := make([]kgo.RecordHeader, len(hs))
 	for i, x := range hs {
 		h[i] = kgo.RecordHeader(x)
@@ -203,12 +212,26 @@ func (s *Splitter) MarkIdle() []Out {
 // while the source stays silent, because a keyed partition whose sources
 // were all idle wakes them all when the first comes back (see
 // the engine's Worker.Apply) and must hear again about those still silent.
-func (s *Splitter) IdleMarkers() []Out {
+func (s *Splitter) IdleMarkers() []Out { return s.IdleMarkersAt(time.Time{}, time.Time{}) }
+
+// IdleMarkersAt is IdleMarkers stamped, at wall time now, with how long
+// the source has brought no valid event (now - seen, seen being when its
+// last valid event came) and with seen: the keyed stage lets the
+// watermark of a partition whose sources are all idle advance by the
+// silence of the live ones. A source without any event time yet gets no
+// stamp (it has no event time to advance from), nor does a zero now.
+func (s *Splitter) IdleMarkersAt(now, seen time.Time) []Out {
 	s.idle = true
+	var idleFor time.Duration
+	if s.maxEventTime != math.MinInt64 && !now.IsZero() && !seen.IsZero() && now.After(seen) {
+		idleFor = now.Sub(seen)
+	} else {
+		seen = time.Time{}
+	}
 	out := make([]Out, s.partitions)
 	for p := range out {
 		out[p] = Out{Partition: int32(p), Source: schemas.SourceRef{Topic: s.topic, Partition: s.partition, Offset: s.lastOffset},
-			SourceMax: s.maxEventTime, Idle: true}
+			SourceMax: s.maxEventTime, Idle: true, IdleFor: idleFor, SeenAt: seen}
 	}
 	return out
 }

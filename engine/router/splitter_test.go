@@ -115,6 +115,33 @@ func TestIdleMarkersAndReturn(t *testing.T) {
 	}
 }
 
+// TestIdleMarkersCarryTheSilence: the router's repeated markers say how
+// long the source has been silent (HeaderIdleFor), which the keyed stage
+// advances an all-idle partition's watermark by; a source with no event
+// time yet has nothing to advance from and gets no stamp.
+func TestIdleMarkersCarryTheSilence(t *testing.T) {
+	s := NewSplitter("otlp_spans", 2, 2, SplitterConfig{ByTenant: true})
+	seen := time.Unix(1_800_000_001, 0)
+	now := seen.Add(12500 * time.Millisecond)
+	if m := s.IdleMarkersAt(now, seen); len(m) != 2 || m[0].IdleFor != 0 || !m[0].SeenAt.IsZero() {
+		t.Fatalf("markers of a source without event time: %+v, want no idle duration", m)
+	}
+	s.Split(0, []schemas.Span{{Key: schemas.Key{Tenant: "acme", Model: "m"}, EndUnixNano: 1_800_000_000e9}}, nil)
+	m := s.IdleMarkersAt(now, seen)
+	if len(m) != 2 || m[1].IdleFor != 12500*time.Millisecond || !m[1].SeenAt.Equal(seen) || !m[1].Idle {
+		t.Fatalf("markers after 12.5s of silence: %+v", m)
+	}
+	hs := Headers(m[1], "otlp_spans:3")
+	plain := make([]schemas.Header, len(hs))
+	for i, h := range hs {
+		plain[i] = schemas.Header(h)
+	}
+	rec, err := schemas.ParseKeyedHeaders(plain)
+	if err != nil || !rec.Idle || rec.IdleForNanos != int64(12500*time.Millisecond) || rec.SeenAtUnixNano != seen.UnixNano() || rec.SourceMaxEventTime != 1_800_000_000e9 {
+		t.Fatalf("decoded marker headers %+v, %v", rec, err)
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	c := DefaultConfig()
 	c.SourceTopics = []string{"otlp_spans", "fusebox.corrections"}

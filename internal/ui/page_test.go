@@ -77,3 +77,36 @@ func checkClean(t *testing.T, dom string) {
 		}
 	}
 }
+
+// TestPageNoSamplesInChromium: a tail SLO whose calls carry none of its
+// metric (a no_samples verdict) says so on the page — the metric, the
+// calls, the evaluations — instead of a bare "insufficient data".
+func TestPageNoSamplesInChromium(t *testing.T) {
+	c := testharness.StartChromium(t)
+	st, err := ui.NewStore(ui.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(st.Handler())
+	defer srv.Close()
+	k := schemas.Key{Tenant: "acme", Service: "chat", Model: "m", Variant: "baseline"}
+	_ = st.Write(context.Background(), schemas.Output{Verdicts: []schemas.Verdict{{
+		ID: "y", Processor: "tail", SLO: "ttft", Metric: "p999_ttft_ms", Key: k, WindowEndUnixNano: 1e12,
+		Status: schemas.StatusInsufficientData, Method: "no_samples", Threshold: 2000,
+		Details: []schemas.Detail{{Name: "calls", Value: 240}, {Name: "evaluations", Value: 5}, {Name: "no_samples_evaluations", Value: 5}},
+	}}})
+	dom := c.DumpDOM(t, srv.URL+"/ui/", 3*time.Second)
+	checkClean(t, dom)
+	sec := uitest.Section(dom, "section", "tail")
+	found := ""
+	for _, e := range uitest.Elements(sec, "span", map[string]string{"class": "note"}) {
+		if strings.Contains(e.Text, "no samples of") {
+			found = e.Text
+		}
+	}
+	for _, want := range []string{"no samples of p999_ttft_ms", "240 calls", "5 evaluations"} {
+		if !strings.Contains(found, want) {
+			t.Errorf("the tail section's note %q lacks %q", found, want)
+		}
+	}
+}

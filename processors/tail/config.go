@@ -1,6 +1,7 @@
 package tail
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors"
@@ -43,20 +44,55 @@ type Config struct {
 	// MaxSamplesPerSlot caps the values kept per key per Every of event
 	// time (a uniform sample by span-id hash beyond it). Default 20000.
 	MaxSamplesPerSlot int `yaml:"max_samples_per_slot"`
+	// NoSamplesEvaluations is how many evaluations in a row a key's window
+	// must hold calls that matched the SLO but carried no value of the
+	// metric, and no sample, before the key gets a no_samples verdict
+	// (status insufficient_data, method no_samples) at every evaluation
+	// while that lasts: the SLO is blind there (a ttft_ms SLO on spans
+	// that carry no time to first token) and says so. Default 5. It only
+	// judges: editing it keeps the state, and at the default it is left out
+	// of the configuration hash (MarshalJSON), so that no file written
+	// before it existed changes its config version.
+	NoSamplesEvaluations int `yaml:"no_samples_evaluations"`
+}
+
+// DefaultNoSamplesEvaluations is NoSamplesEvaluations' default.
+const DefaultNoSamplesEvaluations = 5
+
+// MarshalJSON is the configuration hash's view of c (the config version
+// in every verdict id): NoSamplesEvaluations at its default is left out.
+func (c Config) MarshalJSON() ([]byte, error) {
+	type plain Config
+	if c.NoSamplesEvaluations != DefaultNoSamplesEvaluations {
+		return json.Marshal(plain(c))
+	}
+	return json.Marshal(struct {
+		Metric            processors.Metric
+		IncludeErrors     bool
+		P                 float64
+		Budget            float64
+		Window            time.Duration
+		Every             time.Duration
+		ThresholdQuantile float64
+		MinExceedances    int
+		MinSamples        int
+		MaxSamplesPerSlot int
+	}{c.Metric, c.IncludeErrors, c.P, c.Budget, c.Window, c.Every, c.ThresholdQuantile, c.MinExceedances, c.MinSamples, c.MaxSamplesPerSlot})
 }
 
 // DefaultConfig returns the defaults listed on Config (Budget is left 0:
 // it has no sensible default and must be set).
 func DefaultConfig() Config {
 	return Config{
-		Metric:            processors.MetricDuration,
-		P:                 0.999,
-		Window:            10 * time.Minute,
-		Every:             time.Minute,
-		ThresholdQuantile: 0.95,
-		MinExceedances:    50,
-		MinSamples:        200,
-		MaxSamplesPerSlot: 20000,
+		Metric:               processors.MetricDuration,
+		P:                    0.999,
+		Window:               10 * time.Minute,
+		Every:                time.Minute,
+		ThresholdQuantile:    0.95,
+		MinExceedances:       50,
+		MinSamples:           200,
+		MaxSamplesPerSlot:    20000,
+		NoSamplesEvaluations: DefaultNoSamplesEvaluations,
 	}
 }
 
@@ -77,5 +113,6 @@ func (c *Config) Validate() error {
 	k.Fail(c.MinExceedances < 10, "min_exceedances", "must be at least 10")
 	k.Fail(c.MinSamples < 1, "min_samples", "must be positive")
 	k.Fail(c.MaxSamplesPerSlot < 100, "max_samples_per_slot", "must be at least 100")
+	k.Fail(c.NoSamplesEvaluations < 1, "no_samples_evaluations", "must be at least 1")
 	return k.Err()
 }

@@ -46,7 +46,14 @@
 //     min_samples.
 //
 // A verdict is emitted for every key with at least one span in the window.
-// Spans without the metric, or with a NaN or infinite value, are skipped.
+// Spans without the metric, or with a NaN or infinite value, are no
+// samples: they are counted per key and slot of Every, and a key whose
+// window holds such calls and no sample for NoSamplesEvaluations
+// evaluations in a row (default 5) gets, at each evaluation while that
+// lasts, a verdict of status insufficient_data, Method "no_samples", N 0,
+// details calls (in the window), evaluations (in a row) and
+// no_samples_evaluations, and Evidence.Scopes naming the instrumentation
+// scopes of those calls (at most 8): the SLO is blind there, and says so.
 //
 // # Memory
 //
@@ -55,5 +62,6 @@
 // evaluation (normally one), about 40 bytes per slot and the key's
 // strings. Worst case with the defaults: 11 × 20000 × 24 B ≈ 5.3 MB per
 // key; a key at 10 spans/s keeps 11 × 600 × 24 B ≈ 160 kB. Snapshots are
-// the same size.
+// the same size. A key without samples keeps 16 bytes per slot of calls
+// and its scopes.
 package tail

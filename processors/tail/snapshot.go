@@ -12,9 +12,14 @@ import (
 // ErrSnapshot is wrapped by every UnmarshalBinary error.
 var ErrSnapshot = errors.New("tail: bad snapshot")
 
-// snapshotFormat is the snapshot's header; version 1 was the layout before
-// the shared codec.
-var snapshotFormat = snapcodec.Format{Name: "fusebox.tail", Version: 2, Err: ErrSnapshot}
+// snapshotFormat is the snapshot's header. Version 3 adds, after the
+// keys' windows, the keys whose calls carry no value of the metric
+// (MethodNoSamples); version 2 is still read (none such); version 1 was
+// the layout before the shared codec.
+var (
+	snapshotFormat   = snapcodec.Format{Name: "fusebox.tail", Version: 3, Err: ErrSnapshot}
+	snapshotFormatV2 = snapcodec.Format{Name: "fusebox.tail", Version: 2, Err: ErrSnapshot}
+)
 
 // MarshalBinary snapshots every key's window in the snapcodec layout: the
 // header, then the keys in Key.String order, each with its window.Store
@@ -24,6 +29,7 @@ func (p *Processor) MarshalBinary() ([]byte, error) {
 		snapcodec.PutKeyed(e, processors.SortedKeys(p.keys, &p.order), p.keys, func(ks *keyState, e *snapcodec.Encoder) {
 			ks.store.Encode(e)
 		})
+		p.appendUnsampled(e)
 	}), nil
 }
 
@@ -33,16 +39,31 @@ func (p *Processor) MarshalBinary() ([]byte, error) {
 // an error wrapping ErrSnapshot and leaves the state unchanged.
 func (p *Processor) UnmarshalBinary(b []byte) error {
 	var keys map[schemas.Key]*keyState
-	err := snapshotFormat.Unmarshal(b, func(d *snapcodec.Decoder) {
+	uns := map[schemas.Key]*unsampled{}
+	format, v2 := snapshotFormat, isFormat(b, snapshotFormatV2)
+	if v2 {
+		format = snapshotFormatV2
+	}
+	err := format.Unmarshal(b, func(d *snapcodec.Decoder) {
 		keys = snapcodec.GetKeyed(d, window.MinEncodedSize, func(d *snapcodec.Decoder, _ schemas.Key) *keyState {
 			ks := &keyState{}
 			ks.store.Decode(d, p.every, p.cfg.MaxSamplesPerSlot)
 			return ks
 		})
+		if !v2 {
+			uns = decodeUnsampled(d)
+		}
 	})
 	if err != nil {
 		return err
 	}
-	p.keys = keys
+	p.keys, p.unsampled = keys, uns
 	return nil
+}
+
+// isFormat reports whether b starts with f's header.
+func isFormat(b []byte, f snapcodec.Format) bool {
+	d := snapcodec.NewDecoder(b)
+	d.Header(f.Name, f.Version)
+	return d.Err() == nil
 }

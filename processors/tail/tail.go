@@ -25,12 +25,17 @@ type Processor struct {
 	window int64  // ns
 
 	keys map[schemas.Key]*keyState
+	// unsampled holds the keys whose calls matched but carried no value of
+	// the metric (see MethodNoSamples).
+	unsampled map[schemas.Key]*unsampled
 
 	// Scratch reused across evaluations (not state: never snapshotted).
 	est     stats.TailEstimator
 	samples []window.Sample
 	values  []float64
 	order   processors.KeyOrder
+	uorder  processors.KeyOrder
+	sampled map[schemas.Key]bool
 	// pool recycles the sample arrays of evicted slots, so that
 	// steady-state ObserveSpan does not allocate.
 	pool window.Pool
@@ -59,13 +64,15 @@ func New(meta processors.Meta, cfg Config) (*Processor, error) {
 		return nil, &processors.ConfigError{Field: "p", Reason: err.Error()}
 	}
 	return &Processor{
-		meta:   meta,
-		cfg:    cfg,
-		tcfg:   tcfg,
-		metric: MetricName(cfg),
-		every:  int64(cfg.Every),
-		window: int64(cfg.Window),
-		keys:   make(map[schemas.Key]*keyState),
+		meta:      meta,
+		cfg:       cfg,
+		tcfg:      tcfg,
+		metric:    MetricName(cfg),
+		every:     int64(cfg.Every),
+		window:    int64(cfg.Window),
+		keys:      make(map[schemas.Key]*keyState),
+		unsampled: make(map[schemas.Key]*unsampled),
+		sampled:   make(map[schemas.Key]bool),
 	}, nil
 }
 
@@ -98,8 +105,8 @@ func MetricName(cfg Config) string {
 // Interval is Every.
 func (p *Processor) Interval() time.Duration { return p.cfg.Every }
 
-// Keys is the number of keys holding samples.
-func (p *Processor) Keys() int { return len(p.keys) }
+// Keys is the number of keys holding samples or calls without the metric.
+func (p *Processor) Keys() int { return len(p.keys) + len(p.unsampled) }
 
 // Hooks: the processor judges probed keys on the traffic since their
 // probe's start (SetProbes).
@@ -108,15 +115,17 @@ func (p *Processor) Hooks() processors.Hooks { return processors.Hooks{SetProbes
 // ObserveCorrection ignores corrections.
 func (p *Processor) ObserveCorrection(*schemas.Correction) {}
 
-// ObserveSpan adds the span's metric value to key's window. Spans without
-// the metric, or with a NaN or infinite value, are skipped, and so are
-// failed calls unless IncludeErrors.
+// ObserveSpan adds the span's metric value to key's window. Failed calls
+// are skipped unless IncludeErrors. Spans without the metric, or with a
+// NaN or infinite value, are not samples: they are counted as calls
+// without it (see MethodNoSamples).
 func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 	if s.Error && !p.cfg.IncludeErrors {
 		return
 	}
 	v, ok := p.cfg.Metric.FiniteValue(s)
 	if !ok {
+		p.observeUnsampled(key, s)
 		return
 	}
 	ks := p.keys[key]
@@ -129,9 +138,12 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 
 // Evaluate emits, in key order, one verdict per key with spans in
 // [now-Window, now), then drops the slots no later window needs (those
-// ending at or before now+Every-Window) and the keys left empty.
+// ending at or before now+Every-Window) and the keys left empty; then the
+// no_samples verdicts of keys whose calls carry no value of the metric
+// (evaluateUnsampled).
 func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 	from := now - p.window
+	clear(p.sampled)
 	for _, k := range processors.SortedKeys(p.keys, &p.order) {
 		ks := p.keys[k]
 		var n int64
@@ -139,6 +151,7 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 		kf := p.probes.From(k, from)
 		p.samples, n, rate = ks.store.CollectUniform(kf, now, p.samples)
 		if n > 0 {
+			p.sampled[k] = true
 			v := p.meta.NewVerdict(Name, p.metric, k, kf, now)
 			p.judge(&v, p.samples, n, rate)
 			emit.Verdict(v)
@@ -147,6 +160,9 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 		if ks.store.Empty() {
 			delete(p.keys, k)
 		}
+	}
+	if len(p.unsampled) > 0 {
+		p.evaluateUnsampled(now, func(k schemas.Key) bool { return p.sampled[k] }, emit)
 	}
 }
 

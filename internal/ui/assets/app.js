@@ -174,6 +174,9 @@ function timeChart(se, kind) {
 
 function latestNote(se, label) {
   const l = se.latest;
+  // A tail SLO whose calls carry none of its metric (method no_samples):
+  // it is blind there, not waiting for traffic.
+  if (l.method === "no_samples") return `latest ${fmtTime(l.t)}: no samples of ${se.metric} — ${fmt(detail(l, "calls"))} calls matched in the window, none carried it, ${fmt(detail(l, "evaluations"))} evaluations in a row (do the spans carry it?)`;
   if (!hasValue(l)) return `latest ${fmtTime(l.t)}: insufficient data (n=${l.n})`;
   const ci = l.hi > l.lo ? ` [${fmt(l.lo)}, ${fmt(l.hi)}] ${Math.round(l.level * 100)}%` : "";
   return `latest ${fmtTime(l.t)}: ${fmt(l.v)}${ci} · ${l.status} · ${l.method} · ${label} ${fmt(l.thr)}`;
