@@ -33,6 +33,7 @@ type Consumer struct {
 	topics   []string
 	decoders map[string]Decoder
 	stats    *counters
+	unkeyed  unkeyedLog
 
 	started atomic.Bool
 	cl      *kgo.Client
@@ -76,6 +77,7 @@ func NewFromConfig(cfg Config) (*Consumer, error) {
 		topics:   cfg.topics(),
 		decoders: map[string]Decoder{},
 		parts:    map[tp]*partition{},
+		unkeyed:  unkeyedLog{every: cfg.RejectLogEvery},
 	}
 	for _, t := range c.topics {
 		c.decoders[t] = cfg.decoderFor(t)

@@ -52,7 +52,7 @@ func (g genSpan) expected() schemas.Span {
 		FinishReason: "stop",
 		Key:          schemas.Key{Tenant: fmt.Sprintf("tenant-%d", g.part), Service: g.service(), Model: "gpt-x", Variant: g.variant()},
 		Operation:    "chat", Provider: "openai", ResponseModel: "gpt-x-2025-01",
-		Route: "chat", SessionID: fmt.Sprintf("sess-%d-%d", g.part, g.seq),
+		Route: "chat", SessionID: fmt.Sprintf("sess-%d-%d", g.part, g.seq), Scope: "fusebox-test",
 		Confidence: g.confidence(), Alignment: 0.75,
 		Has: schemas.HasTTFT | schemas.HasInputTokens | schemas.HasOutputTokens | schemas.HasConfidence | schemas.HasAlignment,
 	}

@@ -219,6 +219,9 @@ func (p *partition) build(ch chunk) *Batch {
 		spans += int64(len(r.Spans))
 		corrections += int64(len(r.Corrections))
 		skipped += int64(r.Stats.SkippedNoModel)
+		if len(r.Stats.Unkeyed) > 0 {
+			p.c.noteUnkeyed(r, r.Stats.Unkeyed, time.Now())
+		}
 	}
 	for _, r := range recs {
 		// Decode in place: the slot is kept unless the record goes whole

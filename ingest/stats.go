@@ -14,8 +14,12 @@ type Stats struct {
 	// were delivered partially (the records are in the DLQ, partial=true).
 	InvalidSpans int64
 	// SkippedNoModel counts spans without a model: not LLM calls, skipped
-	// by design.
+	// by design. It includes the Unkeyed ones.
 	SkippedNoModel int64
+	// Unkeyed counts the skipped spans that looked like LLM calls
+	// (schemas.DecodeStats.Unkeyed), by instrumentation scope and reason,
+	// sorted; at most schemas.MaxUnkeyedScopes scopes (then "other").
+	Unkeyed []UnkeyedCount
 	// Corrections counts correction events delivered.
 	Corrections int64
 	// DeadLettered counts records sent whole to the DLQ, by kind.
@@ -131,6 +135,7 @@ func (c *Consumer) Stats() Stats {
 		CommitErrors:        s.commitErrors.Load(),
 		FetchErrors:         s.fetchError.Load(),
 		Pauses:              s.pauses.Load(),
+		Unkeyed:             c.unkeyed.unkeyedCounts(),
 	}
 	for t, n := range s.recordsIn {
 		out.RecordsIn[t] = n.Load()

@@ -38,7 +38,8 @@ import (
 //     their other samples (retries, pending records, ...) as they name
 //     them, their topic/table/path label exported as destination;
 //   - a few more counters as extra families: LLM spans decoded, spans
-//     skipped for lack of a model, corrections, late corrections, offset
+//     skipped for lack of a model, skipped spans that looked like LLM calls
+//     (by scope and reason), corrections, late corrections, offset
 //     commits and their errors, fetch errors, checkpoints, evaluations.
 //
 // Counts restored with a keyed partition's checkpoint (late spans,
@@ -120,6 +121,10 @@ func (p *Pipeline) collect(s *observe.Snapshot) {
 		if c.stage == "router" {
 			extra("fusebox_spans_decoded_total", "Valid LLM spans decoded from the span topics.", observe.CounterSample, float64(st.Spans))
 			extra("fusebox_spans_skipped_total", "Spans without a model (not LLM calls), skipped by design.", observe.CounterSample, float64(st.SkippedNoModel))
+			for _, u := range st.Unkeyed {
+				extra("fusebox_spans_unkeyed_total", "Skipped spans that looked like LLM calls (a GenAI instrumentation scope, a gen_ai.* or llm.* attribute) but could not be keyed, by instrumentation scope (at most 32, then \"other\") and reason (no_model, not_llm_kind); among fusebox_spans_skipped_total.",
+					observe.CounterSample, float64(u.Count), observe.Label{Name: "scope", Value: u.Scope}, observe.Label{Name: "reason", Value: u.Reason})
+			}
 			extra("fusebox_spans_invalid_total", "Spans dropped as invalid from records delivered in part (those records are in the DLQ, kind partial).", observe.CounterSample, float64(st.InvalidSpans))
 			extra("fusebox_corrections_decoded_total", "Correction events decoded.", observe.CounterSample, float64(st.Corrections))
 		}

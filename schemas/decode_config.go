@@ -81,7 +81,14 @@ func (l Limits) Validate() error {
 type DecodeStats struct {
 	// SpansSeen is every span in the message, LLM call or not.
 	SpansSeen int
-	// SkippedNoModel counts spans without gen_ai.request.model or
-	// gen_ai.response.model: not LLM calls, skipped by design.
+	// SkippedNoModel counts every span not returned as an LLM call: without
+	// a model in any form read (see otlp.go), or an OpenInference span of
+	// another kind than LLM and EMBEDDING. Skipped by design.
 	SkippedNoModel int
+	// Unkeyed counts, by instrumentation scope and reason, the skipped spans
+	// (among SkippedNoModel) that look like LLM calls: their scope name is a
+	// GenAI instrumentation's (LooksLikeLLMScope) or they have a gen_ai.* or
+	// llm.* attribute. At most MaxUnkeyedScopes scopes are named; later ones
+	// count under UnkeyedOtherScope. Nil when there are none.
+	Unkeyed []UnkeyedSpans
 }

@@ -7,8 +7,12 @@ import (
 )
 
 // KeyedBatchVersion is the first byte of every keyed batch this build writes.
-// It reads this version and KeyedBatchVersion1.
-const KeyedBatchVersion = 2
+// It reads this version, KeyedBatchVersion2 and KeyedBatchVersion1.
+const KeyedBatchVersion = 3
+
+// KeyedBatchVersion2 is the format of builds before Span.Scope: its span
+// records end after ResponseID. It is still read (the spans have no scope).
+const KeyedBatchVersion2 = 2
 
 // KeyedBatchVersion1 is the format of builds before the token kinds: its
 // span records end after the strings. It is still read, so that records on
@@ -36,7 +40,8 @@ const KeyedBatchVersion1 = 1
 // bytes: FinishReason, ErrorType, Tenant, Service, Model, Variant, Operation,
 // Provider, ResponseModel, Route, SessionID; then (version 2 only)
 // CacheReadTokens, CacheWriteTokens, ReasoningTokens (int64), Stream (1
-// byte, 0 or 1) and ResponseID (a string).
+// byte, 0 or 1) and ResponseID (a string); then (version 3 only) Scope (a
+// string).
 //
 // Correction record: SchemaVersion (zig-zag uvarint), time Unix ns (int64),
 // trace id (16 bytes), then EventID, Tenant, SessionID, Model, Variant, Kind as
@@ -52,6 +57,7 @@ const (
 	keyedSpanStrings     = 11
 	keyedSpanMin         = keyedSpanFixed + keyedSpanStrings // the smallest version-1 span; version 2 adds keyedSpanV2
 	keyedSpanV2          = 3*8 + 1 + 1                       // the token kinds, the stream flag, the response id
+	keyedSpanV3          = 1                                 // the scope
 	keyedCorrectionFixed = 8 + 16
 	keyedCorrectionMin   = 1 + keyedCorrectionFixed + 6 + 1
 	// keyedHasMask holds every Fields bit this build knows.
@@ -96,6 +102,7 @@ func AppendKeyedBatch(dst []byte, spans []Span, corrections []Correction) []byte
 			dst = append(dst, 0)
 		}
 		dst = appendKeyedString(dst, s.ResponseID)
+		dst = appendKeyedString(dst, s.Scope)
 	}
 	for i := range corrections {
 		c := &corrections[i]
@@ -132,7 +139,7 @@ type keyedReader struct {
 	version byte
 	// strings caches recent values per string field so that a batch of spans
 	// sharing tenants, services and models allocates each once.
-	strings [keyedSpanStrings + 6]internSet
+	strings [keyedSpanStrings + 7]internSet // the last: Scope
 }
 
 func (r *keyedReader) fixed(n int) []byte {
@@ -193,7 +200,7 @@ func (r *keyedReader) str(slot int) string {
 }
 
 // DecodeKeyedBatch decodes a batch written by AppendKeyedBatch (this build's
-// KeyedBatchVersion, or KeyedBatchVersion1 of older builds), appending its
+// KeyedBatchVersion, or KeyedBatchVersion2 or 1 of older builds), appending its
 // spans and corrections to the given slices. Every field comes back exactly
 // as written. Anything else (another version, truncation, counts larger than
 // the bytes can hold, a bad flag, trailing bytes) yields an error wrapping
@@ -202,15 +209,18 @@ func DecodeKeyedBatch(b []byte, spans []Span, corrections []Correction) ([]Span,
 	if len(b) == 0 {
 		return spans, corrections, malformed("keyed_batch", "empty")
 	}
-	if b[0] != KeyedBatchVersion && b[0] != KeyedBatchVersion1 {
+	if b[0] != KeyedBatchVersion && b[0] != KeyedBatchVersion2 && b[0] != KeyedBatchVersion1 {
 		return spans, corrections, malformed("keyed_batch.version", "got "+strconv.Itoa(int(b[0]))+", this build reads "+
-			strconv.Itoa(KeyedBatchVersion1)+" and "+strconv.Itoa(KeyedBatchVersion))
+			strconv.Itoa(KeyedBatchVersion1)+" to "+strconv.Itoa(KeyedBatchVersion))
 	}
 	r := &keyedReader{b: b, off: 1, version: b[0]}
 	spanMin, corrMin := uint64(keyedSpanMin), uint64(keyedCorrectionMin)
 	if r.version >= 2 {
 		spanMin += keyedSpanV2
 		corrMin++
+	}
+	if r.version >= 3 {
+		spanMin += keyedSpanV3
 	}
 	ns, nc := r.uvarint(), r.uvarint()
 	if r.failed {
@@ -305,6 +315,9 @@ func (r *keyedReader) span(s *Span) string {
 			return "stream flag " + strconv.Itoa(int(f[0])) + ", want 0 or 1"
 		}
 		s.ResponseID = r.str(-1)
+	}
+	if r.version >= 3 {
+		s.Scope = r.str(keyedSpanStrings + 6)
 	}
 	if r.failed {
 		return "truncated"

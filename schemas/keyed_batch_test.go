@@ -25,12 +25,14 @@ func oddSpans(rng *rand.Rand, n int) []Span {
 			s.Has = keyedHasMask
 			s.CacheReadTokens, s.CacheWriteTokens, s.ReasoningTokens = rng.Int64(), -rng.Int64(), math.MaxInt64
 			s.Stream, s.ResponseID = true, "chatcmpl-\xff1"
+			s.Scope = "scope-\xff"
 		case 2:
 			s.Key.Tenant, s.SessionID = "bad\xff\xfeutf8", string([]byte{0, 1, 2})
 			s.InputTokens, s.StartUnixNano = -5, math.MinInt64
 			s.CacheReadTokens, s.Stream = -1, true // without its Has bit: carried as is
 		case 3:
 			s.Error, s.ErrorType = false, "inconsistent on purpose"
+			s.Scope = "openinference.instrumentation.openai"
 		}
 	}
 	return spans
@@ -90,8 +92,9 @@ func TestKeyedBatchRejectsGarbage(t *testing.T) {
 	good := AppendKeyedBatch(nil, oddSpans(rng, 3), oddCorrections(rng, 3))
 	cases := map[string][]byte{
 		"empty":          {},
-		"other version":  append([]byte{3}, good[1:]...),
-		"v2 read as v1":  append([]byte{KeyedBatchVersion1}, good[1:]...),
+		"other version":  append([]byte{4}, good[1:]...),
+		"v3 read as v1":  append([]byte{KeyedBatchVersion1}, good[1:]...),
+		"v3 read as v2":  append([]byte{KeyedBatchVersion2}, good[1:]...),
 		"trailing byte":  append(append([]byte{}, good...), 0),
 		"huge counts":    {KeyedBatchVersion, 0xff, 0xff, 0xff, 0xff, 0x0f, 0},
 		"bad varint":     {KeyedBatchVersion, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
@@ -200,9 +203,35 @@ func TestKeyedBatchReadsVersion1(t *testing.T) {
 	if _, _, err := DecodeKeyedBatch(bad, nil, nil); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("v1 with a cache bit: err = %v", err)
 	}
-	// The same records written by this build are version 2 and come back whole.
+	// The same records written by this build are version 3 and come back whole.
 	again, _, err := DecodeKeyedBatch(AppendKeyedBatch(nil, spans, corrs), nil, nil)
 	if err != nil || len(again) != 1 || again[0] != want {
-		t.Fatalf("v2 round trip: %+v, %v", again, err)
+		t.Fatalf("v3 round trip: %+v, %v", again, err)
+	}
+}
+
+// TestKeyedBatchReadsVersion2 decodes a batch in the format of the build
+// before Span.Scope: a version-3 batch of one span without a scope, less
+// the scope's empty string (its last byte), is byte for byte what that
+// build wrote; it decodes with Scope "".
+func TestKeyedBatchReadsVersion2(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	spans := oddSpans(rng, 2)[1:2] // the one with every Has bit
+	spans[0].Scope = ""
+	v3 := AppendKeyedBatch(nil, spans, nil)
+	if v3[0] != KeyedBatchVersion || v3[len(v3)-1] != 0 {
+		t.Fatalf("unexpected v3 layout: version %d, last byte %d", v3[0], v3[len(v3)-1])
+	}
+	v2 := append([]byte{KeyedBatchVersion2}, v3[1:len(v3)-1]...)
+	got, _, err := DecodeKeyedBatch(v2, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertSpansEqual(t, got, spans)
+	// A scope in version 3 comes back.
+	spans[0].Scope = "openlit.otel.tracing"
+	got, _, err = DecodeKeyedBatch(AppendKeyedBatch(nil, spans, nil), nil, nil)
+	if err != nil || len(got) != 1 || got[0].Scope != "openlit.otel.tracing" {
+		t.Fatalf("v3 scope: %+v, %v", got, err)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"math/bits"
 )
 
-// attrID numbers the attributes the OTLP decoders map; a uint32 bit set of
+// attrID numbers the attributes the OTLP decoders map; a uint64 bit set of
 // them says which ones a key matched or a span has seen.
 type attrID uint8
 
@@ -37,17 +37,37 @@ const (
 	idCacheWriteOld // gen_ai.usage.cache_creation_input_tokens
 	idReasoning     // gen_ai.usage.reasoning.output_tokens
 	idResponseID    // gen_ai.response.id
+	// The forms instrumentation libraries write besides the GenAI
+	// conventions (see otlp.go for the order in which they count).
+	idServerTTFT      // gen_ai.server.time_to_first_token (openlit), seconds
+	idServerTPOT      // gen_ai.server.time_per_output_token (openlit), seconds per token
+	idIsStreaming     // gen_ai.is_streaming (OpenLLMetry)
+	idLLMIsStreaming  // llm.is_streaming (older OpenLLMetry)
+	idLLMModel        // llm.model_name (OpenInference: the response model)
+	idLLMInvocation   // llm.invocation_parameters (OpenInference: JSON, its "model" the request model)
+	idEmbModel        // embedding.model_name (OpenInference embedding spans)
+	idEmbInvocation   // embedding.invocation_parameters (OpenInference embedding spans)
+	idLLMPromptTokens // llm.token_count.prompt
+	idLLMOutputTokens // llm.token_count.completion
+	idLLMProvider     // llm.provider
+	idLLMSystem       // llm.system
+	idLLMFinish       // llm.finish_reason
+	idOISpanKind      // openinference.span.kind
 	numAttrIDs
 )
+
+// llmIDs are the mapped attributes that make a span look like an LLM call
+// (see looksLLM): the gen_ai.* and llm.* ones.
+const llmIDs uint64 = (1<<numAttrIDs - 1) &^ (1<<idErrorType | 1<<idServiceName | configurable | 1<<idOISpanKind)
 
 const (
 	// configurable is the set of attributes named by AttributeNames: read on the
 	// span first, then on the resource.
-	configurable uint32 = 1<<idTenant | 1<<idVariant | 1<<idConfidence | 1<<idAlignment | 1<<idSession | 1<<idRoute
+	configurable uint64 = 1<<idTenant | 1<<idVariant | 1<<idConfidence | 1<<idAlignment | 1<<idSession | 1<<idRoute
 	// spanScope is what a span attribute may map to (service.name is a resource attribute).
-	spanScope uint32 = (1<<numAttrIDs - 1) &^ (1 << idServiceName)
+	spanScope uint64 = (1<<numAttrIDs - 1) &^ (1 << idServiceName)
 	// resourceScope is what a resource attribute may map to.
-	resourceScope uint32 = 1<<idServiceName | configurable
+	resourceScope uint64 = 1<<idServiceName | configurable
 )
 
 // keyMatcher finds which mapped attributes a key names without allocating:
@@ -55,7 +75,7 @@ const (
 type keyMatcher struct {
 	names  [numAttrIDs]string
 	tails  [numAttrIDs]uint64 // keyTail of each name: rejects most candidates without a compare
-	bucket [64]uint32         // bit i set when len(names[i])%64 is the index
+	bucket [64]uint64         // bit i set when len(names[i])%64 is the index
 	// heads holds each name's leading 8-byte words (names of 8 to
 	// 8*len(heads[i]) bytes), compared word by word instead of calling memequal.
 	heads [numAttrIDs][maxWordKey / 8]uint64
@@ -106,6 +126,21 @@ func (m *keyMatcher) init(n AttributeNames) {
 		idCacheWriteOld: "gen_ai.usage.cache_creation_input_tokens",
 		idReasoning:     "gen_ai.usage.reasoning.output_tokens",
 		idResponseID:    "gen_ai.response.id",
+		// Instrumentation libraries' own names.
+		idServerTTFT:      "gen_ai.server.time_to_first_token",
+		idServerTPOT:      "gen_ai.server.time_per_output_token",
+		idIsStreaming:     "gen_ai.is_streaming",
+		idLLMIsStreaming:  "llm.is_streaming",
+		idLLMModel:        "llm.model_name",
+		idLLMInvocation:   "llm.invocation_parameters",
+		idEmbModel:        "embedding.model_name",
+		idEmbInvocation:   "embedding.invocation_parameters",
+		idLLMPromptTokens: "llm.token_count.prompt",
+		idLLMOutputTokens: "llm.token_count.completion",
+		idLLMProvider:     "llm.provider",
+		idLLMSystem:       "llm.system",
+		idLLMFinish:       "llm.finish_reason",
+		idOISpanKind:      "openinference.span.kind",
 	}
 	for i, s := range m.names {
 		m.bucket[len(s)&63] |= 1 << i
@@ -118,16 +153,16 @@ func (m *keyMatcher) init(n AttributeNames) {
 
 // match returns the set of attributes within scope whose name is k. A key
 // may name several when a configured name repeats a GenAI one.
-func (m *keyMatcher) match(k []byte, scope uint32) uint32 {
+func (m *keyMatcher) match(k []byte, scope uint64) uint64 {
 	cand := m.bucket[len(k)&63] & scope
 	if cand == 0 {
 		return 0
 	}
 	n := len(k)
 	if n < 8 || n > maxWordKey {
-		var hit uint32
+		var hit uint64
 		for ; cand != 0; cand &= cand - 1 {
-			if i := bits.TrailingZeros32(cand); m.names[i] == string(k) {
+			if i := bits.TrailingZeros64(cand); m.names[i] == string(k) {
 				hit |= 1 << i
 			}
 		}
@@ -135,9 +170,9 @@ func (m *keyMatcher) match(k []byte, scope uint32) uint32 {
 	}
 	// The key's last word, then its leading words: together they cover it.
 	tail := binary.LittleEndian.Uint64(k[n-8:])
-	var hit uint32
+	var hit uint64
 	for ; cand != 0; cand &= cand - 1 {
-		i := bits.TrailingZeros32(cand)
+		i := bits.TrailingZeros64(cand)
 		if m.tails[i] != tail || len(m.names[i]) != n {
 			continue
 		}
@@ -212,7 +247,7 @@ func (b *badAttr) note(id attrID, p problem) {
 
 // spanState is what a decoder tracks for the span it is reading.
 type spanState struct {
-	seen   uint32 // mapped attributes already seen: the first occurrence wins
+	seen   uint64 // mapped attributes already seen: the first occurrence wins
 	system string // gen_ai.system, the fallback for gen_ai.provider.name
 	// The fallbacks of the older names, applied by finishSpan when the
 	// newer name is absent (has holds HasTTFT, HasCacheReadTokens,
@@ -223,11 +258,53 @@ type spanState struct {
 	name                  []byte // the span's name, for the operation of "{operation} {model}"
 	bad                   badAttr
 	attrs                 int // attributes counted against max_attributes_per_span
+	lib                   libState
 }
+
+// libState holds the forms of instrumentation libraries' own attributes
+// and events, applied by finishSpan where the GenAI names are absent.
+type libState struct {
+	has                 libFields
+	serverTTFTMs        float64 // gen_ai.server.time_to_first_token * 1000
+	serverTPOTMs        float64 // gen_ai.server.time_per_output_token * 1000
+	isStreaming         bool    // gen_ai.is_streaming
+	llmStreaming        bool    // llm.is_streaming
+	invStream           bool    // "stream" of the invocation parameters
+	promptTok, complTok int64   // llm.token_count.prompt / .completion
+	// Strings of llm.* / embedding.* / openinference.* attributes.
+	llmModel, invModel  string             // llm.model_name, the invocation parameters' "model"
+	embModel, embInv    string             // embedding.model_name, embedding.invocation_parameters' "model"
+	provider, system    string             // llm.provider, llm.system
+	finish, kind        string             // llm.finish_reason, openinference.span.kind
+	chunkNs, firstTokNs int64              // earliest completion chunk / First Token Stream Event time
+	events              int                // events read, for error paths
+	keys                [maxLLMKeys][]byte // unmapped gen_ai.* / llm.* keys, for the unkeyed log
+	nKeys               int
+	llmKey              bool // an unmapped gen_ai.* or llm.* key was seen
+}
+
+// maxLLMKeys is how many of a span's unmapped gen_ai.* / llm.* keys are
+// kept to name in DecodeStats.Unkeyed.
+const maxLLMKeys = 4
+
+// libFields says which libState values are present.
+type libFields uint16
+
+const (
+	libServerTTFT libFields = 1 << iota
+	libServerTPOT
+	libIsStreaming
+	libLLMStreaming
+	libInvStream
+	libPromptTok
+	libComplTok
+	libChunk
+	libFirstTok
+)
 
 // resourceVals holds what a resource contributes to its spans.
 type resourceVals struct {
-	seen                     uint32
+	seen                     uint64
 	service, tenant, variant string
 	session, route           string
 	confidence, alignment    float64

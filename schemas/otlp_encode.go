@@ -11,9 +11,10 @@ import (
 // spans that decoder produces: decoding the result with the same names gives
 // the same spans back.
 //
-// Layout: one ResourceSpans per distinct Key.Service, in order of first
-// appearance, with service.name as its only resource attribute; one ScopeSpans
-// (scope "fusebox") holding that service's spans in input order. Everything
+// Layout: one ResourceSpans per distinct (Key.Service, Scope), in order of
+// first appearance, with service.name as its only resource attribute; one
+// ScopeSpans (its scope named Scope, or unnamed when Scope is "") holding
+// those spans in input order. Everything
 // else, the tenant included, is written as span attributes: a tenant is a
 // property of the request, and one service commonly serves many tenants.
 // Optional fields are written only when present (Has bits, non-empty
@@ -34,8 +35,10 @@ func EncodeOTLPProto(dst []byte, spans []Span, names AttributeNames) []byte {
 		}
 		dst, ss = beginMsg(dst, 2)    // ResourceSpans.scope_spans
 		dst, scope = beginMsg(dst, 1) // ScopeSpans.scope
-		dst = protowire.AppendTag(dst, 1, protowire.BytesType)
-		dst = protowire.AppendString(dst, encoderScope)
+		if g.scope != "" {
+			dst = protowire.AppendTag(dst, 1, protowire.BytesType)
+			dst = protowire.AppendString(dst, g.scope)
+		}
 		dst = endMsg(dst, scope)
 		for _, i := range g.spans {
 			dst = appendProtoSpan(dst, &spans[i], &names)
@@ -46,28 +49,26 @@ func EncodeOTLPProto(dst []byte, spans []Span, names AttributeNames) []byte {
 	return dst
 }
 
-// encoderScope is the instrumentation scope name the encoders write.
-const encoderScope = "fusebox"
-
 // otlpSpanKindClient is Span.kind CLIENT: an LLM call is a client span.
 const otlpSpanKindClient = 3
 
-// serviceGroup is the spans of one service, by index into the input.
+// serviceGroup is the spans of one service and scope, by index into the input.
 type serviceGroup struct {
-	service string
-	spans   []int
+	service, scope string
+	spans          []int
 }
 
 func groupByService(spans []Span) []serviceGroup {
 	var groups []serviceGroup
-	index := map[string]int{}
+	type gk struct{ service, scope string }
+	index := map[gk]int{}
 	for i := range spans {
-		s := spans[i].Key.Service
-		g, ok := index[s]
+		k := gk{spans[i].Key.Service, spans[i].Scope}
+		g, ok := index[k]
 		if !ok {
 			g = len(groups)
-			index[s] = g
-			groups = append(groups, serviceGroup{service: s})
+			index[k] = g
+			groups = append(groups, serviceGroup{service: k.service, scope: k.scope})
 		}
 		groups[g].spans = append(groups[g].spans, i)
 	}

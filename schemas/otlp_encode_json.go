@@ -22,8 +22,11 @@ func EncodeOTLPJSON(dst []byte, spans []Span, names AttributeNames) []byte {
 			dst = appendJSONKV(dst, "service.name", attrVal{kind: kindString}, g.service)
 			dst = append(dst, "]},"...)
 		}
-		dst = append(dst, `"scopeSpans":[{"scope":{"name":`...)
-		dst = AppendJSONString(dst, encoderScope)
+		dst = append(dst, `"scopeSpans":[{"scope":{`...)
+		if g.scope != "" {
+			dst = append(dst, `"name":`...)
+			dst = AppendJSONString(dst, g.scope)
+		}
 		dst = append(dst, `},"spans":[`...)
 		for si, i := range g.spans {
 			if si > 0 {

@@ -105,8 +105,8 @@ func randSpans(rng *rand.Rand, n int) []Span {
 	return out
 }
 
-// byServiceOrder reorders spans as the encoders group them: by service in
-// order of first appearance.
+// byServiceOrder reorders spans as the encoders group them: by service and
+// scope in order of first appearance.
 func byServiceOrder(spans []Span) []Span {
 	var out []Span
 	for _, g := range groupByService(spans) {

@@ -16,6 +16,7 @@ type jsonDecoder struct {
 	firstBuf   []byte
 	elem       attrVal // the first element of an array value being read
 	name       []byte  // the current span's name (copied: see spanField)
+	evName     []byte  // the current event's name (copied: later strings reuse the scratch)
 }
 
 func (d *jsonDecoder) init(names AttributeNames, lim Limits, dst []Span, msg []byte) {
@@ -215,42 +216,130 @@ func (d *jsonDecoder) scopeSpansArray() error {
 func (d *jsonDecoder) scopeSpans() error {
 	r := &d.r
 	d.pi = 0
+	d.setScope("")
 	if r.null() {
 		return nil
 	}
 	if err := r.open('{'); err != nil {
 		return syntax(d.scopePath(), err)
 	}
+	// Spans met before the scope are read after it (exporters write the
+	// scope first), so that every span knows its scope name.
+	spansAt := -1
+	sawScope := false
 	for first := true; ; first = false {
 		k, more, err := r.member(first)
 		if err != nil {
 			return syntax(d.scopePath(), err)
 		}
 		if !more {
-			return nil
+			break
 		}
-		if string(k) != "spans" || r.null() {
+		switch string(k) {
+		case "scope":
+			if err := d.scopeName(); err != nil {
+				return err
+			}
+			sawScope = true
+		case "spans":
+			if r.null() {
+				continue
+			}
+			if sawScope || spansAt >= 0 {
+				if spansAt >= 0 { // a repeated key: the earlier array first
+					if err := d.spansAt(spansAt); err != nil {
+						return err
+					}
+					spansAt = -1
+				}
+				if err := d.spansArray(); err != nil {
+					return err
+				}
+				continue
+			}
+			r.ws()
+			spansAt = r.i
+			if err := r.skip(); err != nil {
+				return syntax(d.scopePath()+".spans", err)
+			}
+		default:
 			if err := r.skip(); err != nil {
 				return syntax(d.scopePath(), err)
 			}
+		}
+	}
+	if spansAt < 0 {
+		return nil
+	}
+	return d.spansAt(spansAt)
+}
+
+// spansAt reads the array of Span objects at offset off, then returns the
+// reader to where it was.
+func (d *jsonDecoder) spansAt(off int) error {
+	r := &d.r
+	end, depth := r.i, r.depth
+	r.i = off
+	err := d.spansArray()
+	r.i, r.depth = end, depth
+	return err
+}
+
+// spansArray reads an array of Span objects.
+func (d *jsonDecoder) spansArray() error {
+	r := &d.r
+	if err := r.open('['); err != nil {
+		return syntax(d.scopePath()+".spans", err)
+	}
+	for first := true; ; first = false {
+		more, err := r.more(first, ']')
+		if err != nil {
+			return syntax(d.spanPath(), err)
+		}
+		if !more {
+			return nil
+		}
+		if err := d.span(); err != nil {
+			return err
+		}
+		d.pi++
+	}
+}
+
+// scopeName reads an InstrumentationScope object into d.scope (its name;
+// the rest is checked for syntax only).
+func (d *jsonDecoder) scopeName() error {
+	r := &d.r
+	path := d.scopePath() + ".scope"
+	if r.null() {
+		return nil
+	}
+	if err := r.open('{'); err != nil {
+		return syntax(path, err)
+	}
+	for first := true; ; first = false {
+		k, more, err := r.member(first)
+		if err != nil {
+			return syntax(path, err)
+		}
+		if !more {
+			return nil
+		}
+		if string(k) != "name" || r.null() {
+			if err := r.skip(); err != nil {
+				return syntax(path, err)
+			}
 			continue
 		}
-		if err := r.open('['); err != nil {
-			return syntax(d.scopePath()+".spans", err)
+		s, _, err := r.str()
+		if err != nil {
+			return syntax(path+".name", err)
 		}
-		for first := true; ; first = false {
-			more, err := r.more(first, ']')
-			if err != nil {
-				return syntax(d.spanPath(), err)
-			}
-			if !more {
-				break
-			}
-			if err := d.span(); err != nil {
-				return err
-			}
-			d.pi++
+		if len(s) > d.lim.MaxStringBytes {
+			return tooLargeLimit(path+".name", "max_string_bytes", len(s), d.lim.MaxStringBytes, "bytes")
 		}
+		name, _ := d.keep(idScope, s) // the reader checked UTF-8
+		d.setScope(name)
 	}
 }
 
@@ -260,7 +349,7 @@ func (d *jsonDecoder) span() error {
 	if d.stats.SpansSeen > d.lim.MaxSpansPerMessage {
 		return tooLargeLimit(d.scopePath()+".spans", "max_spans_per_message", d.stats.SpansSeen, d.lim.MaxSpansPerMessage, "spans (at least)")
 	}
-	d.dst = append(d.dst, Span{})
+	d.dst = append(d.dst, Span{Scope: d.mapper.scope})
 	sp := &d.dst[len(d.dst)-1]
 	var st spanState
 	if !r.null() {
@@ -334,10 +423,91 @@ func (d *jsonDecoder) spanField(k []byte, sp *Span, st *spanState) error {
 		return d.attributes(&st.attrs, sp, st)
 	case "status":
 		return d.status(sp)
+	case "events":
+		return d.events(st)
 	default:
 		if err := r.skip(); err != nil {
 			return syntax(d.spanPath(), err)
 		}
+	}
+	return nil
+}
+
+// events reads a span's events: their times and names (the first-token
+// events give the TTFT); their attributes are checked for syntax only.
+func (d *jsonDecoder) events(st *spanState) error {
+	r := &d.r
+	if r.null() {
+		return nil
+	}
+	if err := r.open('['); err != nil {
+		return syntax(d.spanPath()+".events", err)
+	}
+	for first := true; ; first = false {
+		more, err := r.more(first, ']')
+		if err != nil {
+			return syntax(d.eventPath(st), err)
+		}
+		if !more {
+			return nil
+		}
+		if err := d.event(st); err != nil {
+			return err
+		}
+		st.lib.events++
+	}
+}
+
+func (d *jsonDecoder) eventPath(st *spanState) string {
+	return d.spanPath() + ".events[" + strconv.Itoa(st.lib.events) + "]"
+}
+
+func (d *jsonDecoder) event(st *spanState) error {
+	r := &d.r
+	if r.null() {
+		return nil
+	}
+	if err := r.open('{'); err != nil {
+		return syntax(d.eventPath(st), err)
+	}
+	var t int64
+	named := false // d.evName holds the name (copied: the next string read may reuse the scratch)
+	for first := true; ; first = false {
+		k, more, err := r.member(first)
+		if err != nil {
+			return syntax(d.eventPath(st), err)
+		}
+		if !more {
+			break
+		}
+		if r.null() {
+			continue
+		}
+		switch string(k) {
+		case "timeUnixNano", "time_unix_nano":
+			u, err := d.uint64Value()
+			if err != nil {
+				return syntax(d.eventPath(st)+".time_unix_nano", err)
+			}
+			t = int64(u)
+		case "name":
+			s, _, err := r.str()
+			if err != nil {
+				return syntax(d.eventPath(st)+".name", err)
+			}
+			if len(s) > d.lim.MaxStringBytes {
+				return tooLargeLimit(d.eventPath(st)+".name", "max_string_bytes", len(s), d.lim.MaxStringBytes, "bytes")
+			}
+			d.evName = append(d.evName[:0], s...)
+			named = true
+		default:
+			if err := r.skip(); err != nil {
+				return syntax(d.eventPath(st), err)
+			}
+		}
+	}
+	if named {
+		st.noteEvent(d.evName, t)
 	}
 	return nil
 }

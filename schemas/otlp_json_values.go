@@ -40,11 +40,13 @@ func (d *jsonDecoder) attributes(count *int, sp *Span, st *spanState) error {
 			return tooLargeLimit(base+".attributes", "max_attributes_per_span", *count, d.lim.MaxAttributesPerSpan, "attributes (at least)")
 		}
 		var v attrVal
-		hit, err := d.keyValue(scope, &v)
+		hit, key, err := d.keyValue(scope, &v)
 		if err != nil {
 			return err
 		}
 		switch {
+		case hit == 0 && sp != nil:
+			st.noteKey(key)
 		case hit == 0:
 		case sp == nil:
 			d.resourceAttr(&d.res, hit, &v)
@@ -55,22 +57,24 @@ func (d *jsonDecoder) attributes(count *int, sp *Span, st *spanState) error {
 }
 
 // keyValue reads one KeyValue object. The value of an unmapped key is only
-// checked for syntax, unless it is longer than max_string_bytes.
-func (d *jsonDecoder) keyValue(scope uint32, v *attrVal) (uint32, error) {
+// checked for syntax, unless it is longer than max_string_bytes. It
+// returns the key too when it points into the message (not escaped).
+func (d *jsonDecoder) keyValue(scope uint64, v *attrVal) (uint64, []byte, error) {
 	r := &d.r
 	if r.null() {
-		return 0, nil
+		return 0, nil, nil
 	}
 	if err := r.open('{'); err != nil {
-		return 0, syntax(d.attrPath(""), err)
+		return 0, nil, syntax(d.attrPath(""), err)
 	}
-	var hit uint32
+	var hit uint64
+	var key []byte
 	haveKey := false
 	valStart, valEnd := -1, -1
 	for first := true; ; first = false {
 		k, more, err := r.member(first)
 		if err != nil {
-			return 0, syntax(d.attrPath(""), err)
+			return 0, nil, syntax(d.attrPath(""), err)
 		}
 		if !more {
 			break
@@ -80,18 +84,22 @@ func (d *jsonDecoder) keyValue(scope uint32, v *attrVal) (uint32, error) {
 			if r.null() {
 				continue
 			}
-			key, _, err := r.str()
+			k, escaped, err := r.str()
 			if err != nil {
-				return 0, syntax(d.attrPath(".key"), err)
+				return 0, nil, syntax(d.attrPath(".key"), err)
 			}
-			if len(key) > d.lim.MaxStringBytes {
-				return 0, tooLargeLimit(d.attrPath(".key"), "max_string_bytes", len(key), d.lim.MaxStringBytes, "bytes")
+			if len(k) > d.lim.MaxStringBytes {
+				return 0, nil, tooLargeLimit(d.attrPath(".key"), "max_string_bytes", len(k), d.lim.MaxStringBytes, "bytes")
 			}
-			hit, haveKey = d.m.match(key, scope), true
+			hit, haveKey = d.m.match(k, scope), true
+			key = nil
+			if !escaped {
+				key = k
+			}
 		case "value":
 			if haveKey && hit != 0 {
 				if err := d.anyValue(v, false); err != nil {
-					return 0, err
+					return 0, nil, err
 				}
 				valStart = -1
 				continue
@@ -99,12 +107,12 @@ func (d *jsonDecoder) keyValue(scope uint32, v *attrVal) (uint32, error) {
 			r.ws()
 			valStart = r.i
 			if err := r.skip(); err != nil {
-				return 0, syntax(d.attrPath(".value"), err)
+				return 0, nil, syntax(d.attrPath(".value"), err)
 			}
 			valEnd = r.i
 		default:
 			if err := r.skip(); err != nil {
-				return 0, syntax(d.attrPath(""), err)
+				return 0, nil, syntax(d.attrPath(""), err)
 			}
 		}
 	}
@@ -114,10 +122,10 @@ func (d *jsonDecoder) keyValue(scope uint32, v *attrVal) (uint32, error) {
 		err := d.anyValue(v, false)
 		r.i, r.depth = end, depth
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
-	return hit, nil
+	return hit, key, nil
 }
 
 // anyValue reads an AnyValue object into v: an attribute's value, whose

@@ -65,7 +65,7 @@ func pbIntVal(i int64) []byte  { return pbVarint(3, uint64(i)) }
 // pbTraces wraps spans in a TracesData with one resource (service "svc").
 func pbTraces(spans ...[]byte) []byte {
 	resource := pbBytes(1, pbBytes(1, slices.Concat(pbStr(1, "service.name"), pbBytes(2, pbStrVal("svc")))))
-	var ss []byte
+	ss := pbBytes(1, pbStr(1, "x")) // the scope, named as in jsonTraces
 	for _, s := range spans {
 		ss = append(ss, pbBytes(2, s)...)
 	}

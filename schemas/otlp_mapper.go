@@ -11,6 +11,10 @@ import (
 // The mapping of OTLP attributes onto Spans, shared by the protobuf and JSON
 // decoders: string interning, the accepted types, fallbacks, errors.
 
+// idScope is the intern cache of instrumentation scope names: not an
+// attribute, so the key matcher never sees it.
+const idScope = numAttrIDs
+
 // internWays is how many distinct recent values each field remembers: a batch
 // of spans mostly repeats a few models, tenants and operations.
 const internWays = 4
@@ -30,11 +34,15 @@ type mapper struct {
 	lim   Limits
 	stats DecodeStats
 	dst   []Span
-	cache [numAttrIDs]internSet
+	cache [numAttrIDs + 1]internSet // the last one (idScope) holds scope names
 	// llm counts the message's LLM spans so far (rejected ones too);
 	// rejected lists those dropped for a bad attribute (see reject).
 	llm      int
 	rejected []SpanError
+	// scope is the instrumentation scope name of the spans being read;
+	// scopeLLM whether it names a GenAI instrumentation (LooksLikeLLMScope).
+	scope              string
+	scopeSet, scopeLLM bool
 }
 
 // reject drops the span just read (the last of mp.dst) for err, a bad
@@ -179,12 +187,24 @@ func spanString(sp *Span, st *spanState, id attrID) *string {
 		return &sp.Route
 	case idResponseID:
 		return &sp.ResponseID
+	case idLLMModel:
+		return &st.lib.llmModel
+	case idEmbModel:
+		return &st.lib.embModel
+	case idLLMProvider:
+		return &st.lib.provider
+	case idLLMSystem:
+		return &st.lib.system
+	case idLLMFinish:
+		return &st.lib.finish
+	case idOISpanKind:
+		return &st.lib.kind
 	}
 	return nil
 }
 
 // spanAttr applies one span attribute whose key matched hit.
-func (mp *mapper) spanAttr(sp *Span, st *spanState, hit uint32, v *attrVal) {
+func (mp *mapper) spanAttr(sp *Span, st *spanState, hit uint64, v *attrVal) {
 	hit &^= st.seen
 	if hit == 0 {
 		return
@@ -194,7 +214,7 @@ func (mp *mapper) spanAttr(sp *Span, st *spanState, hit uint32, v *attrVal) {
 		return
 	}
 	for hit != 0 {
-		id := attrID(bits.TrailingZeros32(hit))
+		id := attrID(bits.TrailingZeros64(hit))
 		hit &= hit - 1
 		var p problem
 		if dst := spanString(sp, st, id); dst != nil {
@@ -236,6 +256,9 @@ func (mp *mapper) spanAttr(sp *Span, st *spanState, hit uint32, v *attrVal) {
 				sp.Stream = v.i != 0
 				sp.Has |= HasStream
 			}
+		case idServerTTFT, idServerTPOT, idIsStreaming, idLLMIsStreaming, idLLMPromptTokens, idLLMOutputTokens,
+			idLLMInvocation, idEmbInvocation:
+			p = mp.libAttr(&st.lib, id, v)
 		case idCacheRead:
 			if sp.CacheReadTokens, p = tokens(v); p.kind == nil {
 				sp.Has |= HasCacheReadTokens
@@ -270,7 +293,7 @@ func (mp *mapper) spanAttr(sp *Span, st *spanState, hit uint32, v *attrVal) {
 }
 
 // resourceAttr applies one resource attribute whose key matched hit.
-func (mp *mapper) resourceAttr(r *resourceVals, hit uint32, v *attrVal) {
+func (mp *mapper) resourceAttr(r *resourceVals, hit uint64, v *attrVal) {
 	hit &^= r.seen
 	if hit == 0 {
 		return
@@ -280,7 +303,7 @@ func (mp *mapper) resourceAttr(r *resourceVals, hit uint32, v *attrVal) {
 		return
 	}
 	for hit != 0 {
-		id := attrID(bits.TrailingZeros32(hit))
+		id := attrID(bits.TrailingZeros64(hit))
 		hit &= hit - 1
 		var p problem
 		switch id {
@@ -316,13 +339,21 @@ func (mp *mapper) finishSpan(st *spanState, r *resourceVals) (bad *badAttr, onRe
 	if sp.Provider == "" {
 		sp.Provider = st.system
 	}
+	genAIModel := sp.Key.Model != "" || sp.ResponseModel != ""
+	if st.seen&libIDs != 0 {
+		mp.libNames(sp, st)
+	}
 	if sp.Key.Model == "" {
 		sp.Key.Model = sp.ResponseModel
 	}
 	mp.olderNames(sp, st)
-	modelBad := st.bad.set && (st.bad.id == idRequestModel || st.bad.id == idResponseModel)
-	if sp.Key.Model == "" && !modelBad {
+	modelBad := st.bad.set && (st.bad.id == idRequestModel || st.bad.id == idResponseModel ||
+		st.bad.id == idLLMModel || st.bad.id == idLLMInvocation || st.bad.id == idEmbModel || st.bad.id == idEmbInvocation)
+	if reason := notLLM(sp, st, genAIModel, modelBad); reason != "" {
 		mp.stats.SkippedNoModel++
+		if mp.scopeLLM || st.seen&llmIDs != 0 || st.lib.llmKey {
+			mp.unkeyed(st, reason)
+		}
 		mp.dst = mp.dst[:len(mp.dst)-1]
 		return nil, false
 	}
@@ -363,6 +394,9 @@ func (mp *mapper) finishSpan(st *spanState, r *resourceVals) (bad *badAttr, onRe
 		sp.ErrorType = statusErrorType
 	}
 	sp.Derive()
+	if st.lib.has&libServerTPOT != 0 {
+		mp.explicitTPOT(sp, st)
+	}
 	return nil, false
 }
 
@@ -373,6 +407,9 @@ func (mp *mapper) olderNames(sp *Span, st *spanState) {
 	if sp.Has&HasTTFT == 0 && st.has&HasTTFT != 0 {
 		sp.TTFTMs = st.ttftMs
 		sp.Has |= HasTTFT
+	}
+	if sp.Has&(HasTTFT|HasStream) != HasTTFT|HasStream && st.lib.has != 0 {
+		mp.libTiming(sp, st)
 	}
 	if sp.Has&HasCacheReadTokens == 0 && st.has&HasCacheReadTokens != 0 {
 		sp.CacheReadTokens = st.cacheRead

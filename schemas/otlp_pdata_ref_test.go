@@ -1,6 +1,7 @@
 package schemas
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -134,6 +135,22 @@ func refRead(m pcommon.Map, mapped map[string]string) refAttrs {
 			if n, p = refTokens(v); p.kind == nil {
 				ra.tok[k] = n
 			}
+		case "inv":
+			if v.Type() != pcommon.ValueTypeStr {
+				p = refProblem{ErrInvalid, "want a string holding a JSON object, got " + pdataTypeName(v.Type())}
+				break
+			}
+			var obj map[string]any
+			if err := json.Unmarshal([]byte(v.Str()), &obj); err != nil || obj == nil {
+				p = refProblem{ErrInvalid, "want a JSON object"}
+				break
+			}
+			if m, ok := obj["model"].(string); ok {
+				ra.str[k] = m
+			}
+			if b, ok := obj["stream"].(bool); ok {
+				ra.bools[k] = b
+			}
 		case "bool":
 			if v.Type() != pcommon.ValueTypeBool {
 				p = refProblem{ErrInvalid, "want a bool, got " + pdataTypeName(v.Type())}
@@ -167,7 +184,14 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 		"gen_ai.usage.cache_creation.input_tokens": "tok", "gen_ai.usage.cache_creation_input_tokens": "tok",
 		"gen_ai.usage.reasoning.output_tokens": "tok", "gen_ai.response.id": "str",
 		n.Tenant: "str", n.Variant: "str", n.Session: "str", n.Route: "str", n.Confidence: "num", n.Alignment: "num",
+		// Instrumentation libraries' own forms.
+		"gen_ai.server.time_to_first_token": "num", "gen_ai.server.time_per_output_token": "num",
+		"gen_ai.is_streaming": "bool", "llm.is_streaming": "bool",
+		"llm.model_name": "str", "llm.invocation_parameters": "inv", "embedding.model_name": "str", "embedding.invocation_parameters": "inv",
+		"llm.token_count.prompt": "tok", "llm.token_count.completion": "tok", "llm.provider": "str", "llm.system": "str",
+		"llm.finish_reason": "str", "openinference.span.kind": "str",
 	}
+	configured := map[string]bool{n.Tenant: true, n.Variant: true, n.Session: true, n.Route: true, n.Confidence: true, n.Alignment: true}
 	resMapped := map[string]string{"service.name": "str",
 		n.Tenant: "str", n.Variant: "str", n.Session: "str", n.Route: "str", n.Confidence: "num", n.Alignment: "num"}
 
@@ -181,13 +205,42 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 			for pi, span := range ss.Spans().All() {
 				stats.SpansSeen++
 				a := refRead(span.Attributes(), spanMapped)
-				model := a.str["gen_ai.request.model"]
-				if model == "" {
-					model = a.str["gen_ai.response.model"]
+				firstOf := func(names ...string) string {
+					for _, k := range names {
+						if s := a.str[k]; s != "" {
+							return s
+						}
+					}
+					return ""
 				}
-				modelBad := a.bad == "gen_ai.request.model" || a.bad == "gen_ai.response.model"
-				if model == "" && !modelBad {
+				genAIModel := firstOf("gen_ai.request.model", "gen_ai.response.model") != ""
+				model := firstOf("gen_ai.request.model", "llm.invocation_parameters", "embedding.invocation_parameters",
+					"gen_ai.response.model", "llm.model_name", "embedding.model_name")
+				modelBad := false
+				switch a.bad {
+				case "gen_ai.request.model", "gen_ai.response.model", "llm.model_name", "llm.invocation_parameters",
+					"embedding.model_name", "embedding.invocation_parameters":
+					modelBad = true
+				}
+				kind := a.str["openinference.span.kind"]
+				reason := ""
+				switch {
+				case kind != "" && kind != "LLM" && kind != "EMBEDDING" && !genAIModel:
+					reason = UnkeyedNotLLMKind
+				case model == "" && !modelBad:
+					reason = UnkeyedNoModel
+				}
+				if reason != "" {
 					stats.SkippedNoModel++
+					looks := LooksLikeLLMScope(ss.Scope().Name())
+					for k := range span.Attributes().All() {
+						if !configured[k] && (strings.HasPrefix(k, "gen_ai.") || strings.HasPrefix(k, "llm.")) {
+							looks = true
+						}
+					}
+					if looks {
+						refUnkeyed(&stats, ss.Scope().Name(), reason)
+					}
 					continue
 				}
 				// A bad attribute rejects its span only (of its resource:
@@ -215,27 +268,52 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 					Key: Key{Tenant: either(n.Tenant), Service: res.str["service.name"], Model: model,
 						Variant: either(n.Variant)},
 					Operation:     a.str["gen_ai.operation.name"],
-					Provider:      a.str["gen_ai.provider.name"],
-					ResponseModel: a.str["gen_ai.response.model"],
+					Provider:      firstOf("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system"),
+					ResponseModel: firstOf("gen_ai.response.model", "llm.model_name", "embedding.model_name"),
 					Route:         either(n.Route),
 					SessionID:     either(n.Session),
-					FinishReason:  a.str["gen_ai.response.finish_reasons"],
+					FinishReason:  firstOf("gen_ai.response.finish_reasons", "llm.finish_reason"),
 					ErrorType:     a.str["error.type"],
 					ResponseID:    a.str["gen_ai.response.id"],
+					Scope:         ss.Scope().Name(),
 				}
-				if sp.Provider == "" {
-					sp.Provider = a.str["gen_ai.system"]
+				if sp.Operation == "" {
+					sp.Operation = map[string]string{"LLM": "chat", "EMBEDDING": "embeddings"}[kind]
 				}
-				if v, ok := a.tok["gen_ai.usage.input_tokens"]; ok {
-					sp.InputTokens, sp.Has = v, sp.Has|HasInputTokens
+				for _, names := range [][2]string{{"gen_ai.usage.input_tokens", "llm.token_count.prompt"}, {"gen_ai.usage.output_tokens", "llm.token_count.completion"}} {
+					for _, k := range names {
+						if v, ok := a.tok[k]; ok {
+							if strings.Contains(names[0], "input") {
+								sp.InputTokens, sp.Has = v, sp.Has|HasInputTokens
+							} else {
+								sp.OutputTokens, sp.Has = v, sp.Has|HasOutputTokens
+							}
+							break
+						}
+					}
 				}
-				if v, ok := a.tok["gen_ai.usage.output_tokens"]; ok {
-					sp.OutputTokens, sp.Has = v, sp.Has|HasOutputTokens
-				}
+				// TTFT: the attributes in seconds, newest names first, then
+				// the first-token events (the earliest of each name).
+				fromEvent := false
 				if v, ok := a.num["gen_ai.response.time_to_first_chunk"]; ok {
 					sp.TTFTMs, sp.Has = v*1000, sp.Has|HasTTFT
 				} else if v, ok := a.num["gen_ai.response.time_to_first_token"]; ok {
 					sp.TTFTMs, sp.Has = v*1000, sp.Has|HasTTFT
+				} else if v, ok := a.num["gen_ai.server.time_to_first_token"]; ok {
+					sp.TTFTMs, sp.Has = v*1000, sp.Has|HasTTFT
+				} else {
+					for _, name := range []string{"gen_ai.content.completion.chunk", "First Token Stream Event"} {
+						first, found := int64(0), false
+						for _, ev := range span.Events().All() {
+							if ev.Name() == name && (!found || int64(ev.Timestamp()) < first) {
+								first, found = int64(ev.Timestamp()), true
+							}
+						}
+						if found {
+							sp.TTFTMs, sp.Has, fromEvent = float64(first-sp.StartUnixNano)/1e6, sp.Has|HasTTFT, true
+							break
+						}
+					}
 				}
 				// The newer name wins over the older, whatever their order.
 				for _, c := range []struct {
@@ -254,8 +332,15 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 						}
 					}
 				}
-				if v, ok := a.bools["gen_ai.request.stream"]; ok {
-					sp.Stream, sp.Has = v, sp.Has|HasStream
+				streamSet := false
+				for _, k := range []string{"gen_ai.request.stream", "gen_ai.is_streaming", "llm.is_streaming", "llm.invocation_parameters", "embedding.invocation_parameters"} {
+					if v, ok := a.bools[k]; ok {
+						sp.Stream, sp.Has, streamSet = v, sp.Has|HasStream, true
+						break
+					}
+				}
+				if !streamSet && fromEvent {
+					sp.Stream, sp.Has = true, sp.Has|HasStream
 				}
 				// A gen_ai.client.inference span is named "{operation} {model}".
 				if op, m, ok := strings.Cut(span.Name(), " "); ok && sp.Operation == "" && op != "" &&
@@ -281,6 +366,10 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 					sp.ErrorType = "status_error"
 				}
 				refDerive(&sp)
+				// openlit's TPOT (seconds), unless 0 or the call was not streamed.
+				if v, ok := a.num["gen_ai.server.time_per_output_token"]; ok && v != 0 && (sp.Has&HasStream == 0 || sp.Stream) {
+					sp.TPOTMs, sp.Has = v*1000, sp.Has|HasTPOT
+				}
 				out = append(out, sp)
 			}
 		}
@@ -289,6 +378,18 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 		return out, stats, &SpanErrors{Spans: rejected, Total: llm}
 	}
 	return out, stats, nil
+}
+
+// refUnkeyed counts one unkeyed span of scope for reason (the corpus has
+// fewer scopes than MaxUnkeyedScopes).
+func refUnkeyed(st *DecodeStats, scope, reason string) {
+	for i := range st.Unkeyed {
+		if st.Unkeyed[i].Scope == scope && st.Unkeyed[i].Reason == reason {
+			st.Unkeyed[i].Count++
+			return
+		}
+	}
+	st.Unkeyed = append(st.Unkeyed, UnkeyedSpans{Scope: scope, Reason: reason, Count: 1})
 }
 
 // refDerive is Span.Derive written out again from the definitions in
@@ -355,7 +456,7 @@ func genPdataTraces(rng *rand.Rand, n AttributeNames, opt pdataCorpusOptions) pt
 		}
 		for range 1 + rng.IntN(3) {
 			ss := rs.ScopeSpans().AppendEmpty()
-			ss.Scope().SetName(pick(rng, []string{"opentelemetry.instrumentation.openai", "langchain", "net/http"}))
+			ss.Scope().SetName(pick(rng, []string{"opentelemetry.instrumentation.openai", "langchain", "net/http", "openinference.instrumentation.openai", ""}))
 			ss.Scope().SetVersion("1.2.3")
 			ss.Scope().Attributes().PutStr("scope.attr", "x")
 			for range rng.IntN(8) {
@@ -546,8 +647,71 @@ func genPdataSpan(rng *rand.Rand, span ptrace.Span, n AttributeNames, opt pdataC
 	if maybe(20) {
 		a.PutEmptyBytes("payload.digest").FromRaw([]byte("\x00\xff\xfe"))
 	}
+	// The forms of instrumentation libraries, over (or instead of) the GenAI names.
+	span0 := start
+	if dur < 0 {
+		span0 = start + dur
+	}
+	at := func() pcommon.Timestamp { return pcommon.Timestamp(span0 + rng.Int64N(max(dur, -dur)+1)) }
+	switch rng.IntN(4) {
+	case 1: // openlit
+		if maybe(60) {
+			ttft("gen_ai.server.time_to_first_token")
+		}
+		if maybe(60) {
+			a.PutDouble("gen_ai.server.time_per_output_token", pick(rng, []float64{0, rng.Float64() / 10}))
+		}
+	case 2: // OpenLLMetry
+		if maybe(60) {
+			a.PutBool("gen_ai.is_streaming", maybe(60))
+		}
+		for range rng.IntN(4) {
+			ev := span.Events().AppendEmpty()
+			ev.SetName("gen_ai.content.completion.chunk")
+			ev.SetTimestamp(at())
+		}
+	case 3: // OpenInference
+		if maybe(70) {
+			a.PutStr("openinference.span.kind", pick(rng, []string{"LLM", "LLM", "EMBEDDING", "CHAIN", "TOOL"}))
+		}
+		if maybe(60) {
+			a.PutStr("llm.model_name", pick(rng, genModels)+"-2024-07-18")
+		}
+		if maybe(50) {
+			a.PutStr("llm.invocation_parameters", pick(rng, []string{`{"model": "gpt-4o-mini", "max_tokens": 32}`,
+				`{"model": "gpt-4o", "stream": true, "stream_options": {"include_usage": true}}`, `{"temperature": 0.5, "stream": false}`, `{}`}))
+		}
+		if maybe(15) {
+			a.PutStr("embedding.model_name", "text-embedding-3-small")
+			a.PutStr("embedding.invocation_parameters", `{"model": "text-embedding-3-small", "encoding_format": "base64"}`)
+		}
+		for _, k := range []string{"llm.token_count.prompt", "llm.token_count.completion"} {
+			if maybe(60) {
+				a.PutInt(k, int64(rng.IntN(5000)))
+			}
+		}
+		if maybe(50) {
+			a.PutStr("llm.system", pick(rng, genProviders))
+		}
+		if maybe(30) {
+			a.PutStr("llm.provider", pick(rng, genProviders))
+		}
+		if maybe(50) {
+			a.PutStr("llm.finish_reason", pick(rng, genFinish))
+		}
+		if maybe(10) {
+			a.PutBool("llm.is_streaming", maybe(50))
+		}
+		if maybe(50) {
+			ev := span.Events().AppendEmpty()
+			ev.SetName("First Token Stream Event")
+			ev.SetTimestamp(at())
+		}
+		a.PutStr("llm.input_messages.0.message.content", "never read")
+	}
 	if rng.Float64() < opt.badTypes {
-		badType(rng, a, pick(rng, []string{"gen_ai.usage.input_tokens", "gen_ai.response.finish_reasons",
+		badType(rng, a, pick(rng, []string{"llm.invocation_parameters", "gen_ai.server.time_to_first_token", "gen_ai.is_streaming",
+			"llm.token_count.prompt", "llm.model_name", "openinference.span.kind", "gen_ai.usage.input_tokens", "gen_ai.response.finish_reasons",
 			"gen_ai.operation.name", n.Alignment, "gen_ai.response.time_to_first_chunk", "gen_ai.request.model",
 			"gen_ai.response.time_to_first_token", "gen_ai.request.stream", "gen_ai.usage.cache_read_input_tokens",
 			"gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.reasoning.output_tokens"}))

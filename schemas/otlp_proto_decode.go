@@ -107,7 +107,7 @@ func (d *protoDecoder) resource(b []byte) error {
 				return tooLargeLimit(resourcePath(d.r)+".attributes", "max_attributes_per_span", d.res.attrs, d.lim.MaxAttributesPerSpan, "attributes (at least)")
 			}
 			var v attrVal
-			hit, err := d.keyValue(f.v, resourceScope, &v, resourcePath, d.res.attrs-1)
+			hit, _, err := d.keyValue(f.v, resourceScope, &v, resourcePath, d.res.attrs-1)
 			if err != nil {
 				return err
 			}
@@ -125,6 +125,9 @@ func (d *protoDecoder) scopePath() string {
 
 func (d *protoDecoder) scopeSpans(b []byte) error {
 	d.p = 0
+	if err := d.scopeName(b); err != nil {
+		return err
+	}
 	for len(b) > 0 {
 		f, n, reason := nextField(b)
 		if n < 0 {
@@ -144,6 +147,45 @@ func (d *protoDecoder) scopeSpans(b []byte) error {
 	return nil
 }
 
+// scopeName sets d.scope to the name of the ScopeSpans' instrumentation
+// scope, wherever the scope lies in b (exporters write it first: that case
+// reads one field). Damage in the scope's other fields goes unnoticed.
+func (d *protoDecoder) scopeName(b []byte) error {
+	d.setScope("")
+	for len(b) > 0 {
+		f, n, reason := nextField(b)
+		if n < 0 {
+			return malformed(d.scopePath(), reason)
+		}
+		b = b[n:]
+		if f.num != 1 || f.typ != protowire.BytesType {
+			continue // checked by the caller's walk
+		}
+		for sc := f.v; len(sc) > 0; {
+			g, m, reason := nextField(sc)
+			if m < 0 {
+				return malformed(d.scopePath()+".scope", reason)
+			}
+			sc = sc[m:]
+			if g.num != 1 {
+				continue
+			}
+			if g.typ != protowire.BytesType {
+				return malformed(d.scopePath()+".scope.name", "wrong wire type "+wireTypeNames[g.typ&7]+", want bytes")
+			}
+			if len(g.v) > d.lim.MaxStringBytes {
+				return tooLargeLimit(d.scopePath()+".scope.name", "max_string_bytes", len(g.v), d.lim.MaxStringBytes, "bytes")
+			}
+			s, p := d.keep(idScope, g.v)
+			if p.kind != nil {
+				return wrap(p.kind, &FieldError{Field: d.scopePath() + ".scope.name", Reason: p.reason})
+			}
+			d.setScope(s)
+		}
+	}
+	return nil
+}
+
 func (d *protoDecoder) spanPath() string { return spanPath(d.r, d.s, d.p) }
 
 func (d *protoDecoder) span(b []byte) error {
@@ -151,7 +193,7 @@ func (d *protoDecoder) span(b []byte) error {
 	if d.stats.SpansSeen > d.lim.MaxSpansPerMessage {
 		return tooLargeLimit(d.scopePath()+".spans", "max_spans_per_message", d.stats.SpansSeen, d.lim.MaxSpansPerMessage, "spans (at least)")
 	}
-	d.dst = append(d.dst, Span{})
+	d.dst = append(d.dst, Span{Scope: d.mapper.scope})
 	sp := &d.dst[len(d.dst)-1]
 	var st spanState
 	for len(b) > 0 {
@@ -253,6 +295,10 @@ func (d *protoDecoder) span(b []byte) error {
 			sp.StartUnixNano = int64(f.u)
 		case 8:
 			sp.EndUnixNano = int64(f.u)
+		case 11:
+			if err := d.event(&st, f.v); err != nil {
+				return err
+			}
 		case 15:
 			if err := d.status(sp, f.v); err != nil {
 				return err
@@ -287,6 +333,7 @@ func (d *protoDecoder) spanAttrField(sp *Span, st *spanState, kv []byte) error {
 				if key != nil && len(key) <= d.lim.MaxStringBytes {
 					hit := d.m.match(key, spanScope)
 					if hit == 0 && len(val) <= d.lim.MaxStringBytes {
+						st.noteKey(key)
 						return nil
 					}
 					var v attrVal
@@ -299,14 +346,50 @@ func (d *protoDecoder) spanAttrField(sp *Span, st *spanState, kv []byte) error {
 		}
 	}
 	var v attrVal
-	hit, err := d.keyValue(kv, spanScope, &v, nil, st.attrs-1)
+	hit, key, err := d.keyValue(kv, spanScope, &v, nil, st.attrs-1)
 	if err != nil {
 		return err
 	}
 	if hit != 0 {
 		d.spanAttr(sp, st, hit, &v)
+	} else {
+		st.noteKey(key)
 	}
 	return nil
+}
+
+// event reads a span event's time and name (Event: time_unix_nano = 1,
+// name = 2, attributes = 3, dropped_attributes_count = 4): the
+// first-token events give the TTFT. Its attributes are skipped unread.
+func (d *protoDecoder) event(st *spanState, b []byte) error {
+	var t int64
+	var name []byte
+	for len(b) > 0 {
+		f, n, reason := nextField(b)
+		if n < 0 {
+			return malformed(d.eventPath(st), reason)
+		}
+		b = b[n:]
+		if reason := checkType(&f, eventTypes[:]); reason != "" {
+			return malformed(d.eventPath(st)+"."+fieldName(eventNames[:], f.num), reason)
+		}
+		switch f.num {
+		case 1:
+			t = int64(f.u)
+		case 2:
+			if len(f.v) > d.lim.MaxStringBytes {
+				return tooLargeLimit(d.eventPath(st)+".name", "max_string_bytes", len(f.v), d.lim.MaxStringBytes, "bytes")
+			}
+			name = f.v
+		}
+	}
+	st.noteEvent(name, t)
+	st.lib.events++
+	return nil
+}
+
+func (d *protoDecoder) eventPath(st *spanState) string {
+	return d.spanPath() + ".events[" + strconv.Itoa(st.lib.events) + "]"
 }
 
 func (d *protoDecoder) status(sp *Span, b []byte) error {
@@ -335,29 +418,29 @@ func (d *protoDecoder) status(sp *Span, b []byte) error {
 // or the resource's attribute list. It returns the mapped attributes the key
 // names within scope and, for those, the value in v. The value of an unmapped
 // key is not parsed, unless it is longer than max_string_bytes (then its
-// top-level string is checked against that limit).
-func (d *protoDecoder) keyValue(b []byte, scope uint32, v *attrVal, resourcePathFn func(int) string, i int) (uint32, error) {
+// top-level string is checked against that limit). It returns the key too.
+func (d *protoDecoder) keyValue(b []byte, scope uint64, v *attrVal, resourcePathFn func(int) string, i int) (uint64, []byte, error) {
 	key, val, ok := splitKV(b)
 	if !ok {
 		var err error
 		if key, val, err = d.keyValueSlow(b, resourcePathFn, i); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
 	if len(key) > d.lim.MaxStringBytes {
-		return 0, tooLargeLimit(d.attrPath(resourcePathFn, i, ".key"), "max_string_bytes", len(key), d.lim.MaxStringBytes, "bytes")
+		return 0, nil, tooLargeLimit(d.attrPath(resourcePathFn, i, ".key"), "max_string_bytes", len(key), d.lim.MaxStringBytes, "bytes")
 	}
 	hit := d.m.match(key, scope)
 	if hit == 0 && len(val) <= d.lim.MaxStringBytes {
-		return 0, nil
+		return 0, key, nil
 	}
 	if hit != 0 && quickValue(val, v, d.lim.MaxStringBytes) {
-		return hit, nil
+		return hit, key, nil
 	}
 	if p, sub := parseAnyValue(val, v, hit != 0, d.lim.MaxStringBytes); p.kind != nil {
-		return 0, wrap(p.kind, &FieldError{Field: d.attrPath(resourcePathFn, i, ".value"+sub), Reason: p.reason})
+		return 0, nil, wrap(p.kind, &FieldError{Field: d.attrPath(resourcePathFn, i, ".value"+sub), Reason: p.reason})
 	}
-	return hit, nil
+	return hit, key, nil
 }
 
 // keyValueSlow splits a KeyValue in any encoding into its key and value.

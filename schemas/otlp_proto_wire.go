@@ -55,6 +55,9 @@ var (
 	spanNames = [...]string{1: "trace_id", 2: "span_id", 3: "trace_state", 4: "parent_span_id", 5: "name", 6: "kind",
 		7: "start_time_unix_nano", 8: "end_time_unix_nano", 9: "attributes", 10: "dropped_attributes_count",
 		11: "events", 12: "dropped_events_count", 13: "links", 14: "dropped_links_count", 15: "status", 16: "flags"}
+	// Event: time_unix_nano = 1, name = 2, attributes = 3, dropped_attributes_count = 4.
+	eventTypes = [...]protowire.Type{0: noType, 1: protowire.Fixed64Type, 2: protowire.BytesType, 3: protowire.BytesType, 4: protowire.VarintType}
+	eventNames = [...]string{1: "time_unix_nano", 2: "name", 3: "attributes", 4: "dropped_attributes_count"}
 	// Status: message = 2, code = 3 (1 is reserved: the removed deprecated_code).
 	statusTypes = [...]protowire.Type{0: noType, 1: noType, 2: protowire.BytesType, 3: protowire.VarintType}
 	statusNames = [...]string{2: "message", 3: "code"}

@@ -3,6 +3,7 @@ package schemas
 import (
 	"errors"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ func decodeBoth(t *testing.T, pb, js []byte, lim Limits) ([]Span, DecodeStats, e
 		t.Fatalf("proto err %v, json err %v", perr, jerr)
 	}
 	if perr == nil {
-		if pst != jst {
+		if !reflect.DeepEqual(pst, jst) {
 			t.Fatalf("proto stats %+v, json stats %+v", pst, jst)
 		}
 		assertSpansEqual(t, jsp, ps)

@@ -117,6 +117,10 @@ type Span struct {
 	// ResponseID is gen_ai.response.id: what an evaluation event names
 	// when it cannot name the span.
 	ResponseID string
+	// Scope is the name of the instrumentation scope of the span's
+	// ScopeSpans (the library that wrote it, e.g.
+	// "opentelemetry.instrumentation.openai_v2"), "" when it has none.
+	Scope string
 
 	// Confidence is the model's confidence score in [0, 1]. Valid when
 	// Has&HasConfidence.

@@ -1,0 +1,55 @@
+package schemas
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestOTLPScope checks that every span carries the name of its ScopeSpans'
+// instrumentation scope in both encodings, wherever the scope lies in the
+// ScopeSpans (exporters write it first; the spans may come before it), and
+// "" for a ScopeSpans without a scope.
+func TestOTLPScope(t *testing.T) {
+	span := pbSpan(withModel)
+	scope := func(name string) []byte {
+		return pbBytes(1, slices.Concat(pbStr(1, name), pbStr(2, "1.0.0"), pbBytes(3, pbKV("k", pbStrVal("v")))))
+	}
+	resource := pbBytes(1, pbBytes(1, slices.Concat(pbStr(1, "service.name"), pbBytes(2, pbStrVal("svc")))))
+	pb := pbBytes(1, slices.Concat(resource,
+		pbBytes(2, slices.Concat(scope("opentelemetry.instrumentation.openai_v2"), pbBytes(2, span))),
+		pbBytes(2, slices.Concat(pbBytes(2, span), scope("openinference.instrumentation.openai"))), // scope after its spans
+		pbBytes(2, pbBytes(2, span)), // no scope
+	))
+	js := []byte(`{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"svc"}}]},"scopeSpans":[` +
+		`{"scope":{"name":"opentelemetry.instrumentation.openai_v2","version":"1.0.0","attributes":[{"key":"k","value":{"stringValue":"v"}}]},"spans":[{` + jsonGoodSpan + `,"attributes":[` + jsonModelAttr + `]}]},` +
+		`{"spans":[{` + jsonGoodSpan + `,"attributes":[` + jsonModelAttr + `]}],"scope":{"name":"openinference.instrumentation.openai"}},` +
+		`{"spans":[{` + jsonGoodSpan + `,"attributes":[` + jsonModelAttr + `]}]}]}]}`)
+	spans, _, err := decodeBoth(t, pb, js, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range spans {
+		got = append(got, s.Scope)
+	}
+	want := []string{"opentelemetry.instrumentation.openai_v2", "openinference.instrumentation.openai", ""}
+	if !slices.Equal(got, want) {
+		t.Fatalf("scopes %q, want %q", got, want)
+	}
+	// The encoders write each span's scope, so Scope round-trips.
+	in := randSpans(newRand(3), 6)
+	for i := range in {
+		in[i].Scope = []string{"", "openlit.otel.tracing", "opentelemetry.instrumentation.openai.v1"}[i%3]
+	}
+	for enc, b := range map[string][]byte{"proto": EncodeOTLPProto(nil, in, AttributeNames{}), "json": EncodeOTLPJSON(nil, in, AttributeNames{})} {
+		dec := DecodeOTLPProto
+		if enc == "json" {
+			dec = DecodeOTLPJSON
+		}
+		out, _, err := dec(b, AttributeNames{}, Limits{}, nil)
+		if err != nil {
+			t.Fatal(enc, err)
+		}
+		assertSpansEqual(t, out, byServiceOrder(in))
+	}
+}
