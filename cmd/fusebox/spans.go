@@ -17,8 +17,8 @@ import (
 
 const spansDescription = `Reads a span topic from its beginning up to its end as it was when the
 command started, decodes every record as fusebox run does (OTLP TracesData,
-protobuf or JSON) and prints one JSON line per LLM call it read: the key
-(tenant, service, model, variant), operation, provider, duration, TTFT,
+protobuf or JSON) and prints one JSON line per LLM call it read: the
+instrumentation scope, the key (tenant, service, model, variant), operation, provider, duration, TTFT,
 TPOT, tokens, streaming, finish reason and error, each absent field null.
 It answers "what does fusebox read from my spans?". A record that does
 not decode prints a line {"topic", "partition", "offset", "error"}; a span
@@ -39,6 +39,7 @@ type spanLine struct {
 	Topic         string   `json:"topic"`
 	Partition     int32    `json:"partition"`
 	Offset        int64    `json:"offset"`
+	Scope         string   `json:"scope"`
 	TraceID       string   `json:"trace_id"`
 	SpanID        string   `json:"span_id"`
 	StartUnixNano int64    `json:"start_unix_nano"`
@@ -71,7 +72,7 @@ func optStr(s string) *string {
 
 func newSpanLine(topic string, part int32, off int64, s *schemas.Span) spanLine {
 	l := spanLine{
-		Topic: topic, Partition: part, Offset: off,
+		Topic: topic, Partition: part, Offset: off, Scope: s.Scope,
 		TraceID: s.TraceID.String(), SpanID: s.SpanID.String(),
 		StartUnixNano: s.StartUnixNano, EndUnixNano: s.EndUnixNano, DurationMs: s.DurationMs,
 		FinishReason: optStr(s.FinishReason), Error: s.Error, ErrorType: optStr(s.ErrorType),

@@ -20,7 +20,7 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -89,7 +89,7 @@ class FakeOpenAI:
     served: list[Served] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def add(self, calls: list[Mapping[str, Any]]) -> None:
+    def add(self, calls: Sequence[Mapping[str, Any]]) -> None:
         """Adds a scenario's calls; ids must be unique over the server."""
         with self.lock:
             for obj in calls:

@@ -333,8 +333,8 @@ class Run:
         if self.jsonl.exists():
             for line in self.jsonl.read_text().splitlines():
                 if line.strip():
-                    v = json.loads(line)
-                    if "slo" in v and "window_end_unix_nano" in v:
+                    v = json.loads(line).get("verdict")  # the sink's lines: {"verdict": ...} or {"command": ...}
+                    if isinstance(v, dict) and "slo" in v and "window_end_unix_nano" in v:
                         out.append(v)
         return out
 
