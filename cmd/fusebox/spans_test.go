@@ -22,13 +22,13 @@ func TestSpansPrintsWhatFuseboxReads(t *testing.T) {
 		TTFTMs: 50, InputTokens: 7, OutputTokens: 11, Stream: true, FinishReason: "length",
 		Key:       schemas.Key{Tenant: "acme", Service: "chat", Model: "gpt-4o-mini", Variant: "canary"},
 		Operation: "chat", Provider: "openai",
-		Has:       schemas.HasTTFT | schemas.HasInputTokens | schemas.HasOutputTokens | schemas.HasStream,
+		Has: schemas.HasTTFT | schemas.HasInputTokens | schemas.HasOutputTokens | schemas.HasStream,
 	}
 	streamed.TraceID[0], streamed.SpanID[0] = 1, 1
 	failed := schemas.Span{
 		StartUnixNano: 1_700_000_001_000_000_000, EndUnixNano: 1_700_000_001_100_000_000,
 		Error: true, ErrorType: "RateLimitError",
-		Key:   schemas.Key{Tenant: "acme", Service: "chat", Model: "gpt-4o-mini"}, Operation: "chat",
+		Key: schemas.Key{Tenant: "acme", Service: "chat", Model: "gpt-4o-mini"}, Operation: "chat",
 	}
 	failed.TraceID[0], failed.SpanID[0] = 2, 2
 	for _, s := range []*schemas.Span{&streamed, &failed} {
