@@ -48,7 +48,8 @@ const FIELDS = {
   variant: ['deployment.variant'],
 };
 
-function startFake(scenarioPath) {
+/** startFake runs ../fakeopenai.py on a free port; resolves {proc, baseUrl}. */
+export function startFake(scenarioPath) {
   return new Promise((resolve, reject) => {
     const p = spawn('python3', [path.join(here, '..', 'fakeopenai.py'), scenarioPath], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
@@ -62,7 +63,8 @@ function startFake(scenarioPath) {
   });
 }
 
-function startReceiver() {
+/** startReceiver is an OTLP/HTTP receiver on a free port keeping each body. */
+export function startReceiver() {
   const bodies = [];
   const server = http.createServer((req, res) => {
     const chunks = [];
@@ -77,7 +79,8 @@ function startReceiver() {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, bodies, port: server.address().port })));
 }
 
-function runApp(lib, env) {
+/** runApp runs node <lib>/app.mjs with env added; resolves its exit code. */
+export function runApp(lib, env) {
   return new Promise((resolve) => {
     const p = spawn(process.execPath, [path.join(here, lib, 'app.mjs')], { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
     p.on('exit', (code) => resolve(code));
@@ -152,18 +155,22 @@ async function checkLibrary(lib, fake, tmp) {
   return code === 0 && spans.length > 0;
 }
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'fusebox-node-check-'));
-fs.writeFileSync(path.join(tmp, 'scenario.json'), JSON.stringify(SCENARIO));
-const libs = process.argv.slice(2).length > 0
-  ? process.argv.slice(2)
-  : fs.readdirSync(here).filter((d) => fs.existsSync(path.join(here, d, 'app.mjs'))).sort();
-const fake = await startFake(path.join(tmp, 'scenario.json'));
-let ok = true;
-try {
-  for (const lib of libs) ok = (await checkLibrary(lib, fake, tmp)) && ok;
-} finally {
-  fake.proc.removeAllListeners('exit');
-  fake.proc.kill();
-  fs.rmSync(tmp, { recursive: true, force: true });
+async function main() {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'fusebox-node-check-'));
+  fs.writeFileSync(path.join(tmp, 'scenario.json'), JSON.stringify(SCENARIO));
+  const libs = process.argv.slice(2).length > 0
+    ? process.argv.slice(2)
+    : fs.readdirSync(here).filter((d) => fs.existsSync(path.join(here, d, 'app.mjs'))).sort();
+  const fake = await startFake(path.join(tmp, 'scenario.json'));
+  let ok = true;
+  try {
+    for (const lib of libs) ok = (await checkLibrary(lib, fake, tmp)) && ok;
+  } finally {
+    fake.proc.removeAllListeners('exit');
+    fake.proc.kill();
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+  process.exitCode = ok ? 0 : 1;
 }
-process.exitCode = ok ? 0 : 1;
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) await main();
