@@ -107,6 +107,23 @@ class FakeOpenAI:
             self.served.append(s)
 
 
+def read_body(h: BaseHTTPRequestHandler) -> bytes:
+    """The request body, by Content-Length or chunked (Node's fetch sends
+    bodies chunked)."""
+    if "chunked" in (h.headers.get("Transfer-Encoding") or "").lower():
+        out = bytearray()
+        while True:
+            size = int(h.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+            if size == 0:
+                while h.rfile.readline() not in (b"\r\n", b"\n", b""):
+                    pass  # trailers
+                return bytes(out)
+            out += h.rfile.read(size)
+            h.rfile.readline()
+    n = int(h.headers.get("Content-Length") or 0)
+    return h.rfile.read(n) if n else b""
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
@@ -126,8 +143,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         received = time.time_ns()
-        n = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(n) if n else b""
+        raw = read_body(self)
         try:
             req = json.loads(raw or b"{}")
         except json.JSONDecodeError as e:

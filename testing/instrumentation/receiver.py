@@ -22,6 +22,23 @@ from typing import Any
 Sink = Callable[[bytes], None]
 
 
+def read_body(h: BaseHTTPRequestHandler) -> bytes:
+    """The request body, by Content-Length or chunked (Node's fetch sends
+    bodies chunked)."""
+    if "chunked" in (h.headers.get("Transfer-Encoding") or "").lower():
+        out = bytearray()
+        while True:
+            size = int(h.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+            if size == 0:
+                while h.rfile.readline() not in (b"\r\n", b"\n", b""):
+                    pass  # trailers
+                return bytes(out)
+            out += h.rfile.read(size)
+            h.rfile.readline()
+    n = int(h.headers.get("Content-Length") or 0)
+    return h.rfile.read(n) if n else b""
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
@@ -37,8 +54,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_POST(self) -> None:
-        n = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(n) if n else b""
+        body = read_body(self)
         path = self.path.split("?", 1)[0]
         if path in ("/v1/metrics", "/v1/logs"):
             self.server.dropped[path] = self.server.dropped.get(path, 0) + 1

@@ -165,7 +165,10 @@ def library_ttft_ms(r: RawSpan) -> float | None:
 def check(f: str, m: dict[str, Any], call: dict[str, Any], r: RawSpan | None, fb: dict[str, Any] | None) -> Outcome:
     """One field of one call."""
     if r is None:
-        return Outcome("wrong", "no span exported")
+        # The library wrote no span for this call (OpenInference JS: none
+        # for failed calls): every field is absent on it, which the cell
+        # states; test_conformance wants spans for the successful calls.
+        return Outcome("absent")
     if not emitted(f, r):
         if fb is not None and f in ("ttft", "tpot") and fb.get(f + "_ms") is not None:
             return Outcome("wrong", f"fusebox shows {f} {fb[f + '_ms']} the span does not carry")

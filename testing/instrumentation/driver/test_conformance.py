@@ -152,6 +152,8 @@ def test_fusebox_reads_every_field_the_library_emits(suite: Suite, app: harness.
         pytest.fail(f"{app.name} did not run (see test_installs_and_makes_every_call)")
     problems = [p for j in suite.joined[app.name] for p in j.problems]
     assert not problems, problems
+    lost = [j.m["id"] for j in suite.joined[app.name] if j.raw is None and not j.m["error"]]
+    assert not lost, f"{app.name} exported no span for the successful calls {lost}"
     wrong = {f: c for f, c in suite.rows[app.name].items() if c.startswith("✗")}
     assert not wrong, f"{app.name}: fusebox misreads {wrong}"
 
