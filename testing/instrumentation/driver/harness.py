@@ -35,11 +35,13 @@ APP_TIMEOUT = 240.0  # s per app: the whole suite's CI budget is ~5 minutes
 INSTALL_TIMEOUT = 900.0  # s per venv: a cold pip install on a loaded 2-core machine
 
 # The TTFT incident every app produces: streamed calls with a normal time
-# to first chunk, a stretch with a slow one, then normal ones again long
-# enough for the incident's windows to close (the watermark lags the
-# newest event by allowed_lateness).
+# to first chunk, a stretch with a slow one, then normal ones again for
+# long enough (25 x 80 ms and more: over 2 s) that the incident's windows
+# close while the apps still send: the watermark lags the newest event by
+# allowed_lateness (1 s), and an all-idle source does not move it.
 NORMAL_TTFT_MS = 20.0
 SLOW_TTFT_MS = 600.0
+AFTER_TTFT_MS = 80.0
 N_BEFORE, N_SLOW, N_AFTER = 15, 12, 25
 
 
@@ -198,7 +200,7 @@ def scenario(app: App) -> list[dict[str, Any]]:
     for _ in range(N_SLOW):
         add(stream=True, ttft_ms=SLOW_TTFT_MS, phase="slow")
     for _ in range(N_AFTER):
-        add(stream=True, ttft_ms=NORMAL_TTFT_MS, phase="after")
+        add(stream=True, ttft_ms=AFTER_TTFT_MS, phase="after")
     return calls
 
 

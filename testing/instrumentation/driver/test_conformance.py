@@ -97,7 +97,7 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Suite]:
             runs = {n: f.result() for n, f in futs.items()}
         timings["apps"] = time.monotonic() - t1
         t2 = time.monotonic()
-        _wait_verdicts(run, runs, 60)
+        _wait_verdicts(run, runs, 30)
         timings["verdicts after the last call"] = time.monotonic() - t2
         fbs = harness.fusebox_spans(bin_dir, bootstrap)
         verdicts = run.verdicts()
