@@ -13,7 +13,9 @@ import (
 
 // SpanDecoder is the built-in decoder of span topics: OTLP TracesData in
 // protobuf or JSON, one message holding many spans. Spans without a model
-// are skipped and counted in Record.Stats; the rest are checked with
+// are skipped and counted in Record.Stats (those that look like LLM calls
+// also by scope and reason, which the consumer counts and logs: see
+// unkeyed.go); the rest are checked with
 // Span.Validate, and invalid ones are reported in a *PartialError (or, when
 // every LLM span of the message is invalid, a plain error: the whole record
 // is invalid).

@@ -13,8 +13,9 @@ type Stats struct {
 	// InvalidSpans counts spans dropped by Span.Validate from records that
 	// were delivered partially (the records are in the DLQ, partial=true).
 	InvalidSpans int64
-	// SkippedNoModel counts spans without a model: not LLM calls, skipped
-	// by design. It includes the Unkeyed ones.
+	// SkippedNoModel counts spans not decoded as LLM calls (no model, or an
+	// OpenInference span of a non-LLM kind), skipped by design. It includes
+	// the Unkeyed ones.
 	SkippedNoModel int64
 	// Unkeyed counts the skipped spans that looked like LLM calls
 	// (schemas.DecodeStats.Unkeyed), by instrumentation scope and reason,

@@ -7,21 +7,43 @@ package schemas
 // share the mapping rules below, so the same traces give the same spans in
 // either encoding.
 //
-// Mapped attributes (span attributes unless said otherwise):
+// Mapped attributes (span attributes unless said otherwise; "a, else b":
+// the first present wins, whatever the attribute order):
 //
-//	gen_ai.operation.name               Operation (and Route when no route attribute)
-//	gen_ai.provider.name                Provider; else the older gen_ai.system
-//	gen_ai.request.model                Key.Model; else gen_ai.response.model
-//	gen_ai.response.model               ResponseModel
-//	gen_ai.usage.input_tokens           InputTokens (HasInputTokens)
-//	gen_ai.usage.output_tokens          OutputTokens (HasOutputTokens)
-//	gen_ai.response.finish_reasons      FinishReason: the first element
-//	gen_ai.response.time_to_first_chunk TTFTMs = seconds * 1000 (HasTTFT)
+//	gen_ai.operation.name               Operation (and Route when no route attribute); else from
+//	                                    openinference.span.kind (LLM: chat, EMBEDDING: embeddings);
+//	                                    else the span name "{operation} {model}"
+//	gen_ai.provider.name                Provider; else gen_ai.system, llm.provider, llm.system
+//	gen_ai.request.model                Key.Model; else the "model" of llm.invocation_parameters (or
+//	                                    embedding.invocation_parameters), gen_ai.response.model,
+//	                                    llm.model_name, embedding.model_name
+//	gen_ai.response.model               ResponseModel; else llm.model_name, embedding.model_name
+//	gen_ai.usage.input_tokens           InputTokens (HasInputTokens); else llm.token_count.prompt
+//	gen_ai.usage.output_tokens          OutputTokens (HasOutputTokens); else llm.token_count.completion
+//	gen_ai.response.finish_reasons      FinishReason: the first element; else llm.finish_reason
+//	gen_ai.response.time_to_first_chunk TTFTMs = seconds * 1000 (HasTTFT); else
+//	                                    gen_ai.response.time_to_first_token, gen_ai.server.time_to_first_token
+//	                                    (openlit; all seconds), the earliest gen_ai.content.completion.chunk
+//	                                    event (OpenLLMetry), the earliest First Token Stream Event
+//	                                    (OpenInference): event time - start, in ms
+//	gen_ai.server.time_per_output_token TPOTMs = seconds * 1000 (openlit) in place of the derived TPOT,
+//	                                    unless 0 or the call was not streamed (see Span.Derive)
+//	gen_ai.request.stream               Stream (HasStream); else gen_ai.is_streaming, llm.is_streaming,
+//	                                    the invocation parameters' "stream", true when TTFT came from an event
 //	error.type                          ErrorType, Error = true
 //	status.code == ERROR (2)            Error = true, ErrorType "status_error" unless error.type
 //	service.name (resource only)        Key.Service
+//	scope.name (of the ScopeSpans)      Scope
 //	AttributeNames.Tenant/Variant/Session/Route (string), Confidence/Alignment (number):
 //	                                    the span's attribute, else the resource's
+//
+// OpenInference spans whose openinference.span.kind is neither LLM nor
+// EMBEDDING are not LLM calls (unless they carry a gen_ai model). Content is
+// never read: llm.input_messages.*, llm.output_messages.*, input.value,
+// output.value, gen_ai.input.messages, gen_ai.output.messages and event
+// attributes are skipped unread, whatever their type. The invocation
+// parameters are a JSON object; only "model" (a string) and "stream" (a bool)
+// are read.
 //
 // Types accepted, by field (anything else makes the attribute unusable, see below):
 //   - string fields: a string, or an int rendered in decimal (numeric tenant ids are common);
@@ -36,9 +58,10 @@ package schemas
 // an empty route to the operation). When a key appears more than once in one attribute
 // list the first occurrence wins, as pcommon.Map.Get does.
 //
-// Only spans with a model (request or response model, non-empty) are returned; the others
-// are counted in DecodeStats.SkippedNoModel and their attributes are not judged: a
-// non-LLM span with a strange attribute never costs the batch. A mapped attribute whose
+// Only spans with a model (in any form above, non-empty) are returned; the others are
+// counted in DecodeStats.SkippedNoModel and their attributes are not judged: a non-LLM span
+// with a strange attribute never costs the batch. Those that look like LLM calls (see
+// LooksLikeLLMScope and DecodeStats.Unkeyed) are also counted by scope and reason. A mapped attribute whose
 // type cannot be used, or whose kept string is not valid UTF-8, fails the whole message
 // (ErrInvalid, or ErrMalformed for bad UTF-8, with a FieldError naming the attribute) when
 // it belongs to an LLM span or to the resource of one.
@@ -46,9 +69,10 @@ package schemas
 // Strictness: every structure the decoder walks (messages down to the attribute values it
 // maps, status, ids) is checked: truncation, lengths past the end, wrong wire types of
 // known fields, bad tags, trace ids not 16 bytes (or empty), span ids not 8 bytes (or
-// empty). Unknown fields are skipped by their wire type. Parts it does not read (scope,
-// events, links, values of unmapped attributes) are skipped by their length and not
-// parsed, so damage inside them goes unnoticed; max_message_bytes still bounds them. In
+// empty), and of span events their time and name. Unknown fields are skipped by their wire
+// type. Parts it does not read (the scope's version and attributes, event attributes,
+// links, values of unmapped attributes) are skipped by their length and not parsed, so
+// damage inside them goes unnoticed; max_message_bytes still bounds them. In
 // protobuf, UTF-8 is checked on the strings fusebox keeps (a prompt cut mid-character in
 // some unmapped attribute does not cost the batch); OTLP/JSON text must be UTF-8 throughout.
 // Spans in the pre-0.15 field instrumentation_library_spans (ResourceSpans field 1000,

@@ -22,7 +22,8 @@ import (
 // is not the "status_error" stand-in; Error sets status code ERROR. The span
 // name is "<operation> <model>" as the GenAI conventions suggest, and its kind
 // is CLIENT. TTFT is written in seconds, chosen so that the decoder's
-// seconds*1000 gives back TTFTMs exactly.
+// seconds*1000 gives back TTFTMs exactly; a TPOT that is not the derived one
+// (a producer's, see otlp.go) as gen_ai.server.time_per_output_token.
 func EncodeOTLPProto(dst []byte, spans []Span, names AttributeNames) []byte {
 	names = names.withDefaults()
 	for _, g := range groupByService(spans) {
@@ -123,6 +124,13 @@ func spanAttrs(sp *Span, n *AttributeNames, out []encAttr) []encAttr {
 	if sp.Has&HasTTFT != 0 {
 		out = append(out, encAttr{key: "gen_ai.response.time_to_first_chunk", v: attrVal{kind: kindDouble, f: secondsFor(sp.TTFTMs)}})
 	}
+	// A TPOT the producer gave (openlit's) rather than the derived one is
+	// written in openlit's attribute, so that it decodes back.
+	if d := *sp; sp.Has&HasTPOT != 0 && sp.TPOTMs != 0 {
+		if d.Derive(); d.Has&HasTPOT == 0 || math.Float64bits(d.TPOTMs) != math.Float64bits(sp.TPOTMs) {
+			out = append(out, encAttr{key: "gen_ai.server.time_per_output_token", v: attrVal{kind: kindDouble, f: secondsFor(sp.TPOTMs)}})
+		}
+	}
 	for _, t := range [...]struct {
 		has Fields
 		key string
@@ -205,7 +213,7 @@ func appendProtoSpan(b []byte, sp *Span, n *AttributeNames) []byte {
 	b = protowire.AppendFixed64(b, uint64(sp.StartUnixNano))
 	b = protowire.AppendTag(b, 8, protowire.Fixed64Type)
 	b = protowire.AppendFixed64(b, uint64(sp.EndUnixNano))
-	var buf [16]encAttr
+	var buf [24]encAttr
 	for _, a := range spanAttrs(sp, n, buf[:0]) {
 		b = appendKV(b, 9, a.key, a.v, a.s)
 	}

@@ -56,7 +56,7 @@ func appendJSONSpan(b []byte, sp *Span, n *AttributeNames) []byte {
 	b = append(b, `","endTimeUnixNano":"`...)
 	b = strconv.AppendUint(b, uint64(sp.EndUnixNano), 10)
 	b = append(b, `","attributes":[`...)
-	var buf [16]encAttr
+	var buf [24]encAttr
 	for i, a := range spanAttrs(sp, n, buf[:0]) {
 		if i > 0 {
 			b = append(b, ',')

@@ -1,5 +1,7 @@
 package schemas
 
+import "sync/atomic"
+
 // The forms in which instrumentation libraries write what the GenAI
 // conventions name otherwise (openlit's gen_ai.server.*, OpenLLMetry's
 // gen_ai.is_streaming and chunk events, OpenInference's llm.* namespace),
@@ -408,4 +410,25 @@ func distinctScopes(u []UnkeyedSpans) int {
 		}
 	}
 	return n
+}
+
+// scopeNames interns instrumentation scope names across decode calls: a
+// deployment sees a handful of libraries, and every message repeats their
+// names, so a steady stream of messages allocates none. Each slot holds the
+// last name hashed to it (a collision only costs an allocation).
+var scopeNames [64]atomic.Pointer[string]
+
+// internScope returns b as a string, from scopeNames when it is there.
+func internScope(b []byte) string {
+	h := uint32(2166136261)
+	for _, c := range b {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	slot := &scopeNames[h%uint32(len(scopeNames))]
+	if p := slot.Load(); p != nil && *p == string(b) {
+		return *p
+	}
+	s := string(b)
+	slot.Store(&s)
+	return s
 }

@@ -354,3 +354,42 @@ func TestUnkeyedStats(t *testing.T) {
 		t.Fatalf("other: %+v", u)
 	}
 }
+
+// TestLibraryFormsReencode: spans decoded from the libraries' forms
+// (generated corpus, both encodings) re-encoded by the encoders decode to
+// the same spans, an explicit TPOT included: the fuzz targets' property,
+// run over every seed of the corpus.
+func TestLibraryFormsReencode(t *testing.T) {
+	names := DefaultAttributeNames()
+	checked := 0
+	for seed := range uint64(300) {
+		td := genPdataTraces(newRand(seed), names, pdataCorpusOptions{})
+		pb, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, err := (&ptrace.JSONMarshaler{}).MarshalTraces(td)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for enc, msg := range map[string][]byte{"proto": pb, "json": js} {
+			dec, encode := DecodeOTLPProto, EncodeOTLPProto
+			if enc == "json" {
+				dec, encode = DecodeOTLPJSON, EncodeOTLPJSON
+			}
+			spans, _, err := dec(msg, names, generousLimits, nil)
+			if err != nil {
+				continue // rejected spans: covered by the pdata comparison
+			}
+			again, _, err := dec(encode(nil, spans, names), names, generousLimits, nil)
+			if err != nil {
+				t.Fatalf("seed %d %s: re-decoding: %v", seed, enc, err)
+			}
+			fuzzSpansAgree(t, again, byServiceOrder(spans))
+			checked += len(spans)
+		}
+	}
+	if checked < 1000 {
+		t.Fatalf("only %d spans checked", checked)
+	}
+}

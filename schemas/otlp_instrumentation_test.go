@@ -38,7 +38,7 @@ type captured struct {
 }
 
 // TestInstrumentationLibrarySpans decodes spans captured from
-// OpenLLMetry, OpenInference and openlit (both encodings, which must
+// OpenLLMetry, OpenInference, openlit and the official library (both encodings, which must
 // agree) and checks each call's key fields, streaming flag and TTFT, the
 // TTFT computed here from pdata's view of the same span: the first
 // gen_ai.content.completion.chunk event (OpenLLMetry), the First Token
@@ -50,6 +50,8 @@ func TestInstrumentationLibrarySpans(t *testing.T) {
 		llmetry = "opentelemetry.instrumentation.openai.v1"
 		oi      = "openinference.instrumentation.openai"
 		olit    = "openlit.instrumentation.openai"
+		v2h     = "opentelemetry.util.genai.handler"
+		v2      = "opentelemetry.instrumentation.openai_v2"
 	)
 	for lib, want := range map[string][]captured{
 		"openllmetry": {
@@ -63,6 +65,14 @@ func TestInstrumentationLibrarySpans(t *testing.T) {
 			{oi, "gpt-4o-mini", "gpt-4o-mini-2024-07-18", "chat", "openai", "", 11, 4, 1, "first"},
 			{oi, "fail", "", "chat", "openai", "status_error", -1, -1, -1, ""},
 			{oi, "text-embedding-3-small", "text-embedding-3-small-2024", "embeddings", "openai", "", 5, -1, -1, ""},
+		},
+		// The official library writes no TTFT and no streaming flag (its
+		// chat spans come from opentelemetry-util-genai's handler scope).
+		"openai_v2": {
+			{v2h, "gpt-4o-mini", "gpt-4o-mini-2024-07-18", "chat", "openai", "", 11, 4, -1, ""},
+			{v2h, "gpt-4o-mini", "gpt-4o-mini-2024-07-18", "chat", "openai", "", 11, 4, -1, ""},
+			{v2h, "fail", "", "chat", "openai", "<class 'openai.InternalServerError'>", -1, -1, -1, ""},
+			{v2, "text-embedding-3-small", "text-embedding-3-small-2024", "embeddings", "openai", "", 5, -1, -1, ""},
 		},
 		"openlit": {
 			{olit, "gpt-4o-mini", "gpt-4o-mini-2024-07-18", "chat", "openai", "", 11, 4, 0, "server"},

@@ -310,36 +310,35 @@ func (d *jsonDecoder) spansArray() error {
 // the rest is checked for syntax only).
 func (d *jsonDecoder) scopeName() error {
 	r := &d.r
-	path := d.scopePath() + ".scope"
+	path := func() string { return d.scopePath() + ".scope" } // built on error only
 	if r.null() {
 		return nil
 	}
 	if err := r.open('{'); err != nil {
-		return syntax(path, err)
+		return syntax(path(), err)
 	}
 	for first := true; ; first = false {
 		k, more, err := r.member(first)
 		if err != nil {
-			return syntax(path, err)
+			return syntax(path(), err)
 		}
 		if !more {
 			return nil
 		}
 		if string(k) != "name" || r.null() {
 			if err := r.skip(); err != nil {
-				return syntax(path, err)
+				return syntax(path(), err)
 			}
 			continue
 		}
 		s, _, err := r.str()
 		if err != nil {
-			return syntax(path+".name", err)
+			return syntax(path()+".name", err)
 		}
 		if len(s) > d.lim.MaxStringBytes {
-			return tooLargeLimit(path+".name", "max_string_bytes", len(s), d.lim.MaxStringBytes, "bytes")
+			return tooLargeLimit(path()+".name", "max_string_bytes", len(s), d.lim.MaxStringBytes, "bytes")
 		}
-		name, _ := d.keep(idScope, s) // the reader checked UTF-8
-		d.setScope(name)
+		d.setScope(internScope(s)) // the reader checked UTF-8
 	}
 }
 

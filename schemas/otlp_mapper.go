@@ -11,10 +11,6 @@ import (
 // The mapping of OTLP attributes onto Spans, shared by the protobuf and JSON
 // decoders: string interning, the accepted types, fallbacks, errors.
 
-// idScope is the intern cache of instrumentation scope names: not an
-// attribute, so the key matcher never sees it.
-const idScope = numAttrIDs
-
 // internWays is how many distinct recent values each field remembers: a batch
 // of spans mostly repeats a few models, tenants and operations.
 const internWays = 4
@@ -34,7 +30,7 @@ type mapper struct {
 	lim   Limits
 	stats DecodeStats
 	dst   []Span
-	cache [numAttrIDs + 1]internSet // the last one (idScope) holds scope names
+	cache [numAttrIDs]internSet
 	// llm counts the message's LLM spans so far (rejected ones too);
 	// rejected lists those dropped for a bad attribute (see reject).
 	llm      int

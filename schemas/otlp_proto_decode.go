@@ -3,6 +3,7 @@ package schemas
 import (
 	"encoding/binary"
 	"strconv"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -176,11 +177,10 @@ func (d *protoDecoder) scopeName(b []byte) error {
 			if len(g.v) > d.lim.MaxStringBytes {
 				return tooLargeLimit(d.scopePath()+".scope.name", "max_string_bytes", len(g.v), d.lim.MaxStringBytes, "bytes")
 			}
-			s, p := d.keep(idScope, g.v)
-			if p.kind != nil {
-				return wrap(p.kind, &FieldError{Field: d.scopePath() + ".scope.name", Reason: p.reason})
+			if !utf8.Valid(g.v) {
+				return malformed(d.scopePath()+".scope.name", "string is not valid UTF-8")
 			}
-			d.setScope(s)
+			d.setScope(internScope(g.v))
 		}
 	}
 	return nil

@@ -36,6 +36,11 @@ func TestOTLPScope(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("scopes %q, want %q", got, want)
 	}
+	// "spans": null stands for no spans (as null does everywhere in
+	// OTLP/JSON); main before issue 23 called it malformed.
+	if _, st, err := DecodeOTLPJSON([]byte(`{"resourceSpans":[{"scopeSpans":[{"spans":null,"scope":{"name":"x"}}]}]}`), AttributeNames{}, Limits{}, nil); err != nil || st.SpansSeen != 0 {
+		t.Fatalf("spans null: %+v, %v", st, err)
+	}
 	// The encoders write each span's scope, so Scope round-trips.
 	in := randSpans(newRand(3), 6)
 	for i := range in {

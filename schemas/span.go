@@ -51,7 +51,7 @@ const (
 	HasCacheReadTokens                     // CacheReadTokens is set
 	HasCacheWriteTokens                    // CacheWriteTokens is set
 	HasReasoningTokens                     // ReasoningTokens is set
-	HasStream                              // Stream is set (gen_ai.request.stream was given)
+	HasStream                              // Stream is set (gen_ai.request.stream or another form, see otlp.go)
 )
 
 // Span is one LLM call, decoded from an OTLP span that carries a model.
@@ -68,12 +68,14 @@ type Span struct {
 	// DurationMs is (end - start) in milliseconds.
 	DurationMs float64
 	// TTFTMs is the time to first token (gen_ai.response.time_to_first_chunk,
-	// else gen_ai.response.time_to_first_token; given in seconds, stored in
-	// ms). Valid when Has&HasTTFT.
+	// else gen_ai.response.time_to_first_token, else openlit's
+	// gen_ai.server.time_to_first_token, all given in seconds; else from a
+	// first-token span event, see otlp.go), in ms. Valid when Has&HasTTFT.
 	TTFTMs float64
 	// TPOTMs is the time per output token after the first:
-	// (DurationMs - TTFTMs) / (OutputTokens - 1), in ms/token. Valid when
-	// Has&HasTPOT (needs TTFT and at least 2 output tokens); see Derive.
+	// (DurationMs - TTFTMs) / (OutputTokens - 1), in ms/token, or openlit's
+	// gen_ai.server.time_per_output_token where the decoders read it. Valid
+	// when Has&HasTPOT (needs TTFT and at least 2 output tokens); see Derive.
 	TPOTMs float64
 
 	InputTokens  int64 // gen_ai.usage.input_tokens
@@ -89,8 +91,9 @@ type Span struct {
 	// ReasoningTokens is gen_ai.usage.reasoning.output_tokens: output tokens
 	// spent on reasoning. Valid when Has&HasReasoningTokens.
 	ReasoningTokens int64
-	// Stream is gen_ai.request.stream: the response was requested as a
-	// stream. Valid when Has&HasStream.
+	// Stream is gen_ai.request.stream (else another library's form, see
+	// otlp.go): the response was requested as a stream. Valid when
+	// Has&HasStream.
 	Stream bool
 
 	// FinishReason is the first of gen_ai.response.finish_reasons, "" if none.
