@@ -33,6 +33,7 @@ var commands = []command{
 	{"bench", "run a long study (tail-accuracy, false-trips) and print its table", cmdBench},
 	{"version", "print the module version and the Go version fusebox was built with", cmdVersion},
 	{"migrate", "create or upgrade the ClickHouse schema (versioned migrations; re-running is a no-op)", cmdMigrate},
+	{"spans", "print the LLM calls fusebox reads from a span topic, one JSON line each: what fusebox sees of your spans", cmdSpans},
 	{"report", "print the reporting SQL's results for a time range (table or CSV)", cmdReport},
 	{"openslo", "convert the SLO file to OpenSLO v1 documents and back: `fusebox openslo export FILE`, `fusebox openslo import FILE...`", cmdOpenSLO},
 }

@@ -1,0 +1,19 @@
+"""The conformance app of OpenLLMetry's opentelemetry-instrumentation-openai
+(Traceloop; the instrumentor traceloop-sdk installs) (README.md, "The app
+contract"): the SDK tracer provider a team sets up (tenant.id from
+OTEL_RESOURCE_ATTRIBUTES on the resource; the variant from W3C baggage
+copied onto spans by appkit's span processor), then the instrumentor."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import appkit  # noqa: E402
+
+from opentelemetry.instrumentation.openai import OpenAIInstrumentor  # noqa: E402
+
+tp = appkit.sdk_tracer_provider()
+OpenAIInstrumentor().instrument(tracer_provider=tp)
+sys.exit(appkit.run(tp.shutdown))
