@@ -308,7 +308,12 @@ func (mp *mapper) libTiming(sp *Span, st *spanState) {
 	fromEvent := false
 	if sp.Has&HasTTFT == 0 {
 		switch {
-		case l.has&libServerTTFT != 0:
+		case l.has&libServerTTFT != 0 && !knownNotStreamed(sp, l):
+			// openlit writes gen_ai.server.time_to_first_token on plain
+			// calls and embeddings too, as the whole call's duration: a
+			// non-streamed call has no first token before its answer, and
+			// counting its duration as a TTFT would put every plain call's
+			// latency into a ttft_ms SLO's tail.
 			sp.TTFTMs = l.serverTTFTMs
 			sp.Has |= HasTTFT
 		case l.has&libChunk != 0:
@@ -335,6 +340,23 @@ func (mp *mapper) libTiming(sp *Span, st *spanState) {
 		return
 	}
 	sp.Has |= HasStream
+}
+
+// knownNotStreamed reports whether the span's attributes say the call was
+// not streamed (gen_ai.request.stream, gen_ai.is_streaming,
+// llm.is_streaming or the invocation parameters' "stream", in that order).
+func knownNotStreamed(sp *Span, l *libState) bool {
+	switch {
+	case sp.Has&HasStream != 0:
+		return !sp.Stream
+	case l.has&libIsStreaming != 0:
+		return !l.isStreaming
+	case l.has&libLLMStreaming != 0:
+		return !l.llmStreaming
+	case l.has&libInvStream != 0:
+		return !l.invStream
+	}
+	return false
 }
 
 // explicitTPOT applies gen_ai.server.time_per_output_token (openlit: the

@@ -77,6 +77,9 @@ func TestTTFTForms(t *testing.T) {
 		{"time_to_first_chunk wins", []string{"chunk", "token", "server"}, []ev{chunk, first}, 100, -1},
 		{"then time_to_first_token", []string{"token", "server"}, []ev{chunk, first}, 200, -1},
 		{"then openlit's server TTFT (seconds)", []string{"server"}, []ev{chunk, first}, 250, -1},
+		// openlit writes it on plain calls too, as their whole duration.
+		{"not openlit's server TTFT of a call not streamed", []string{"server", "nostream"}, nil, 0, 0},
+		{"openlit's server TTFT of a streamed call", []string{"server", "stream"}, nil, 250, 1},
 		{"then the first completion chunk event", nil, []ev{{chunkEventName, 500}, chunk, first}, 300, 1},
 		{"then the First Token Stream Event", nil, []ev{first, {"exception", 10}}, 400, 1},
 		{"none", nil, []ev{{"exception", 10}}, 0, -1},
@@ -92,6 +95,8 @@ func TestTTFTForms(t *testing.T) {
 						m.PutDouble("gen_ai.response.time_to_first_token", 0.2)
 					case "server":
 						m.PutDouble("gen_ai.server.time_to_first_token", 0.25)
+					case "stream", "nostream":
+						m.PutBool("gen_ai.request.stream", a == "stream")
 					}
 				}
 			}, tc.events...)

@@ -299,7 +299,7 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 					sp.TTFTMs, sp.Has = v*1000, sp.Has|HasTTFT
 				} else if v, ok := a.num["gen_ai.response.time_to_first_token"]; ok {
 					sp.TTFTMs, sp.Has = v*1000, sp.Has|HasTTFT
-				} else if v, ok := a.num["gen_ai.server.time_to_first_token"]; ok {
+				} else if v, ok := a.num["gen_ai.server.time_to_first_token"]; ok && !refKnownNotStreamed(a.bools) {
 					sp.TTFTMs, sp.Has = v*1000, sp.Has|HasTTFT
 				} else {
 					for _, name := range []string{"gen_ai.content.completion.chunk", "First Token Stream Event"} {
@@ -739,4 +739,17 @@ func genPdataSpan(rng *rand.Rand, span ptrace.Span, n AttributeNames, opt pdataC
 	case 1:
 		span.Status().SetCode(ptrace.StatusCodeOk)
 	}
+}
+
+// refKnownNotStreamed: the attributes say the call was not streamed (the
+// first streaming form present, as the decoders take it); openlit's
+// gen_ai.server.time_to_first_token of such a call is its whole duration,
+// no TTFT.
+func refKnownNotStreamed(bools map[string]bool) bool {
+	for _, k := range []string{"gen_ai.request.stream", "gen_ai.is_streaming", "llm.is_streaming", "llm.invocation_parameters", "embedding.invocation_parameters"} {
+		if v, ok := bools[k]; ok {
+			return !v
+		}
+	}
+	return false
 }
