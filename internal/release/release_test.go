@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -27,7 +28,10 @@ import (
 //     (module zips of every module at VTEST, the third-party modules from
 //     the usual module cache and GOPROXY), installs with `go install
 //     ...@VTEST` into a temporary GOBIN, and the installed `fusebox
-//     version` prints VTEST, from the build info go install stamps.
+//     version` prints VTEST, from the build info go install stamps;
+//  4. the go command makes the same module zips from the git tags
+//     (GOPROXY=direct, as proxy.golang.org does) as this test's proxy
+//     serves: same checksums, and go.sum at the tag has the fuse modules'.
 //
 // The versions are unique per run (v0.0.1-releasetest.<time>.<pid>) and
 // are removed from the module cache afterwards: a cached copy of an older
@@ -146,6 +150,44 @@ func TestReleaseInstalls(t *testing.T) {
 		t.Fatalf("fusebox version printed:\n%s\nwant first line %q and module github.com/fusebox-dev/fusebox", got, "fusebox "+version)
 	}
 	t.Logf("fusebox version:\n%s", got)
+
+	// 4. The zips are the go command's own: fetched from the tags in git
+	// (GOPROXY=direct, github.com rewritten to the copy), as
+	// proxy.golang.org will, each module has the checksum of this test's
+	// proxy, which go.sum at the tag records for the fuse modules.
+	gitConfig := filepath.Join(tmp, "gitconfig")
+	if err := os.WriteFile(gitConfig, []byte("[url \"file://"+filepath.ToSlash(repo)+"\"]\n\tinsteadOf = https://github.com/fusebox-dev/fusebox\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sums := git(t, repo, "show", version+":go.sum")
+	for _, m := range modules {
+		fromGit := downloadSum(t, tmp, m.path+"@"+version, "GOPROXY=direct", "GOSUMDB=off", "GIT_CONFIG_GLOBAL="+gitConfig,
+			"GOMODCACHE="+filepath.Join(tmp, "modcache-git"))
+		fromProxy := downloadSum(t, tmp, m.path+"@"+version, "GOPROXY=file://"+filepath.ToSlash(proxy), "GOSUMDB=off",
+			"GOMODCACHE="+filepath.Join(tmp, "modcache-proxy"))
+		if fromGit != fromProxy {
+			t.Errorf("%s@%s: checksum %s from the git tag, %s from this test's module proxy", m.path, version, fromGit, fromProxy)
+		}
+		if m.dir != "" && !strings.Contains(sums, m.path+" "+version+" "+fromGit+"\n") {
+			t.Errorf("go.sum at tag %s lacks %s %s %s", version, m.path, version, fromGit)
+		}
+	}
+}
+
+// downloadSum is the checksum (h1:) of the module zip `go mod download`
+// fetches for modVersion with env, in a module cache of its own (removed
+// with the test's temporary directory).
+func downloadSum(t *testing.T, dir, modVersion string, env ...string) string {
+	t.Helper()
+	out, err := goCmd(dir, append(env, "GOWORK=off", "GOFLAGS=-modcacherw"), "mod", "download", "-json", modVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct{ Sum string }
+	if err := json.Unmarshal(out, &d); err != nil || d.Sum == "" {
+		t.Fatalf("go mod download -json %s: %v\n%s", modVersion, err, out)
+	}
+	return d.Sum
 }
 
 // TestReleaseRefuses checks the refusals that come before any build: a
