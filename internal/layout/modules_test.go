@@ -64,10 +64,12 @@ func TestNestedModules(t *testing.T) {
 // ownPart lists the nested modules whose tests scripts/test runs as a part
 // of their own instead of TestNestedModules, by module directory: the
 // Helm chart's check compiles Helm and the Kubernetes API types (a few
-// minutes on a cold cache), which would lengthen `go test ./...` for every
-// change of the root module.
+// minutes on a cold cache), and the release step's test compiles fusebox
+// from a module proxy (`go install ...@VERSION`, 1–2 min), which would
+// lengthen `go test ./...` for every change of the root module.
 var ownPart = map[string]string{
 	"deploy/helm/chartcheck": "helm",
+	"internal/release":       "release",
 }
 
 // TestOwnPartModulesRun checks that each module of ownPart is run after

@@ -1,0 +1,3 @@
+module github.com/fusebox-dev/fusebox/internal/release
+
+go 1.26.0
