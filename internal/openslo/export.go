@@ -177,7 +177,7 @@ func exportRule(name, severity string, r burnrate.Rule) []document {
 			AlertWhenBreaching: true, Conditions: []conditionRef{{ConditionRef: name}}, NotificationTargets: []targetRef{{TargetRef: targetName}}}},
 		{APIVersion: APIVersion, Kind: "AlertCondition", Metadata: metadata{Name: name, Annotations: ann}, Spec: alertConditionSpec{
 			Severity:  severity,
-			Condition: burnRateCondition{Kind: "burnrate", Threshold: r.Factor, LookbackWindow: long, AlertAfter: "0m"}}},
+			Condition: burnRateCondition{Kind: "burnrate", Op: opBurn, Threshold: r.Factor, LookbackWindow: long, AlertAfter: "0m"}}},
 	}
 }
 
@@ -216,4 +216,7 @@ const (
 	severityPage     = "page"
 	severityTicket   = "ticket"
 	annLong          = "long_window"
+	// opBurn is the op of a burnrate AlertCondition: fusebox breaches
+	// when the burn rate is greater than the factor.
+	opBurn = "gt"
 )

@@ -696,6 +696,7 @@ func (im *importer) condition(d *doc, spec *obj, path string, ann map[string]ann
 		d.refuse(cond.line("kind"), join(cp, "kind"), "want burnrate, got "+strconv.Quote(k))
 		c.ok = false
 	}
+	im.conditionOp(d, cond, c)
 	if f, ok := cond.num("threshold"); ok {
 		c.rule.Factor = f
 	} else {
@@ -741,6 +742,32 @@ func (im *importer) condition(d *doc, spec *obj, path string, ann map[string]ann
 		}
 	}
 	return c
+}
+
+// conditionOp reads a burnrate condition's op: gt is what fusebox does
+// (it breaches when the burn rate exceeds the factor); gte is taken as gt
+// with a note (fusebox compares strictly: a burn rate exactly at the
+// factor does not breach); lt and lte would alert on a low burn rate and
+// are refused. A condition without op is taken as gt with a note: the
+// OpenSLO v1 README had no op on AlertConditions before it made op
+// required for kind burnrate, and files written then (and Sloth-era
+// tools) leave it out; a burn-rate alert means "burning too fast".
+func (im *importer) conditionOp(d *doc, cond *obj, c *condIn) {
+	p := join(cond.path, "op")
+	op, ok := cond.str("op")
+	switch {
+	case !ok: // absent or null (a value that is no string is refused by str)
+		d.note(cond.n.Line, p, "missing (OpenSLO v1 requires it for kind burnrate): read as gt, fusebox breaches when the burn rate exceeds the threshold")
+	case op == opBurn:
+	case op == "gte":
+		d.note(cond.line("op"), p, "read as gt: fusebox compares strictly (a burn rate exactly at the threshold does not breach)")
+	case op == "lt" || op == "lte":
+		d.refuse(cond.line("op"), p, fmt.Sprintf("%s is not mapped: fusebox breaches when the burn rate exceeds the threshold (op gt), not when it is below it", op))
+		c.ok = false
+	default:
+		d.refuse(cond.line("op"), p, fmt.Sprintf("want gt (or gte; OpenSLO's ops are lte, gte, lt, gt), got %q", op))
+		c.ok = false
+	}
 }
 
 // readV1Alpha reads an openslo/v1alpha SLO document (as Sloth reads it):

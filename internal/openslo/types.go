@@ -114,8 +114,13 @@ type alertConditionSpec struct {
 	Condition   burnRateCondition `yaml:"condition"`
 }
 
+// burnRateCondition is a burnrate AlertCondition's condition. Op is
+// required for kind burnrate by the OpenSLO v1 README; export writes gt:
+// fusebox's rule fires when the burn rate exceeds the factor
+// (processors/burnrate compares long > factor and short > factor).
 type burnRateCondition struct {
 	Kind           string  `yaml:"kind"`
+	Op             string  `yaml:"op"`
 	Threshold      float64 `yaml:"threshold"`
 	LookbackWindow string  `yaml:"lookbackWindow"`
 	AlertAfter     string  `yaml:"alertAfter"`
