@@ -36,10 +36,15 @@ type Result struct {
 	// File is a fusebox SLO file holding the SLOs that mapped (`slos:`
 	// only), each field that differs from its kind's default written out.
 	// With refused problems it holds the SLOs that mapped, without the
-	// refused fields (their defaults in their place).
+	// refused fields (their defaults in their place), less those that
+	// `fusebox config check` would then refuse (LeftOut): it loads.
 	File []byte
 	// SLOs is the number of SLOs in File.
 	SLOs int
+	// LeftOut names the SLOs that mapped but that `fusebox config check`
+	// refuses (their problems are in Problems), as "FILE: document N (SLO
+	// NAME)": File leaves them out, so that it always loads.
+	LeftOut []string
 	// Problems is every field that did not map (refused) and every field
 	// left out as descriptive (ignored), in input order.
 	Problems Problems
@@ -112,14 +117,9 @@ func (im Importer) Import(files []Input) (*Result, error) {
 		im2.leftOver(d)
 		d.finish()
 	}
-	file, err := writeFile(out)
+	file, out, left, err := im2.check(out, &probs)
 	if err != nil {
 		return nil, err
-	}
-	if len(out) > 0 {
-		if _, err := (config.Loader{Kinds: im2.kinds}).Parse("imported", file); err != nil {
-			probs = append(probs, configProblems(err, out)...)
-		}
 	}
 	sort.SliceStable(probs, func(i, j int) bool {
 		a, b := probs[i], probs[j]
@@ -131,7 +131,46 @@ func (im Importer) Import(files []Input) (*Result, error) {
 		}
 		return a.Line < b.Line
 	})
-	return &Result{File: file, SLOs: len(out), Problems: probs}, nil
+	return &Result{File: file, SLOs: len(out), Problems: probs, LeftOut: left}, nil
+}
+
+// check writes the mapped SLOs as a file and checks it as `fusebox config
+// check` does (config.Loader.Parse, then config.WorkerConfig, which builds
+// each SLO's processor); each SLO it refuses becomes problems of its
+// document and is left out, and the rest is written and checked again,
+// until the file loads. A refusal of no one SLO leaves them all out. It
+// returns the file, the SLOs in it and the SLOs left out ("FILE: document
+// N (SLO NAME)").
+func (im *importer) check(out []built, probs *Problems) ([]byte, []built, []string, error) {
+	var left []string
+	for {
+		file, err := writeFile(out)
+		if err != nil || len(out) == 0 {
+			return file, out, left, err
+		}
+		var bad map[int]bool
+		f, err := (config.Loader{Kinds: im.kinds}).Parse("imported", file)
+		if err != nil {
+			ps, idx := configProblems(err, out)
+			*probs = append(*probs, ps...)
+			bad = idx
+		} else if _, err := config.WorkerConfig(f); err != nil {
+			ps, idx := configProblems(err, out)
+			*probs = append(*probs, ps...)
+			bad = idx
+		} else {
+			return file, out, left, nil
+		}
+		var keep []built
+		for i, b := range out {
+			if len(bad) == 0 || bad[i] {
+				left = append(left, fmt.Sprintf("%s: document %d (SLO %s)", b.d.file, b.d.index, b.d.name))
+				continue
+			}
+			keep = append(keep, b)
+		}
+		out = keep
+	}
 }
 
 func fileOrder(files []Input, name string) int {
@@ -1280,9 +1319,12 @@ func allScalars(n *yaml.Node) bool {
 }
 
 // configProblems turns the errors of checking the imported file into
-// problems of the SLO documents: "slos[2].tail.p" is the third SLO's.
-func configProblems(err error, slos []built) Problems {
+// problems of the SLO documents: "slos[2].tail.p" is the third SLO's
+// (config.Error), as is "slos[2] name: reason" (config.WorkerConfig's). It
+// returns the indices of the SLOs with a problem too.
+func configProblems(err error, slos []built) (Problems, map[int]bool) {
 	var out Problems
+	bad := map[int]bool{}
 	var errs []error
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		errs = j.Unwrap()
@@ -1293,7 +1335,16 @@ func configProblems(err error, slos []built) Problems {
 	for _, e := range errs {
 		var ce *config.Error
 		if !errors.As(e, &ce) {
-			out = append(out, &Problem{Reason: e.Error()})
+			if m := workerRE.FindStringSubmatch(e.Error()); m != nil {
+				if i, _ := strconv.Atoi(m[1]); i < len(slos) {
+					b := slos[i]
+					bad[i] = true
+					out = append(out, &Problem{File: b.d.file, Document: b.d.index, Kind: "SLO", Name: b.d.name,
+						Field: "(fusebox " + b.kind.Name + ")", Reason: m[2]})
+					continue
+				}
+			}
+			out = append(out, &Problem{File: "(imported)", Reason: e.Error()})
 			continue
 		}
 		m := re.FindStringSubmatch(ce.Field)
@@ -1306,8 +1357,12 @@ func configProblems(err error, slos []built) Problems {
 			continue
 		}
 		b := slos[i]
+		bad[i] = true
 		out = append(out, &Problem{File: b.d.file, Document: b.d.index, Kind: "SLO", Name: b.d.name,
 			Field: "(fusebox " + b.kind.Name + ") " + strings.TrimPrefix(m[2], b.kind.Name+"."), Reason: ce.Reason})
 	}
-	return out
+	return out, bad
 }
+
+// workerRE matches config.WorkerConfig's errors of one SLO: "slos[2] NAME: REASON".
+var workerRE = regexp.MustCompile(`^slos\[(\d+)\] [^:]*: (.*)$`)
