@@ -1055,6 +1055,16 @@ func (im *importer) build(in *sloIn) (built, bool) {
 		switch name {
 		case annKind, annMatch:
 			continue
+		case annName:
+			// The fusebox name, when export slugged it: it must still
+			// be one export would write metadata.name as.
+			if a.value == "" || !nameFits(a.value, in.name) {
+				want, _ := slug(a.value)
+				d.refuse(a.line, a.path, fmt.Sprintf("the fusebox name %q goes with metadata.name %q (or %q), but metadata.name is %q: edit one of them, or drop the annotation", a.value, want, hashed(a.value), in.name))
+				continue
+			}
+			b.name = a.value
+			continue
 		}
 		if contains(mapped[k.Name], name) {
 			d.refuse(a.line, a.path, "this field is mapped to an OpenSLO field: edit that one")

@@ -27,6 +27,7 @@ const (
 	annKind  = "kind"         // the fusebox SLO kind: tail, burnrate, ...
 	annMatch = "match"        // the SLO's match, flow YAML ({} for every key)
 	annShort = "short_window" // an AlertCondition's short window (burnrate)
+	annName  = "name"         // the SLO's fusebox name, when its metadata.name is its RFC 1123 slug
 )
 
 // document is one OpenSLO v1 document.
