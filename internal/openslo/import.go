@@ -750,11 +750,25 @@ func (im *importer) condition(d *doc, spec *obj, path string, ann map[string]ann
 		}
 		c.rule.Long = long
 		if a, ok := ann[annLong]; ok {
-			exact, err := time.ParseDuration(a.value)
-			if sh, _ := shorthand(exact.Truncate(time.Minute) + time.Minute); err == nil && sh == s {
+			// The exact long window, when it is no whole number of
+			// minutes: export writes lookbackWindow rounded up to the
+			// minute. One that no longer rounds to lookbackWindow (an
+			// edited window) is refused, not dropped: the rule keeps
+			// lookbackWindow.
+			exact, perr := time.ParseDuration(a.value)
+			up := exact
+			if up%time.Minute != 0 {
+				up = exact.Truncate(time.Minute) + time.Minute
+			}
+			switch {
+			case perr != nil || exact <= 0:
+				d.refuse(a.line, a.path, fmt.Sprintf("want a positive duration such as 90s, got %q", a.value))
+			case err != nil:
+			case up != long:
+				sh, _ := shorthand(up)
+				d.refuse(a.line, a.path, fmt.Sprintf("%s goes with lookbackWindow %s, but lookbackWindow is %s: edit one of them, or drop the annotation (lookbackWindow is then the long window)", a.value, sh, s))
+			default:
 				c.rule.Long = exact
-			} else if err != nil {
-				d.refuse(a.line, a.path, "want a duration such as 90s: "+err.Error())
 			}
 		}
 	} else {
