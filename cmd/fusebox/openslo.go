@@ -28,7 +28,10 @@ docs/openslo.md for what maps to what). Subcommands:
                    stderr; descriptive ones (displayName, labels,
                    notification targets) as notes. Exit 1, writing
                    nothing, when any field is refused, unless
-                   --allow-partial.`
+                   --allow-partial: it writes the SLOs that mapped, each
+                   refused field at its fusebox default, leaving out (and
+                   naming) each SLO that config check would then refuse,
+                   so that the file it writes always loads.`
 
 // cmdOpenSLO dispatches `fusebox openslo SUBCOMMAND`.
 func cmdOpenSLO(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -106,7 +109,7 @@ func cmdOpenSLOExport(_ context.Context, args []string, stdout, stderr io.Writer
 func cmdOpenSLOImport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("openslo import", "FILE... [--out FILE] [--allow-partial]", "Reads OpenSLO documents into a fusebox SLO file; see `fusebox openslo -h`.", stdout)
 	out := fs.String("out", "", "`file` to write the fusebox SLO file to (default: stdout)")
-	partial := fs.Bool("allow-partial", false, "write the SLOs even when fields are refused: each refused field keeps the fusebox default (the refusals are still listed)")
+	partial := fs.Bool("allow-partial", false, "write the SLOs even when fields are refused: each refused field keeps the fusebox default, an SLO that config check then refuses is left out (the refusals are still listed)")
 	pos, code, done := positional(fs, args, stderr)
 	if done {
 		return code
@@ -131,6 +134,9 @@ func cmdOpenSLOImport(_ context.Context, args []string, stdout, stderr io.Writer
 	for _, p := range res.Problems {
 		fmt.Fprintf(stderr, "fusebox openslo import: %v\n", p)
 	}
+	for _, s := range res.LeftOut {
+		fmt.Fprintf(stderr, "fusebox openslo import: %s: left out of the written file: fusebox config check refuses it (above)\n", s)
+	}
 	refused := len(res.Problems.Refused())
 	switch {
 	case refused > 0 && !*partial:
@@ -145,7 +151,7 @@ func cmdOpenSLOImport(_ context.Context, args []string, stdout, stderr io.Writer
 		return exitFailure
 	}
 	if refused > 0 {
-		fmt.Fprintf(stderr, "fusebox openslo import: %d SLO(s) written with %d refused field(s) left at fusebox defaults (--allow-partial)\n", res.SLOs, refused)
+		fmt.Fprintf(stderr, "fusebox openslo import: %d SLO(s) written with %d refused field(s) left at fusebox defaults, %d SLO(s) left out (--allow-partial)\n", res.SLOs, refused, len(res.LeftOut))
 	}
 	return exitOK
 }

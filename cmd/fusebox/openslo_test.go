@@ -67,3 +67,38 @@ func TestOpenSLOExportImport(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenSLOImportPartialLoads: --allow-partial leaves out of the file it
+// writes every SLO that `fusebox config check` would refuse — here a tail
+// SLO whose objective's op gt is refused, which would leave it without a
+// budget — names each on stderr, and writes a file that config check
+// accepts, with the SLOs that mapped.
+func TestOpenSLOImportPartialLoads(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "slos.openslo.yaml")
+	doc := func(name, op string) string {
+		return "apiVersion: openslo/v1\nkind: SLO\nmetadata:\n  name: " + name + "\nspec:\n  service: chat\n  indicator:\n    metadata: {name: " + name + "}\n    spec:\n      thresholdMetric:\n        metricSource:\n          type: fusebox\n          spec: {metric: ttft_ms}\n  budgetingMethod: Occurrences\n  objectives:\n    - {op: " + op + ", value: 1500, target: 0.99}\n"
+	}
+	if err := os.WriteFile(in, []byte(doc("chat-ttft", "gt")+"---\n"+doc("chat-ok", "lte")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "fusebox.yaml")
+	code, _, stderr := runCmd(t, "openslo", "import", "--allow-partial", "--out", out, in)
+	if code != exitOK ||
+		!strings.Contains(stderr, in+":16: document 1 (SLO chat-ttft): spec.objectives[0].op: want lte for a tail SLO, got \"gt\"") ||
+		!strings.Contains(stderr, in+": document 1 (SLO chat-ttft): left out of the written file: fusebox config check refuses it") ||
+		!strings.Contains(stderr, "1 SLO(s) written") {
+		t.Errorf("import --allow-partial: exit %d, stderr %q", code, stderr)
+	}
+	if code, stdout, stderr := runCmd(t, "config", "check", out); code != exitOK {
+		b, _ := os.ReadFile(out)
+		t.Errorf("config check of the partial import: exit %d, stdout %q, stderr %q\n%s", code, stdout, stderr, b)
+	}
+	g, err := config.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.SLOs) != 1 || g.SLOs[0].Name != "chat-ok" {
+		t.Errorf("the partial import holds %+v, want chat-ok alone", g.SLOs)
+	}
+}

@@ -106,6 +106,34 @@ func TestVersionStampedByLdflags(t *testing.T) {
 		t.Errorf("/metrics has no %s:\n%s", want, grepLines(string(body), "fusebox_build_info"))
 	}
 
+	// The Dockerfile's defaults (a build without --build-arg): its
+	// REVISION "unknown" is no revision, so `fusebox version` prints no
+	// commit line and says the version "dev".
+	df, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs := map[string]string{}
+	for _, arg := range []string{"VERSION", "REVISION"} {
+		m := regexp.MustCompile(`(?m)^ARG ` + arg + `=(\S+)$`).FindStringSubmatch(string(df))
+		if m == nil {
+			t.Fatalf("the Dockerfile has no default for its build argument %s", arg)
+		}
+		defs[arg] = m[1]
+	}
+	if defs["REVISION"] != "unknown" {
+		t.Fatalf("the Dockerfile's default REVISION is %q: the check below assumes unknown", defs["REVISION"])
+	}
+	dflt := filepath.Join(dir, "fusebox-defaults")
+	build = exec.Command(goBin, "build", "-buildvcs=false", "-ldflags", "-s -w "+dockerStampFlags(t, defs["VERSION"], defs["REVISION"]), "-o", dflt, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err = exec.Command(dflt, "version").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "fusebox "+defs["VERSION"]+"\n") || strings.Contains(string(out), "commit") {
+		t.Errorf("fusebox version built with the Dockerfile's defaults: %v\n%s", err, out)
+	}
+
 	// Unstamped, -buildvcs=false: no revision to print.
 	plain := filepath.Join(dir, "fusebox-plain")
 	if out, err := exec.Command(goBin, "build", "-buildvcs=false", "-o", plain, ".").CombinedOutput(); err != nil {

@@ -30,7 +30,3 @@ func Version() string {
 	}
 	return "unknown"
 }
-
-// Stamped reports whether the linker stamped a version or a revision
-// (`fusebox version` says so).
-func Stamped() bool { return version != "" || revision != "" }

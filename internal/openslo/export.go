@@ -33,8 +33,12 @@ const noService = "fusebox"
 // AlertPolicy and an AlertCondition per page and ticket rule, then one
 // AlertNotificationTarget (fusebox) when there are any. The rest of the
 // SLO file (Kafka, the breaker, sinks) has no OpenSLO counterpart and is
-// not written. It fails only when an SLO has not exactly one processor
-// section (Load refuses those).
+// not written. metadata.name is an RFC 1123 label, as OpenSLO requires:
+// a fusebox name that is not one is slugged (lowercase, other characters
+// '-', cut to 63 with a hash suffix when longer or when two would clash),
+// an SLO keeping its fusebox name as the annotation fusebox.dev/name. It
+// fails only when an SLO has not exactly one processor section (Load
+// refuses those), or when two names would clash even so.
 func Export(f *config.File) ([]byte, error) {
 	var docs []document
 	alerts := false
@@ -51,6 +55,9 @@ func Export(f *config.File) ([]byte, error) {
 	if alerts {
 		docs = append(docs, document{APIVersion: APIVersion, Kind: "AlertNotificationTarget", Metadata: metadata{Name: targetName},
 			Spec: notificationTargetSpec{Description: "fusebox itself: breach verdicts on its verdict topic, which its breaker turns into fuse commands", Target: SourceType}})
+	}
+	if err := renameDocs(docs); err != nil {
+		return nil, err
 	}
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
@@ -177,7 +184,7 @@ func exportRule(name, severity string, r burnrate.Rule) []document {
 			AlertWhenBreaching: true, Conditions: []conditionRef{{ConditionRef: name}}, NotificationTargets: []targetRef{{TargetRef: targetName}}}},
 		{APIVersion: APIVersion, Kind: "AlertCondition", Metadata: metadata{Name: name, Annotations: ann}, Spec: alertConditionSpec{
 			Severity:  severity,
-			Condition: burnRateCondition{Kind: "burnrate", Threshold: r.Factor, LookbackWindow: long, AlertAfter: "0m"}}},
+			Condition: burnRateCondition{Kind: "burnrate", Op: opBurn, Threshold: r.Factor, LookbackWindow: long, AlertAfter: "0m"}}},
 	}
 }
 
@@ -216,4 +223,7 @@ const (
 	severityPage     = "page"
 	severityTicket   = "ticket"
 	annLong          = "long_window"
+	// opBurn is the op of a burnrate AlertCondition: fusebox breaches
+	// when the burn rate is greater than the factor.
+	opBurn = "gt"
 )

@@ -36,10 +36,15 @@ type Result struct {
 	// File is a fusebox SLO file holding the SLOs that mapped (`slos:`
 	// only), each field that differs from its kind's default written out.
 	// With refused problems it holds the SLOs that mapped, without the
-	// refused fields (their defaults in their place).
+	// refused fields (their defaults in their place), less those that
+	// `fusebox config check` would then refuse (LeftOut): it loads.
 	File []byte
 	// SLOs is the number of SLOs in File.
 	SLOs int
+	// LeftOut names the SLOs that mapped but that `fusebox config check`
+	// refuses (their problems are in Problems), as "FILE: document N (SLO
+	// NAME)": File leaves them out, so that it always loads.
+	LeftOut []string
 	// Problems is every field that did not map (refused) and every field
 	// left out as descriptive (ignored), in input order.
 	Problems Problems
@@ -112,14 +117,9 @@ func (im Importer) Import(files []Input) (*Result, error) {
 		im2.leftOver(d)
 		d.finish()
 	}
-	file, err := writeFile(out)
+	file, out, left, err := im2.check(out, &probs)
 	if err != nil {
 		return nil, err
-	}
-	if len(out) > 0 {
-		if _, err := (config.Loader{Kinds: im2.kinds}).Parse("imported", file); err != nil {
-			probs = append(probs, configProblems(err, out)...)
-		}
 	}
 	sort.SliceStable(probs, func(i, j int) bool {
 		a, b := probs[i], probs[j]
@@ -131,7 +131,46 @@ func (im Importer) Import(files []Input) (*Result, error) {
 		}
 		return a.Line < b.Line
 	})
-	return &Result{File: file, SLOs: len(out), Problems: probs}, nil
+	return &Result{File: file, SLOs: len(out), Problems: probs, LeftOut: left}, nil
+}
+
+// check writes the mapped SLOs as a file and checks it as `fusebox config
+// check` does (config.Loader.Parse, then config.WorkerConfig, which builds
+// each SLO's processor); each SLO it refuses becomes problems of its
+// document and is left out, and the rest is written and checked again,
+// until the file loads. A refusal of no one SLO leaves them all out. It
+// returns the file, the SLOs in it and the SLOs left out ("FILE: document
+// N (SLO NAME)").
+func (im *importer) check(out []built, probs *Problems) ([]byte, []built, []string, error) {
+	var left []string
+	for {
+		file, err := writeFile(out)
+		if err != nil || len(out) == 0 {
+			return file, out, left, err
+		}
+		var bad map[int]bool
+		f, err := (config.Loader{Kinds: im.kinds}).Parse("imported", file)
+		if err != nil {
+			ps, idx := configProblems(err, out)
+			*probs = append(*probs, ps...)
+			bad = idx
+		} else if _, err := config.WorkerConfig(f); err != nil {
+			ps, idx := configProblems(err, out)
+			*probs = append(*probs, ps...)
+			bad = idx
+		} else {
+			return file, out, left, nil
+		}
+		var keep []built
+		for i, b := range out {
+			if len(bad) == 0 || bad[i] {
+				left = append(left, fmt.Sprintf("%s: document %d (SLO %s)", b.d.file, b.d.index, b.d.name))
+				continue
+			}
+			keep = append(keep, b)
+		}
+		out = keep
+	}
 }
 
 func fileOrder(files []Input, name string) int {
@@ -696,6 +735,7 @@ func (im *importer) condition(d *doc, spec *obj, path string, ann map[string]ann
 		d.refuse(cond.line("kind"), join(cp, "kind"), "want burnrate, got "+strconv.Quote(k))
 		c.ok = false
 	}
+	im.conditionOp(d, cond, c)
 	if f, ok := cond.num("threshold"); ok {
 		c.rule.Factor = f
 	} else {
@@ -710,11 +750,25 @@ func (im *importer) condition(d *doc, spec *obj, path string, ann map[string]ann
 		}
 		c.rule.Long = long
 		if a, ok := ann[annLong]; ok {
-			exact, err := time.ParseDuration(a.value)
-			if sh, _ := shorthand(exact.Truncate(time.Minute) + time.Minute); err == nil && sh == s {
+			// The exact long window, when it is no whole number of
+			// minutes: export writes lookbackWindow rounded up to the
+			// minute. One that no longer rounds to lookbackWindow (an
+			// edited window) is refused, not dropped: the rule keeps
+			// lookbackWindow.
+			exact, perr := time.ParseDuration(a.value)
+			up := exact
+			if up%time.Minute != 0 {
+				up = exact.Truncate(time.Minute) + time.Minute
+			}
+			switch {
+			case perr != nil || exact <= 0:
+				d.refuse(a.line, a.path, fmt.Sprintf("want a positive duration such as 90s, got %q", a.value))
+			case err != nil:
+			case up != long:
+				sh, _ := shorthand(up)
+				d.refuse(a.line, a.path, fmt.Sprintf("%s goes with lookbackWindow %s, but lookbackWindow is %s: edit one of them, or drop the annotation (lookbackWindow is then the long window)", a.value, sh, s))
+			default:
 				c.rule.Long = exact
-			} else if err != nil {
-				d.refuse(a.line, a.path, "want a duration such as 90s: "+err.Error())
 			}
 		}
 	} else {
@@ -741,6 +795,32 @@ func (im *importer) condition(d *doc, spec *obj, path string, ann map[string]ann
 		}
 	}
 	return c
+}
+
+// conditionOp reads a burnrate condition's op: gt is what fusebox does
+// (it breaches when the burn rate exceeds the factor); gte is taken as gt
+// with a note (fusebox compares strictly: a burn rate exactly at the
+// factor does not breach); lt and lte would alert on a low burn rate and
+// are refused. A condition without op is taken as gt with a note: the
+// OpenSLO v1 README had no op on AlertConditions before it made op
+// required for kind burnrate, and files written then (and Sloth-era
+// tools) leave it out; a burn-rate alert means "burning too fast".
+func (im *importer) conditionOp(d *doc, cond *obj, c *condIn) {
+	p := join(cond.path, "op")
+	op, ok := cond.str("op")
+	switch {
+	case !ok: // absent or null (a value that is no string is refused by str)
+		d.note(cond.n.Line, p, "missing (OpenSLO v1 requires it for kind burnrate): read as gt, fusebox breaches when the burn rate exceeds the threshold")
+	case op == opBurn:
+	case op == "gte":
+		d.note(cond.line("op"), p, "read as gt: fusebox compares strictly (a burn rate exactly at the threshold does not breach)")
+	case op == "lt" || op == "lte":
+		d.refuse(cond.line("op"), p, fmt.Sprintf("%s is not mapped: fusebox breaches when the burn rate exceeds the threshold (op gt), not when it is below it", op))
+		c.ok = false
+	default:
+		d.refuse(cond.line("op"), p, fmt.Sprintf("want gt (or gte; OpenSLO's ops are lte, gte, lt, gt), got %q", op))
+		c.ok = false
+	}
 }
 
 // readV1Alpha reads an openslo/v1alpha SLO document (as Sloth reads it):
@@ -988,6 +1068,16 @@ func (im *importer) build(in *sloIn) (built, bool) {
 	for name, a := range in.ann {
 		switch name {
 		case annKind, annMatch:
+			continue
+		case annName:
+			// The fusebox name, when export slugged it: it must still
+			// be one export would write metadata.name as.
+			if a.value == "" || !nameFits(a.value, in.name) {
+				want, _ := slug(a.value)
+				d.refuse(a.line, a.path, fmt.Sprintf("the fusebox name %q goes with metadata.name %q (or %q), but metadata.name is %q: edit one of them, or drop the annotation", a.value, want, hashed(a.value), in.name))
+				continue
+			}
+			b.name = a.value
 			continue
 		}
 		if contains(mapped[k.Name], name) {
@@ -1253,9 +1343,12 @@ func allScalars(n *yaml.Node) bool {
 }
 
 // configProblems turns the errors of checking the imported file into
-// problems of the SLO documents: "slos[2].tail.p" is the third SLO's.
-func configProblems(err error, slos []built) Problems {
+// problems of the SLO documents: "slos[2].tail.p" is the third SLO's
+// (config.Error), as is "slos[2] name: reason" (config.WorkerConfig's). It
+// returns the indices of the SLOs with a problem too.
+func configProblems(err error, slos []built) (Problems, map[int]bool) {
 	var out Problems
+	bad := map[int]bool{}
 	var errs []error
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		errs = j.Unwrap()
@@ -1266,7 +1359,16 @@ func configProblems(err error, slos []built) Problems {
 	for _, e := range errs {
 		var ce *config.Error
 		if !errors.As(e, &ce) {
-			out = append(out, &Problem{Reason: e.Error()})
+			if m := workerRE.FindStringSubmatch(e.Error()); m != nil {
+				if i, _ := strconv.Atoi(m[1]); i < len(slos) {
+					b := slos[i]
+					bad[i] = true
+					out = append(out, &Problem{File: b.d.file, Document: b.d.index, Kind: "SLO", Name: b.d.name,
+						Field: "(fusebox " + b.kind.Name + ")", Reason: m[2]})
+					continue
+				}
+			}
+			out = append(out, &Problem{File: "(imported)", Reason: e.Error()})
 			continue
 		}
 		m := re.FindStringSubmatch(ce.Field)
@@ -1279,8 +1381,12 @@ func configProblems(err error, slos []built) Problems {
 			continue
 		}
 		b := slos[i]
+		bad[i] = true
 		out = append(out, &Problem{File: b.d.file, Document: b.d.index, Kind: "SLO", Name: b.d.name,
 			Field: "(fusebox " + b.kind.Name + ") " + strings.TrimPrefix(m[2], b.kind.Name+"."), Reason: ce.Reason})
 	}
-	return out
+	return out, bad
 }
+
+// workerRE matches config.WorkerConfig's errors of one SLO: "slos[2] NAME: REASON".
+var workerRE = regexp.MustCompile(`^slos\[(\d+)\] [^:]*: (.*)$`)

@@ -124,7 +124,7 @@ func TestImportSpecExamples(t *testing.T) {
 // mappedFields extracts, per SLO name, the OpenSLO fields that import maps
 // (v1 or v1alpha, references resolved): service, target, op, value, the
 // window, the SLI's kind and fusebox source, and the burn-rate
-// conditions.
+// conditions (severity, op, threshold, lookbackWindow).
 func mappedFields(t *testing.T, data []byte) map[string]map[string]string {
 	t.Helper()
 	var docs []map[string]any
@@ -223,7 +223,7 @@ func mappedFields(t *testing.T, data []byte) map[string]map[string]string {
 			}
 			cs := m(c["spec"])
 			cond := m(cs["condition"])
-			conds = append(conds, fmt.Sprintf("%v %v %v", cs["severity"], cond["threshold"], cond["lookbackWindow"]))
+			conds = append(conds, fmt.Sprintf("%v %v %v %v", cs["severity"], cond["op"], cond["threshold"], cond["lookbackWindow"]))
 		}
 		sort.Strings(conds)
 		f["conditions"] = strings.Join(conds, "; ")

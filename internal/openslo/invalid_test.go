@@ -3,6 +3,8 @@ package openslo
 import (
 	"strings"
 	"testing"
+
+	"github.com/fusebox-dev/fusebox/internal/config"
 )
 
 // sloDoc is a valid v1 burn-rate SLO with its SLI inlined; the invalid
@@ -81,6 +83,7 @@ spec:
   severity: page
   condition:
     kind: burnrate
+    op: gt
     threshold: 14.4
     lookbackWindow: 1h
     alertAfter: 0m
@@ -131,11 +134,16 @@ func TestImportInvalid(t *testing.T) {
 		{"unknown statistic", latencyDoc, "metric: duration_ms", "metric: duration_ms\n            statistic: p50", `f.yaml:11: document 1 (SLO lat): spec.indicator.spec: unknown statistic "p50"`},
 		{"latency with alert policies", latencyDoc, "      target: 0.999\n", "      target: 0.999\n  alertPolicies: []\n", "document 1 (SLO lat): spec.alertPolicies: only burn-rate SLOs have alert policies"},
 		{"severity", valid, "severity: page", "severity: sev1", `f.yaml:46: document 3 (AlertCondition api-page): spec.severity: want page or ticket (fusebox's two burn-rate verdicts), got "sev1"`},
-		{"alert after", valid, "alertAfter: 0m", "alertAfter: 5m", "f.yaml:51: document 3 (AlertCondition api-page): spec.condition.alertAfter: a hold-down is not mapped"},
+		{"alert after", valid, "alertAfter: 0m", "alertAfter: 5m", "f.yaml:52: document 3 (AlertCondition api-page): spec.condition.alertAfter: a hold-down is not mapped"},
 		{"condition kind", valid, "kind: burnrate", "kind: threshold", `f.yaml:48: document 3 (AlertCondition api-page): spec.condition.kind: want burnrate, got "threshold"`},
+		{"condition op lte", valid, "op: gt", "op: lte", "f.yaml:49: document 3 (AlertCondition api-page): spec.condition.op: lte is not mapped: fusebox breaches when the burn rate exceeds the threshold (op gt)"},
+		{"condition op lt", valid, "op: gt", "op: lt", "f.yaml:49: document 3 (AlertCondition api-page): spec.condition.op: lt is not mapped"},
+		{"condition op unknown", valid, "op: gt", "op: above", `f.yaml:49: document 3 (AlertCondition api-page): spec.condition.op: want gt (or gte; OpenSLO's ops are lte, gte, lt, gt), got "above"`},
 		{"no threshold", valid, "    threshold: 14.4\n", "", "document 3 (AlertCondition api-page): spec.condition.threshold: required: the burn rate factor"},
 		{"no lookback", valid, "    lookbackWindow: 1h\n", "", "document 3 (AlertCondition api-page): spec.condition.lookbackWindow: required: the long window"},
 		{"bad short window", valid, "  name: api-page\nspec:\n  severity", "  name: api-page\n  annotations:\n    fusebox.dev/short_window: soon\nspec:\n  severity", `f.yaml:46: document 3 (AlertCondition api-page): metadata.annotations["fusebox.dev/short_window"]: want a positive duration such as 5m, got "soon"`},
+		{"long window edited", valid, "  name: api-page\nspec:\n  severity", "  name: api-page\n  annotations:\n    fusebox.dev/long_window: 1h30s\nspec:\n  severity", `f.yaml:46: document 3 (AlertCondition api-page): metadata.annotations["fusebox.dev/long_window"]: 1h30s goes with lookbackWindow 61m, but lookbackWindow is 1h: edit one of them, or drop the annotation`},
+		{"bad long window", valid, "  name: api-page\nspec:\n  severity", "  name: api-page\n  annotations:\n    fusebox.dev/long_window: later\nspec:\n  severity", `f.yaml:46: document 3 (AlertCondition api-page): metadata.annotations["fusebox.dev/long_window"]: want a positive duration such as 90s, got "later"`},
 		{"not breaching", valid, "alertWhenBreaching: true", "alertWhenBreaching: false", "f.yaml:36: document 2 (AlertPolicy api-page): spec.alertWhenBreaching: fusebox breaches whenever the condition holds"},
 		{"two conditions", valid, "    - conditionRef: api-page\n", "    - conditionRef: api-page\n    - conditionRef: api-page\n", "f.yaml:37: document 2 (AlertPolicy api-page): spec.conditions: want exactly one condition (OpenSLO allows one), got 2"},
 		{"missing policy", valid, "alertPolicyRef: api-page", "alertPolicyRef: api-paging", `f.yaml:29: document 1 (SLO api): spec.alertPolicies[0].alertPolicyRef: no AlertPolicy named "api-paging" in the files`},
@@ -161,5 +169,63 @@ func TestImportInvalid(t *testing.T) {
 				t.Errorf("problems:\n%s\nwant one with %q", res.Problems.Error(), want)
 			}
 		})
+	}
+}
+
+// TestImportConditionOp: a burnrate condition's op gt imports without a
+// problem; gte, and no op (the OpenSLO README before op was required),
+// import as gt with a note; lt and lte are refused (TestImportInvalid)
+// and the rule is left out.
+func TestImportConditionOp(t *testing.T) {
+	valid := sloDoc + policyDocs
+	for _, c := range []struct {
+		name, to, note string
+	}{
+		{"gt", "op: gt", ""},
+		{"gte", "op: gte", "f.yaml:49: document 3 (AlertCondition api-page): spec.condition.op: note: read as gt: fusebox compares strictly"},
+		{"absent", "", "f.yaml:48: document 3 (AlertCondition api-page): spec.condition.op: note: missing (OpenSLO v1 requires it for kind burnrate): read as gt"},
+		{"lte", "op: lte", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			data := strings.Replace(valid, "    op: gt\n", "    "+c.to+"\n", 1)
+			if c.to == "" {
+				data = strings.Replace(valid, "    op: gt\n", "", 1)
+			}
+			res, err := Importer{}.Import([]Input{{Name: "f.yaml", Data: []byte(data)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.name == "lte" {
+				if len(res.Problems.Refused()) == 0 || strings.Contains(string(res.File), "factor: 14.4") {
+					t.Errorf("lte: want refused and the rule left out:\n%s\n%s", res.Problems.Error(), res.File)
+				}
+				return
+			}
+			if len(res.Problems.Refused()) > 0 {
+				t.Fatalf("refused:\n%s", res.Problems.Error())
+			}
+			if got := res.Problems.Error(); (c.note == "") != (got == "") || !strings.Contains(got, c.note) {
+				t.Errorf("problems:\n%s\nwant %q", got, c.note)
+			}
+			if !strings.Contains(string(res.File), "factor: 14.4") {
+				t.Errorf("the rule is not imported:\n%s", res.File)
+			}
+		})
+	}
+}
+
+// TestExportConditionOp: export writes op gt on every burnrate condition,
+// as OpenSLO v1 requires.
+func TestExportConditionOp(t *testing.T) {
+	f, err := config.Parse("f.yaml", []byte("slos:\n  - name: api\n    burnrate: {target: 0.999}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Export(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, m := strings.Count(string(out), "kind: AlertCondition\n"), strings.Count(string(out), "    kind: burnrate\n    op: gt\n"); n != 4 || m != 4 {
+		t.Errorf("%d conditions, %d with op gt; want 4 and 4:\n%s", n, m, out)
 	}
 }

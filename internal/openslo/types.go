@@ -27,6 +27,7 @@ const (
 	annKind  = "kind"         // the fusebox SLO kind: tail, burnrate, ...
 	annMatch = "match"        // the SLO's match, flow YAML ({} for every key)
 	annShort = "short_window" // an AlertCondition's short window (burnrate)
+	annName  = "name"         // the SLO's fusebox name, when its metadata.name is its RFC 1123 slug
 )
 
 // document is one OpenSLO v1 document.
@@ -114,8 +115,13 @@ type alertConditionSpec struct {
 	Condition   burnRateCondition `yaml:"condition"`
 }
 
+// burnRateCondition is a burnrate AlertCondition's condition. Op is
+// required for kind burnrate by the OpenSLO v1 README; export writes gt:
+// fusebox's rule fires when the burn rate exceeds the factor
+// (processors/burnrate compares long > factor and short > factor).
 type burnRateCondition struct {
 	Kind           string  `yaml:"kind"`
+	Op             string  `yaml:"op"`
 	Threshold      float64 `yaml:"threshold"`
 	LookbackWindow string  `yaml:"lookbackWindow"`
 	AlertAfter     string  `yaml:"alertAfter"`
