@@ -1,5 +1,7 @@
 package processors
 
+import "strings"
+
 // MethodNoSamples labels the insufficient_data verdicts of a key whose
 // calls matched the SLO but carried no value of its metric (a ttft_ms SLO
 // on spans without time to first token, a decay SLO on spans without an
@@ -23,3 +25,16 @@ const (
 // must hold calls without the metric and no sample before the
 // no_samples verdict.
 const DefaultNoSamplesEvaluations = 5
+
+// MetricOf is the span metric a verdict metric is named for: the Metric
+// that is the name or its suffix after an underscore ("p999_ttft_ms" →
+// ttft_ms, "canary_ks_confidence" → confidence, "decline_alignment" →
+// alignment); false when none is (e.g. "burn_rate").
+func MetricOf(verdictMetric string) (Metric, bool) {
+	for _, m := range Metrics {
+		if verdictMetric == string(m) || strings.HasSuffix(verdictMetric, "_"+string(m)) {
+			return m, true
+		}
+	}
+	return "", false
+}
