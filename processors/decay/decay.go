@@ -41,6 +41,15 @@
 // minutes and extrapolated to the window is mostly noise), or all scores at
 // one instant (method "degenerate_times").
 //
+// Spans without a score are counted per key and slot of Every
+// (processors/internal/nosamples): a key whose window holds such calls and
+// no score for NoSamplesEvaluations evaluations in a row (default 5) gets,
+// at each evaluation while that lasts, a verdict of status
+// insufficient_data, method "no_samples", N 0, details calls, evaluations
+// and no_samples_evaluations, and Evidence.Scopes naming the
+// instrumentation scopes of those calls: the SLO is blind there, and says
+// so.
+//
 // Memory per key: (Window/Every + 1) slots of at most MaxSamplesPerSlot
 // scores of 24 bytes: 13 × 200 × 24 ≈ 62 KB with the defaults under heavy
 // traffic.
