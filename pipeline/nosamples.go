@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/internal/observe"
-	"github.com/fusebox-dev/fusebox/processors/tail"
+	"github.com/fusebox-dev/fusebox/processors"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -16,11 +16,11 @@ import (
 const noSamplesWarnEvery = 10 * time.Minute
 
 // noSamplesWatch makes the verdicts of an SLO that is blind — its matched
-// keys get calls but no samples of its metric, tail's no_samples verdicts
-// — loud: a WARN naming the SLO, the metric, the calls and the
-// instrumentation scopes seen, the first time per SLO and then at most
-// every noSamplesWarnEvery, and the counter fusebox_slo_no_samples_total
-// {slo}. The verdicts themselves come from the processor (deterministic,
+// keys get calls but no samples of its metric, the no_samples verdicts of
+// tail, drift and decay — loud: a WARN naming the SLO, the metric, the
+// calls and the instrumentation scopes seen, the first time per SLO and
+// then at most every noSamplesWarnEvery, and the counter
+// fusebox_slo_no_samples_total{slo}. The verdicts themselves come from the processor (deterministic,
 // in every sink); this is the pipeline's wall-clock side.
 type noSamplesWatch struct {
 	log *slog.Logger // nil: no lines
@@ -34,7 +34,7 @@ type noSamplesWatch struct {
 func (w *noSamplesWatch) observe(vs []schemas.Verdict, now time.Time) {
 	for i := range vs {
 		v := &vs[i]
-		if v.Method != tail.MethodNoSamples {
+		if v.Method != processors.MethodNoSamples {
 			continue
 		}
 		w.mu.Lock()
@@ -51,15 +51,15 @@ func (w *noSamplesWatch) observe(vs []schemas.Verdict, now time.Time) {
 		if !due || w.log == nil {
 			continue
 		}
-		calls, _ := v.Detail(tail.DetailCalls)
-		evals, _ := v.Detail(tail.DetailEvaluations)
+		calls, _ := v.Detail(processors.DetailNoSamplesCalls)
+		evals, _ := v.Detail(processors.DetailNoSamplesRun)
 		scopes := "unknown"
 		if v.Evidence != nil && len(v.Evidence.Scopes) > 0 {
 			scopes = strings.Join(v.Evidence.Scopes, ",")
 		}
 		metric := v.Metric
-		if _, m, ok := strings.Cut(v.Metric, "_"); ok {
-			metric = m // p999_ttft_ms → ttft_ms
+		if m, ok := processors.MetricOf(v.Metric); ok {
+			metric = string(m) // p999_ttft_ms → ttft_ms, decline_alignment → alignment
 		}
 		w.log.Warn("SLO gets calls but no samples of its metric: it cannot judge them (do the spans carry it? see the instrumentation scopes)",
 			"slo", v.SLO, "metric", metric, "key", v.Key.String(), "calls", int64(calls), "evaluations", int64(evals),
@@ -74,7 +74,7 @@ func (w *noSamplesWatch) collect(s *observe.Snapshot) {
 	defer w.mu.Unlock()
 	for slo, n := range w.counts {
 		s.Extra = append(s.Extra, observe.Sample{Name: "fusebox_slo_no_samples_total",
-			Help: "no_samples verdicts per SLO: evaluations of a key whose calls matched the SLO but carried no value of its metric (e.g. ttft_ms on spans without time to first token) for tail.no_samples_evaluations evaluations in a row.",
+			Help: "no_samples verdicts per SLO: evaluations of a key whose calls matched the SLO but carried no value of its metric (e.g. ttft_ms on spans without time to first token) for the SLO's no_samples_evaluations evaluations in a row (tail, drift, decay).",
 			Kind: observe.CounterSample, Value: float64(n), Labels: []observe.Label{{Name: "slo", Value: slo}}})
 	}
 }

@@ -27,8 +27,8 @@ type Evidence struct {
 	Exceedances Points
 	// Scopes are the instrumentation scopes (Span.Scope, "unknown" when
 	// the span had none) of the calls behind a verdict that found no
-	// sample of its metric (tail's no_samples): what wrote the spans that
-	// lack it. Sorted, at most a few.
+	// sample of its metric (the no_samples verdicts of tail, drift and
+	// decay): what wrote the spans that lack it. Sorted, at most a few.
 	Scopes []string
 }
 

@@ -1,6 +1,7 @@
 package decay
 
 import (
+	"encoding/json"
 	"strconv"
 	"time"
 
@@ -43,6 +44,35 @@ type Config struct {
 	// scratch and a few ms per evaluated key; Theil–Sen is the robustness
 	// check, OLS on every kept score gives the decline).
 	TheilSenMaxPoints int `yaml:"theil_sen_max_points"`
+	// NoSamplesEvaluations is how many evaluations in a row a key's window
+	// must hold calls without a score of the metric, and no score, before
+	// the key gets a no_samples verdict (status insufficient_data, method
+	// no_samples) at every evaluation while that lasts: the SLO is blind
+	// there (spans that carry no alignment score) and says so. Default 5.
+	// It only judges: editing it keeps the state, and at the default it is
+	// left out of the configuration hash (MarshalJSON), so that no file
+	// written before it existed changes its config version.
+	NoSamplesEvaluations int `yaml:"no_samples_evaluations"`
+}
+
+// MarshalJSON is the configuration hash's view of c (the config version
+// in every verdict id): NoSamplesEvaluations at its default is left out.
+func (c Config) MarshalJSON() ([]byte, error) {
+	type plain Config
+	if c.NoSamplesEvaluations != processors.DefaultNoSamplesEvaluations {
+		return json.Marshal(plain(c))
+	}
+	return json.Marshal(struct {
+		Metric            processors.Metric
+		Window            time.Duration
+		Every             time.Duration
+		Limit             float64
+		Alpha             float64
+		MinSamples        int
+		MinCoverage       float64
+		MaxSamplesPerSlot int
+		TheilSenMaxPoints int
+	}{c.Metric, c.Window, c.Every, c.Limit, c.Alpha, c.MinSamples, c.MinCoverage, c.MaxSamplesPerSlot, c.TheilSenMaxPoints})
 }
 
 // DefaultConfig returns the defaults listed on Config.
@@ -57,6 +87,8 @@ func DefaultConfig() Config {
 		MinCoverage:       0.5,
 		MaxSamplesPerSlot: 200,
 		TheilSenMaxPoints: 300,
+
+		NoSamplesEvaluations: processors.DefaultNoSamplesEvaluations,
 	}
 }
 
@@ -73,5 +105,6 @@ func (c *Config) Validate() error {
 	k.Fail(c.MaxSamplesPerSlot < 3, "max_samples_per_slot", "must be at least 3")
 	k.Fail(c.TheilSenMaxPoints < 3 || c.TheilSenMaxPoints > stats.MaxTheilSenPoints,
 		"theil_sen_max_points", "must be in [3, "+strconv.Itoa(stats.MaxTheilSenPoints)+"]")
+	k.Fail(c.NoSamplesEvaluations < 1, "no_samples_evaluations", "must be at least 1")
 	return k.Err()
 }

@@ -41,6 +41,15 @@
 // minutes and extrapolated to the window is mostly noise), or all scores at
 // one instant (method "degenerate_times").
 //
+// Spans without a score are counted per key and slot of Every
+// (processors/internal/nosamples): a key whose window holds such calls and
+// no score for NoSamplesEvaluations evaluations in a row (default 5) gets,
+// at each evaluation while that lasts, a verdict of status
+// insufficient_data, method "no_samples", N 0, details calls, evaluations
+// and no_samples_evaluations, and Evidence.Scopes naming the
+// instrumentation scopes of those calls: the SLO is blind there, and says
+// so.
+//
 // Memory per key: (Window/Every + 1) slots of at most MaxSamplesPerSlot
 // scores of 24 bytes: 13 × 200 × 24 ≈ 62 KB with the defaults under heavy
 // traffic.
@@ -53,6 +62,7 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/internal/nosamples"
 	"github.com/fusebox-dev/fusebox/processors/window"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/fusebox-dev/fusebox/stats"
@@ -86,6 +96,9 @@ type Processor struct {
 	win    int64
 	spanH  float64 // Window in hours
 	keys   map[schemas.Key]*window.Store
+	// unsampled counts the calls without a score (see
+	// processors.MethodNoSamples).
+	unsampled *nosamples.Tracker
 
 	// scratch reused across evaluations
 	samples []window.Sample
@@ -93,6 +106,7 @@ type Processor struct {
 	t, y    []float64
 	lt, ly  []float64
 	order   processors.KeyOrder
+	sampled map[schemas.Key]bool
 }
 
 // MetricName is the verdict metric: "decline_<metric>", e.g.
@@ -112,14 +126,17 @@ func New(meta processors.Meta, cfg Config) (*Processor, error) {
 		win:    int64(cfg.Window),
 		spanH:  float64(cfg.Window) / nsPerHour,
 		keys:   map[schemas.Key]*window.Store{},
+
+		unsampled: nosamples.New(int64(cfg.Every), int64(cfg.Window)),
+		sampled:   map[schemas.Key]bool{},
 	}, nil
 }
 
 // Interval is Config.Every.
 func (p *Processor) Interval() time.Duration { return p.cfg.Every }
 
-// Keys is the number of keys holding scores.
-func (p *Processor) Keys() int { return len(p.keys) }
+// Keys is the number of keys holding scores or calls without one.
+func (p *Processor) Keys() int { return len(p.keys) + p.unsampled.Len() }
 
 // Hooks: the processor judges probed keys on the traffic since their
 // probe's start (SetProbes).
@@ -128,11 +145,13 @@ func (p *Processor) Hooks() processors.Hooks { return processors.Hooks{SetProbes
 // ObserveCorrection ignores corrections.
 func (p *Processor) ObserveCorrection(*schemas.Correction) {}
 
-// ObserveSpan keeps the span's score (spans without one are skipped). It
+// ObserveSpan keeps the span's score. A span without one is no score: it
+// is counted as a call without it (see processors.MethodNoSamples). It
 // does not allocate once the key's current slot is full.
 func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 	v, ok := p.cfg.Metric.Value(s)
 	if !ok {
+		p.unsampled.Observe(key, s)
 		return
 	}
 	st := p.keys[key]
@@ -144,21 +163,34 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 }
 
 // Evaluate judges every key with scores in [now-Window, now), in key
-// order, then drops the slots no later window needs.
+// order, then drops the slots no later window needs; then it emits the
+// no_samples verdicts of the keys whose window holds calls without a
+// score and no score, for NoSamplesEvaluations evaluations in a row.
 func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 	from := now - p.win
+	clear(p.sampled)
 	for _, k := range processors.SortedKeys(p.keys, &p.order) {
 		st := p.keys[k]
 		var total int64
 		kf := p.probes.From(k, from)
 		p.samples, total = st.Collect(kf, now, p.samples[:0])
 		if total > 0 {
+			p.sampled[k] = true
 			emit.Verdict(p.judge(k, kf, now, total))
 		}
 		st.EvictBefore(now + p.every - p.win)
 		if st.Empty() {
 			delete(p.keys, k)
 		}
+	}
+	if p.unsampled.Len() > 0 {
+		need := p.cfg.NoSamplesEvaluations
+		p.unsampled.Evaluate(now, need, func(k schemas.Key) bool { return p.sampled[k] }, func(b nosamples.Blind) {
+			v := p.meta.NewVerdict(Name, p.metric, b.Key, from, now)
+			nosamples.Fill(&v, b, need)
+			v.Threshold = p.cfg.Limit
+			emit.Verdict(v)
+		})
 	}
 }
 

@@ -142,22 +142,28 @@ func TestInsufficientAndEviction(t *testing.T) {
 		s := proctest.NewSpan(r, keyLarge, "chat", t0+int64(i)*int64(time.Second), 100)
 		s.Alignment, s.Has = 0.8, schemas.HasAlignment
 		p.ObserveSpan(s.Key, &s)
-		s2 := proctest.NewSpan(r, keySmall, "chat", t0+int64(i)*int64(time.Second), 100) // no score: skipped
+		s2 := proctest.NewSpan(r, keySmall, "chat", t0+int64(i)*int64(time.Second), 100) // no score: a call without one
 		p.ObserveSpan(s2.Key, &s2)
 	}
 	var out proctest.Collector
 	p.Evaluate(t0+5*minute, &out)
 	if len(out.Verdicts) != 1 {
-		t.Fatalf("want 1 verdict (spans without a score are skipped), got\n%s", proctest.Lines(out.Verdicts, t0))
+		t.Fatalf("want 1 verdict (spans without a score are no scores; a no_samples verdict needs 5 evaluations), got\n%s", proctest.Lines(out.Verdicts, t0))
 	}
 	if v := out.Verdicts[0]; v.Status != schemas.StatusInsufficientData || v.Value != 0 || v.N != 10 {
 		t.Fatalf("got %s", proctest.Line(&v, t0))
 	}
-	// The scores stay in the window for an hour, then go.
+	// The scores stay in the window for an hour, then go; keySmall's run
+	// of evaluations with calls and no score (2) is kept until an
+	// evaluation finds none.
 	out = proctest.Collector{}
 	p.Evaluate(t0+hour, &out)
-	if len(out.Verdicts) != 1 || p.Keys() != 0 {
-		t.Fatalf("at +60m: %d verdicts, %d keys; want 1 and 0 (the slot leaves after this evaluation)", len(out.Verdicts), p.Keys())
+	if len(out.Verdicts) != 1 || p.Keys() != 1 {
+		t.Fatalf("at +60m: %d verdicts, %d keys; want 1 and 1 (the slot leaves after this evaluation, keySmall's run stays)", len(out.Verdicts), p.Keys())
+	}
+	p.Evaluate(t0+hour+5*minute, &proctest.Collector{})
+	if p.Keys() != 0 {
+		t.Fatalf("at +65m: %d keys, want 0", p.Keys())
 	}
 	// All scores at one instant: they span none of the window.
 	for range 40 {

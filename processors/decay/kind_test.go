@@ -9,5 +9,5 @@ import (
 // TestKindStateShape: every Config field shapes the windows (it is in
 // Config.StateShape) or only judges them (it is listed here).
 func TestKindStateShape(t *testing.T) {
-	proctest.CheckStateShape(t, Kind(), "Limit", "Alpha", "MinSamples", "MinCoverage", "TheilSenMaxPoints")
+	proctest.CheckStateShape(t, Kind(), "Limit", "Alpha", "MinSamples", "MinCoverage", "TheilSenMaxPoints", "NoSamplesEvaluations")
 }

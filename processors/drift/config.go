@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors"
@@ -68,6 +69,43 @@ type Config struct {
 	MinSamples int `yaml:"min_samples"`
 	// MaxSamplesPerSlot caps values kept per key per Every. Default 2000.
 	MaxSamplesPerSlot int `yaml:"max_samples_per_slot"`
+	// NoSamplesEvaluations is how many evaluations in a row the judged key
+	// must be blind before it gets a no_samples verdict (status
+	// insufficient_data, method no_samples) at every evaluation while that
+	// lasts, in place of its own verdict. Blind: in reference mode, the
+	// key's current window holds calls without a value of the metric and
+	// no value; in canary mode, the canary's current window does, or the
+	// canary has traffic and its baseline's window holds calls without a
+	// value and no value (what it is compared with is blind). Default 5.
+	// It only judges: editing it keeps the state, and at the default it is
+	// left out of the configuration hash (MarshalJSON), so that no file
+	// written before it existed changes its config version.
+	NoSamplesEvaluations int `yaml:"no_samples_evaluations"`
+}
+
+// MarshalJSON is the configuration hash's view of c (the config version
+// in every verdict id): NoSamplesEvaluations at its default is left out.
+func (c Config) MarshalJSON() ([]byte, error) {
+	type plain Config
+	if c.NoSamplesEvaluations != processors.DefaultNoSamplesEvaluations {
+		return json.Marshal(plain(c))
+	}
+	return json.Marshal(struct {
+		Metric            processors.Metric
+		IncludeErrors     bool
+		Mode              Mode
+		Window            time.Duration
+		Every             time.Duration
+		ReferenceWindow   time.Duration
+		CanaryVariant     string
+		BaselineVariant   string
+		Alpha             float64
+		Consecutive       int
+		MinEffect         float64
+		MinSamples        int
+		MaxSamplesPerSlot int
+	}{c.Metric, c.IncludeErrors, c.Mode, c.Window, c.Every, c.ReferenceWindow, c.CanaryVariant, c.BaselineVariant,
+		c.Alpha, c.Consecutive, c.MinEffect, c.MinSamples, c.MaxSamplesPerSlot})
 }
 
 // DefaultConfig returns the defaults listed on Config.
@@ -85,6 +123,8 @@ func DefaultConfig() Config {
 		MinEffect:         0.1,
 		MinSamples:        50,
 		MaxSamplesPerSlot: 2000,
+
+		NoSamplesEvaluations: processors.DefaultNoSamplesEvaluations,
 	}
 }
 
@@ -107,5 +147,6 @@ func (c *Config) Validate() error {
 	k.Fail(c.MinEffect < 0 || c.MinEffect >= 1, "min_effect", "must be in [0, 1)")
 	k.Fail(c.MinSamples < 5, "min_samples", "must be at least 5")
 	k.Fail(c.MaxSamplesPerSlot < 10, "max_samples_per_slot", "must be at least 10")
+	k.Fail(c.NoSamplesEvaluations < 1, "no_samples_evaluations", "must be at least 1")
 	return k.Err()
 }

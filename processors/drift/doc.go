@@ -66,7 +66,18 @@
 // least one value in the windows compared: in reference mode a key that
 // went silent reports insufficient_data until its reference window is
 // empty. Spans without the metric, or with a NaN or infinite value, are
-// skipped.
+// no values: they are counted per key and slot of Every
+// (processors/internal/nosamples). A judged key that is blind for
+// NoSamplesEvaluations evaluations in a row (default 5) gets, at each
+// evaluation while that lasts and in place of its own verdict, a verdict
+// of status insufficient_data, Method "no_samples", N 0, details calls,
+// evaluations and no_samples_evaluations, and Evidence.Scopes naming the
+// instrumentation scopes of those calls. Blind: in reference mode, the
+// key's current window holds calls without a value and no value; in
+// canary mode, the canary's does, or the canary has traffic and its
+// baseline's current window holds calls without a value and no value
+// (calls then counts the side(s) without a value). Its streak starts
+// over.
 //
 // # Memory
 //

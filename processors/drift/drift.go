@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/internal/nosamples"
 	"github.com/fusebox-dev/fusebox/processors/window"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
@@ -22,11 +23,17 @@ type Processor struct {
 	span int64
 
 	keys map[schemas.Key]*keyState
+	// unsampled counts the calls without a value of the metric (see
+	// processors.MethodNoSamples), per key over the current window.
+	unsampled *nosamples.Tracker
 
 	// Scratch reused across evaluations (not state: never snapshotted).
 	bufA, bufB []window.Sample
 	xs, ys     []float64
 	order      processors.KeyOrder
+	jorder     processors.KeyOrder      // the judged keys (judgedKeys)
+	judged     map[schemas.Key]struct{} // scratch of judgedKeys
+	scopes     []string
 	pool       window.Pool // recycles the arrays of evicted slots
 }
 
@@ -60,6 +67,9 @@ func New(meta processors.Meta, cfg Config) (*Processor, error) {
 		window: int64(cfg.Window),
 		span:   span,
 		keys:   make(map[schemas.Key]*keyState),
+
+		unsampled: nosamples.New(int64(cfg.Every), int64(cfg.Window)),
+		judged:    map[schemas.Key]struct{}{},
 	}, nil
 }
 
@@ -76,8 +86,8 @@ func MetricName(cfg Config) string {
 // Interval is Every.
 func (p *Processor) Interval() time.Duration { return p.cfg.Every }
 
-// Keys is the number of keys holding state.
-func (p *Processor) Keys() int { return len(p.keys) }
+// Keys is the number of keys holding values, or calls without one.
+func (p *Processor) Keys() int { return len(p.keys) + p.unsampled.Len() }
 
 // Hooks is the zero Hooks: the processor has no relay with the others.
 func (p *Processor) Hooks() processors.Hooks { return processors.Hooks{} }
@@ -85,10 +95,12 @@ func (p *Processor) Hooks() processors.Hooks { return processors.Hooks{} }
 // ObserveCorrection ignores corrections.
 func (p *Processor) ObserveCorrection(*schemas.Correction) {}
 
-// ObserveSpan adds the span's metric value to key's window. Spans without
-// the metric or with a NaN or infinite value are skipped; in canary mode,
-// so are spans whose variant is neither CanaryVariant nor BaselineVariant;
-// failed calls are skipped on a latency metric unless IncludeErrors.
+// ObserveSpan adds the span's metric value to key's window. In canary
+// mode spans whose variant is neither CanaryVariant nor BaselineVariant
+// are skipped; failed calls are skipped on a latency metric unless
+// IncludeErrors. Spans without the metric, or with a NaN or infinite
+// value, are no values: they are counted as calls without it (see
+// processors.MethodNoSamples).
 func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 	if p.cfg.Mode == ModeCanary && key.Variant != p.cfg.CanaryVariant && key.Variant != p.cfg.BaselineVariant {
 		return
@@ -98,6 +110,7 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 	}
 	v, ok := p.cfg.Metric.FiniteValue(s)
 	if !ok {
+		p.unsampled.Observe(key, s)
 		return
 	}
 	ks := p.keys[key]
@@ -109,16 +122,19 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 }
 
 // Evaluate emits, in key order, one verdict per key (reference mode) or per
-// canary key (canary mode) with data in the windows it compares, updates
-// the k-consecutive counters, then drops the slots no later evaluation
-// needs and the keys left empty.
+// canary key (canary mode) with data in the windows it compares, or a
+// no_samples verdict in its place while the key is blind (see
+// Config.NoSamplesEvaluations), updates the k-consecutive counters, then
+// drops the slots no later evaluation needs and the keys left empty.
 func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
-	keys := processors.SortedKeys(p.keys, &p.order)
+	judged := p.judgedKeys()
 	if p.cfg.Mode == ModeCanary {
-		p.evaluateCanary(now, keys, emit)
+		p.evaluateCanary(now, judged, emit)
 	} else {
-		p.evaluateReference(now, keys, emit)
+		p.evaluateReference(now, judged, emit)
 	}
+	p.unsampled.Evict(now)
+	keys := processors.SortedKeys(p.keys, &p.order)
 	cut := now + p.every - p.span
 	for _, k := range keys {
 		ks := p.keys[k]
@@ -130,26 +146,31 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 }
 
 // evaluateReference compares each key's [now-Window, now) with its
-// [now-Window-ReferenceWindow, now-Window).
+// [now-Window-ReferenceWindow, now-Window), or says it is blind.
 func (p *Processor) evaluateReference(now int64, keys []schemas.Key, emit processors.Emitter) {
 	curFrom := now - p.window
 	refFrom := curFrom - int64(p.cfg.ReferenceWindow)
 	for _, k := range keys {
 		ks := p.keys[k]
-		xs, okCur := ks.cur.Values(&ks.store, curFrom, now)
-		ys, okRef := ks.ref.Values(&ks.store, refFrom, curFrom)
-		if !okCur || !okRef {
-			var nCur, nRef int64
-			p.bufA, nCur, _ = ks.store.CollectUniform(curFrom, now, p.bufA)
-			p.bufB, nRef, _ = ks.store.CollectUniform(refFrom, curFrom, p.bufB)
-			if nCur+nRef == 0 {
-				ks.consecutive = 0
-				continue
+		var xs, ys []float64
+		if ks != nil {
+			xs, ys = p.sides(&ks.store, &ks.cur, curFrom, now, &ks.store, &ks.ref, refFrom, curFrom)
+		}
+		var calls int64
+		scopes := p.scopes[:0]
+		if len(xs) == 0 {
+			if calls = p.unsampled.Calls(k, now); calls > 0 {
+				scopes = p.unsampled.Scopes(scopes, k)
 			}
-			p.xs = sortedValues(p.xs, p.bufA)
-			p.ys = sortedValues(p.ys, p.bufB)
-			xs, ys = p.xs, p.ys
-		} else if len(xs)+len(ys) == 0 {
+		}
+		p.scopes = scopes
+		if p.blind(k, calls, scopes, curFrom, now, emit) || ks == nil {
+			if ks != nil {
+				ks.consecutive = 0
+			}
+			continue
+		}
+		if len(xs)+len(ys) == 0 {
 			ks.consecutive = 0
 			continue
 		}
@@ -159,43 +180,111 @@ func (p *Processor) evaluateReference(now int64, keys []schemas.Key, emit proces
 	}
 }
 
+// sides returns the sorted values of a's [aFrom, aTo) and of b's
+// [bFrom, bTo) (b nil: none), from the caches ac and bc when they hold
+// them, else by CollectUniform.
+func (p *Processor) sides(a *window.Store, ac *window.SortedRange, aFrom, aTo int64, b *window.Store, bc *window.SortedRange, bFrom, bTo int64) (xs, ys []float64) {
+	xs, ok := ac.Values(a, aFrom, aTo)
+	if ok && b != nil {
+		ys, ok = bc.Values(b, bFrom, bTo)
+	}
+	if ok {
+		return xs, ys
+	}
+	p.bufA, _, _ = a.CollectUniform(aFrom, aTo, p.bufA)
+	p.bufB = p.bufB[:0]
+	if b != nil {
+		p.bufB, _, _ = b.CollectUniform(bFrom, bTo, p.bufB)
+	}
+	p.xs = sortedValues(p.xs, p.bufA)
+	p.ys = sortedValues(p.ys, p.bufB)
+	return p.xs, p.ys
+}
+
 // evaluateCanary compares each canary key's [now-Window, now) with the same
-// window of its baseline key (the key with Variant = BaselineVariant).
+// window of its baseline key (the key with Variant = BaselineVariant), or
+// says it is blind.
 func (p *Processor) evaluateCanary(now int64, keys []schemas.Key, emit processors.Emitter) {
 	from := now - p.window
 	for _, k := range keys {
-		if k.Variant != p.cfg.CanaryVariant {
-			continue
-		}
 		ks := p.keys[k]
 		base := k
 		base.Variant = p.cfg.BaselineVariant
 		bs := p.keys[base]
-		xs, ok := ks.cur.Values(&ks.store, from, now)
-		var ys []float64
-		if ok && bs != nil {
-			ys, ok = bs.cur.Values(&bs.store, from, now)
-		}
-		if !ok {
-			var nCur int64
-			p.bufA, nCur, _ = ks.store.CollectUniform(from, now, p.bufA)
-			if nCur == 0 {
-				ks.consecutive = 0
-				continue
-			}
-			p.bufB = p.bufB[:0]
+		var xs, ys []float64
+		if ks != nil {
+			var bstore *window.Store
+			var bcache *window.SortedRange
 			if bs != nil {
-				p.bufB, _, _ = bs.store.CollectUniform(from, now, p.bufB)
+				bstore, bcache = &bs.store, &bs.cur
 			}
-			p.xs = sortedValues(p.xs, p.bufA)
-			p.ys = sortedValues(p.ys, p.bufB)
-			xs, ys = p.xs, p.ys
-		} else if len(xs) == 0 {
-			ks.consecutive = 0
+			xs, ys = p.sides(&ks.store, &ks.cur, from, now, bstore, bcache, from, now)
+		} else if bs != nil {
+			// Only the baseline's emptiness matters here.
+			ys, _ = p.sides(&bs.store, &bs.cur, from, now, nil, nil, 0, 0)
+		}
+		// The canary is blind when its calls carry no value; so is what it
+		// is compared with, when the canary has traffic and the baseline's
+		// calls carry none.
+		var calls int64
+		scopes := p.scopes[:0]
+		if len(xs) == 0 {
+			if c := p.unsampled.Calls(k, now); c > 0 {
+				calls += c
+				scopes = p.unsampled.Scopes(scopes, k)
+			}
+		}
+		if len(ys) == 0 && (len(xs) > 0 || calls > 0) {
+			if c := p.unsampled.Calls(base, now); c > 0 {
+				calls += c
+				scopes = p.unsampled.Scopes(scopes, base)
+			}
+		}
+		p.scopes = scopes
+		if p.blind(k, calls, scopes, from, now, emit) || ks == nil || len(xs) == 0 {
+			if ks != nil {
+				ks.consecutive = 0
+			}
 			continue
 		}
 		v := p.meta.NewVerdict(Name, p.metric, k, from, now)
 		p.judge(&v, ks, xs, ys, true)
 		emit.Verdict(v)
 	}
+}
+
+// blind advances k's run of blind evaluations (calls > 0: calls without
+// a value of the metric where a side has none) and, from the
+// NoSamplesEvaluations-th in a row on, emits the no_samples verdict of k
+// and reports true: k gets no verdict of its own at this evaluation.
+func (p *Processor) blind(k schemas.Key, calls int64, scopes []string, from, now int64, emit processors.Emitter) bool {
+	run := p.unsampled.Advance(k, calls > 0)
+	need := p.cfg.NoSamplesEvaluations
+	if calls == 0 || run < int64(need) {
+		return false
+	}
+	v := p.meta.NewVerdict(Name, p.metric, k, from, now)
+	nosamples.Fill(&v, nosamples.Blind{Key: k, Calls: calls, Evaluations: run, Scopes: scopes}, need)
+	v.Threshold = p.cfg.MinEffect
+	emit.Verdict(v)
+	return true
+}
+
+// judgedKeys lists, in Key.String order, the keys that may get a
+// verdict: every key with values or calls without one (reference mode),
+// the canary keys among them (canary mode).
+func (p *Processor) judgedKeys() []schemas.Key {
+	clear(p.judged)
+	canary := p.cfg.Mode == ModeCanary
+	for k := range p.keys {
+		if !canary || k.Variant == p.cfg.CanaryVariant {
+			p.judged[k] = struct{}{}
+		}
+	}
+	for _, k := range p.unsampled.Keys() {
+		if !canary || k.Variant == p.cfg.CanaryVariant {
+			p.judged[k] = struct{}{}
+		}
+	}
+	return processors.SortedKeys(p.judged, &p.jorder)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/internal/nosamples"
 	"github.com/fusebox-dev/fusebox/processors/snapcodec"
 	"github.com/fusebox-dev/fusebox/processors/window"
 	"github.com/fusebox-dev/fusebox/schemas"
@@ -12,39 +13,55 @@ import (
 // ErrSnapshot is wrapped by every UnmarshalBinary error.
 var ErrSnapshot = errors.New("drift: bad snapshot")
 
-// snapshotFormat is the snapshot's header; version 1 was the layout before
+// snapshotFormat is the snapshot's header. Version 3 adds, after the
+// keys, the calls without a value of the metric (nosamples.Tracker);
+// version 2 (none such) is still read; version 1 was the layout before
 // the shared codec.
-var snapshotFormat = snapcodec.Format{Name: "fusebox.drift", Version: 2, Err: ErrSnapshot}
+var (
+	snapshotFormat   = snapcodec.Format{Name: "fusebox.drift", Version: 3, Err: ErrSnapshot}
+	snapshotFormatV2 = snapcodec.Format{Name: "fusebox.drift", Version: 2, Err: ErrSnapshot}
+)
 
 // MarshalBinary snapshots every key in the snapcodec layout: the header,
 // then the keys in Key.String order, each with its k-consecutive counter
-// (U32) and its window.Store (Store.Encode). Equal states give equal
-// bytes. It never fails.
+// (U32) and its window.Store (Store.Encode), then the calls without a
+// value (nosamples.Tracker.Encode). Equal states give equal bytes. It
+// never fails.
 func (p *Processor) MarshalBinary() ([]byte, error) {
 	return snapshotFormat.Marshal(func(e *snapcodec.Encoder) {
 		snapcodec.PutKeyed(e, processors.SortedKeys(p.keys, &p.order), p.keys, func(ks *keyState, e *snapcodec.Encoder) {
 			e.U32(uint32(ks.consecutive))
 			ks.store.Encode(e)
 		})
+		p.unsampled.Encode(e)
 	}), nil
 }
 
-// UnmarshalBinary replaces the state with a snapshot from MarshalBinary.
+// UnmarshalBinary replaces the state with a snapshot from MarshalBinary
+// (format 3, or 2 of before the calls without a value were kept).
 // The snapshot must come from a processor with the same Every and
 // MaxSamplesPerSlot; otherwise, or when the bytes are damaged, it returns
 // an error wrapping ErrSnapshot and leaves the state unchanged.
 func (p *Processor) UnmarshalBinary(b []byte) error {
 	var keys map[schemas.Key]*keyState
-	err := snapshotFormat.Unmarshal(b, func(d *snapcodec.Decoder) {
+	uns := nosamples.New(p.every, p.window)
+	format, v2 := snapshotFormat, nosamples.IsFormat(b, snapshotFormatV2)
+	if v2 {
+		format = snapshotFormatV2
+	}
+	err := format.Unmarshal(b, func(d *snapcodec.Decoder) {
 		keys = snapcodec.GetKeyed(d, 4+window.MinEncodedSize, func(d *snapcodec.Decoder, _ schemas.Key) *keyState {
 			ks := &keyState{consecutive: int(d.U32())}
 			ks.store.Decode(d, p.every, p.cfg.MaxSamplesPerSlot)
 			return ks
 		})
+		if !v2 {
+			uns.Decode(d)
+		}
 	})
 	if err != nil {
 		return err
 	}
-	p.keys = keys
+	p.keys, p.unsampled = keys, uns
 	return nil
 }

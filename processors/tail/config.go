@@ -57,7 +57,7 @@ type Config struct {
 }
 
 // DefaultNoSamplesEvaluations is NoSamplesEvaluations' default.
-const DefaultNoSamplesEvaluations = 5
+const DefaultNoSamplesEvaluations = processors.DefaultNoSamplesEvaluations
 
 // MarshalJSON is the configuration hash's view of c (the config version
 // in every verdict id): NoSamplesEvaluations at its default is left out.

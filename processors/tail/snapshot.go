@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/internal/nosamples"
 	"github.com/fusebox-dev/fusebox/processors/snapcodec"
 	"github.com/fusebox-dev/fusebox/processors/window"
 	"github.com/fusebox-dev/fusebox/schemas"
@@ -29,7 +30,7 @@ func (p *Processor) MarshalBinary() ([]byte, error) {
 		snapcodec.PutKeyed(e, processors.SortedKeys(p.keys, &p.order), p.keys, func(ks *keyState, e *snapcodec.Encoder) {
 			ks.store.Encode(e)
 		})
-		p.appendUnsampled(e)
+		p.unsampled.Encode(e)
 	}), nil
 }
 
@@ -39,8 +40,8 @@ func (p *Processor) MarshalBinary() ([]byte, error) {
 // an error wrapping ErrSnapshot and leaves the state unchanged.
 func (p *Processor) UnmarshalBinary(b []byte) error {
 	var keys map[schemas.Key]*keyState
-	uns := map[schemas.Key]*unsampled{}
-	format, v2 := snapshotFormat, isFormat(b, snapshotFormatV2)
+	uns := nosamples.New(p.every, p.window)
+	format, v2 := snapshotFormat, nosamples.IsFormat(b, snapshotFormatV2)
 	if v2 {
 		format = snapshotFormatV2
 	}
@@ -51,7 +52,7 @@ func (p *Processor) UnmarshalBinary(b []byte) error {
 			return ks
 		})
 		if !v2 {
-			uns = decodeUnsampled(d)
+			uns.Decode(d)
 		}
 	})
 	if err != nil {
@@ -59,11 +60,4 @@ func (p *Processor) UnmarshalBinary(b []byte) error {
 	}
 	p.keys, p.unsampled = keys, uns
 	return nil
-}
-
-// isFormat reports whether b starts with f's header.
-func isFormat(b []byte, f snapcodec.Format) bool {
-	d := snapcodec.NewDecoder(b)
-	d.Header(f.Name, f.Version)
-	return d.Err() == nil
 }

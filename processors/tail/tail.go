@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors"
+	"github.com/fusebox-dev/fusebox/processors/internal/nosamples"
 	"github.com/fusebox-dev/fusebox/processors/window"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/fusebox-dev/fusebox/stats"
@@ -27,14 +28,13 @@ type Processor struct {
 	keys map[schemas.Key]*keyState
 	// unsampled holds the keys whose calls matched but carried no value of
 	// the metric (see MethodNoSamples).
-	unsampled map[schemas.Key]*unsampled
+	unsampled *nosamples.Tracker
 
 	// Scratch reused across evaluations (not state: never snapshotted).
 	est     stats.TailEstimator
 	samples []window.Sample
 	values  []float64
 	order   processors.KeyOrder
-	uorder  processors.KeyOrder
 	sampled map[schemas.Key]bool
 	// pool recycles the sample arrays of evicted slots, so that
 	// steady-state ObserveSpan does not allocate.
@@ -71,7 +71,7 @@ func New(meta processors.Meta, cfg Config) (*Processor, error) {
 		every:     int64(cfg.Every),
 		window:    int64(cfg.Window),
 		keys:      make(map[schemas.Key]*keyState),
-		unsampled: make(map[schemas.Key]*unsampled),
+		unsampled: nosamples.New(int64(cfg.Every), int64(cfg.Window)),
 		sampled:   make(map[schemas.Key]bool),
 	}, nil
 }
@@ -106,7 +106,7 @@ func MetricName(cfg Config) string {
 func (p *Processor) Interval() time.Duration { return p.cfg.Every }
 
 // Keys is the number of keys holding samples or calls without the metric.
-func (p *Processor) Keys() int { return len(p.keys) + len(p.unsampled) }
+func (p *Processor) Keys() int { return len(p.keys) + p.unsampled.Len() }
 
 // Hooks: the processor judges probed keys on the traffic since their
 // probe's start (SetProbes).
@@ -125,7 +125,7 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 	}
 	v, ok := p.cfg.Metric.FiniteValue(s)
 	if !ok {
-		p.observeUnsampled(key, s)
+		p.unsampled.Observe(key, s)
 		return
 	}
 	ks := p.keys[key]
@@ -161,7 +161,7 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 			delete(p.keys, k)
 		}
 	}
-	if len(p.unsampled) > 0 {
+	if p.unsampled.Len() > 0 {
 		p.evaluateUnsampled(now, func(k schemas.Key) bool { return p.sampled[k] }, emit)
 	}
 }
