@@ -102,6 +102,24 @@ func (m Metric) Latency() bool {
 	return m == MetricDuration || m == MetricTTFT || m == MetricTPOT
 }
 
+// StreamOnly reports whether m exists only on streamed calls (ttft_ms,
+// tpot_ms): a call whose span says it was not streamed has no first token
+// before its answer, so its lack of the metric is by design, not a blind
+// spot (see Unsampled).
+func (m Metric) StreamOnly() bool { return m == MetricTTFT || m == MetricTPOT }
+
+// Unsampled reports whether s lacks m where a value could be expected: it
+// has no finite value of m, and it is not a call its span says was not
+// streamed when m exists only on streamed calls. Such calls are what the
+// no_samples verdicts count; a span without a streaming flag counts (fusebox
+// cannot tell that its TTFT is missing by design).
+func (m Metric) Unsampled(s *schemas.Span) bool {
+	if _, ok := m.FiniteValue(s); ok {
+		return false
+	}
+	return !(m.StreamOnly() && s.Has&schemas.HasStream != 0 && !s.Stream)
+}
+
 // FiniteValue is Value, with ok false also for a NaN or infinite value:
 // one that a window of samples cannot use.
 func (m Metric) FiniteValue(s *schemas.Span) (float64, bool) {

@@ -138,3 +138,42 @@ func TestConfigJSONWithoutNoSamplesEvaluations(t *testing.T) {
 		t.Errorf("JSON with no_samples_evaluations 3 lacks it: %s", b)
 	}
 }
+
+// TestNoSamplesIgnoresCallsNotStreamed: under ttft_ms a key whose calls are
+// all plain (the span says gen_ai.request.stream false) lacks TTFT by
+// design and gets no no_samples verdict, at any evaluation; a key whose
+// spans carry no streaming flag at all still does (fusebox cannot tell).
+func TestNoSamplesIgnoresCallsNotStreamed(t *testing.T) {
+	blind, _, spans := ttftTraffic()
+	plain := schemas.Key{Tenant: "plain", Model: "m"}
+	var more []schemas.Span
+	for _, s := range spans {
+		if s.Key == blind && s.Has&schemas.HasTTFT == 0 {
+			p := s
+			p.Key = plain
+			p.Has |= schemas.HasStream
+			p.Stream = false
+			p.SpanID[0] = 2
+			more = append(more, p)
+		}
+	}
+	spans = append(spans, more...)
+	slices.SortStableFunc(spans, func(a, b schemas.Span) int { return int(a.EndUnixNano - b.EndUnixNano) })
+	from, to := proctest.Bounds(spans, int64(time.Minute))
+	vs := proctest.Drive(t, newTail(t, ttftConfig()), spans, from, to)
+	blindSeen := false
+	for _, v := range vs {
+		if v.Method != MethodNoSamples {
+			continue
+		}
+		switch v.Key {
+		case plain:
+			t.Fatalf("the key of plain calls got a no_samples verdict at +%v", time.Duration(v.WindowEndUnixNano-t0))
+		case blind:
+			blindSeen = true
+		}
+	}
+	if !blindSeen {
+		t.Error("the key without a streaming flag got no no_samples verdict")
+	}
+}

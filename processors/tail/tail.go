@@ -118,14 +118,17 @@ func (p *Processor) ObserveCorrection(*schemas.Correction) {}
 // ObserveSpan adds the span's metric value to key's window. Failed calls
 // are skipped unless IncludeErrors. Spans without the metric, or with a
 // NaN or infinite value, are not samples: they are counted as calls
-// without it (see MethodNoSamples).
+// without it (see MethodNoSamples), except a call its span says was not
+// streamed under ttft_ms or tpot_ms (processors.Metric.Unsampled).
 func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 	if s.Error && !p.cfg.IncludeErrors {
 		return
 	}
 	v, ok := p.cfg.Metric.FiniteValue(s)
 	if !ok {
-		p.unsampled.Observe(key, s)
+		if p.cfg.Metric.Unsampled(s) {
+			p.unsampled.Observe(key, s)
+		}
 		return
 	}
 	ks := p.keys[key]
