@@ -130,6 +130,23 @@ def test_every_entry_point_is_steered_sync_and_async(server: OpenAIServer, saved
     for _ in range(20):
         router.completion(model="gpt-4o", messages=MSG, metadata={"tenant": "other"})
     assert set(server.take()) == {"canary", "baseline"}
+    # Positional calls, as litellm's signatures take them (model first), are steered the same.
+    for _ in range(5):
+        assert router.completion("gpt-4o", MSG).choices[0].message.content == "from baseline"
+        assert router.text_completion("gpt-4o", "hi").choices[0].text == "from baseline"
+        router.embedding("emb", ["x"])
+
+    async def positional() -> None:
+        for _ in range(5):
+            await router.acompletion("gpt-4o", MSG)
+            await router.aembedding("emb", ["x"])
+            await router.atext_completion("gpt-4o", "hi")
+
+    asyncio.run(positional())
+    assert server.take() == {"baseline": 20, "emb-b": 10}
+    # A model that is not a str reaches litellm as given (its own error), never dropped from the call.
+    with pytest.raises(litellm.BadRequestError, match="model=None"):
+        router.completion(model=None, messages=MSG)
 
 
 # --- shares -----------------------------------------------------------------

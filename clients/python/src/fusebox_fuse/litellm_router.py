@@ -87,6 +87,12 @@ EXCLUDED_KEY: Final = "_excluded_deployment_ids"
 ENTRY_POINTS: Final = ("completion", "acompletion", "embedding", "aembedding", "text_completion",
                        "atext_completion", "responses", "aresponses")
 """The Router methods install wraps (those the Router has)."""
+MODEL_POSITION: Final[Mapping[str, int | None]] = {
+    "completion": 0, "acompletion": 0, "embedding": 0, "aembedding": 0, "text_completion": 0,
+    "atext_completion": 0, "responses": None, "aresponses": 1}
+"""Where litellm 1.110.2's entry points take model among their positional
+arguments ((model, messages), (model, input), (model, prompt); aresponses
+(input, model); responses takes none): a positional call keeps its shape."""
 DEFAULT_METRIC_NAME: Final = "fusebox_litellm_deployment_decisions_total"
 DECISIONS: Final = ("pass", "probe", "admit", "reject", "throttle", "degrade", "rollback", "yielded")
 """What a request's decision did with one deployment of the requested group:
@@ -486,25 +492,35 @@ class FuseDeploymentFilter(CustomLogger):
         return CircuitOpenError(msg, model=model, decision=d, status_code=429 if throttled else 503,
                                 code="rate_limit_exceeded" if throttled else "circuit_open", retry_after=retry)
 
-    def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any],
-                                                                                 str, GroupChoice | None]:
-        if args:
-            model, rest = args[0], args[1:]
+    def _prepare(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[
+            tuple[Any, ...], dict[str, Any], str, GroupChoice | None]:
+        """The call's arguments with the model decided, in litellm's calling
+        signature: the model goes back where the caller put it (keyword, or
+        its position among the positional arguments: MODEL_POSITION); a
+        model that is not a str (or none) is passed through undecided."""
+        pos = MODEL_POSITION.get(name)
+        if "model" in kwargs:
+            model: Any = kwargs["model"]
+        elif pos is not None and len(args) > pos:
+            model = args[pos]
         else:
-            model, rest = kwargs.pop("model", None), ()
+            return args, kwargs, "", None
         if not isinstance(model, str):
             return args, kwargs, "", None
-        target, kwargs, ch = self.plan(model, kwargs)
-        kwargs["model"] = target
+        target, kw, ch = self.plan(model, kwargs)
+        if "model" in kwargs or pos is None:
+            kw["model"] = target
+        else:
+            args = args[:pos] + (target,) + args[pos + 1:]
         if ch is not None and not ch.kept and not self._router_fallbacks(target):
             raise self._refusal(target, ch)
-        return rest, kwargs, target, ch
+        return args, kw, target, ch
 
     def _wrap(self, name: str, orig: Callable[..., Any]) -> Callable[..., Any]:
         if inspect.iscoroutinefunction(orig):
             @functools.wraps(orig)
             async def awrapped(*args: Any, **kwargs: Any) -> Any:
-                rest, kw, target, ch = self._prepare(args, kwargs)
+                rest, kw, target, ch = self._prepare(name, args, kwargs)
                 try:
                     return await orig(*rest, **kw)
                 except Exception as e:
@@ -516,7 +532,7 @@ class FuseDeploymentFilter(CustomLogger):
 
         @functools.wraps(orig)
         def wrapped(*args: Any, **kwargs: Any) -> Any:
-            rest, kw, target, ch = self._prepare(args, kwargs)
+            rest, kw, target, ch = self._prepare(name, args, kwargs)
             try:
                 return orig(*rest, **kw)
             except Exception as e:
