@@ -153,9 +153,10 @@ def test_every_entry_point_is_steered_sync_and_async(server: OpenAIServer, saved
 
 def test_half_open_and_throttle_shares_of_the_group(server: OpenAIServer, saved_callbacks: None) -> None:
     """Three deployments: p1 half-open (probe 0.2), p2 throttled to 0.3, p3
-    free. Each fraction is the share of the group's requests the deployment
-    takes (fusebox's Go gateway admits that share of the target's requests),
-    not that share divided by the Router's shuffle among three."""
+    free. The probe share is the share of the group's requests p1 takes (not
+    divided by the Router's shuffle among three); the throttle admits 0.3 of
+    p2's even share (1/3 of the group's requests: 0.1) and sheds the rest, as
+    fusebox's Go gateway admits Fraction of the target's requests."""
     c = client()
     router, f = steered(server, c)
     put(c, Key("acme", "chat", "pool", "p1"), "half_open", state="half_open", fraction=0.2)
@@ -174,10 +175,26 @@ def test_half_open_and_throttle_shares_of_the_group(server: OpenAIServer, saved_
     print(f"shares over n={n}: {share}")
     assert sum(hits.values()) == n
     # n*phi mod 1 samples: the discrepancy over 1,000 requests is far below 0.01.
-    assert abs(share["p1"] - 0.2) <= 0.01 and abs(share["p2"] - 0.3) <= 0.01, share
-    assert abs(share["p3"] - 0.5) <= 0.01, share
+    assert abs(share["p1"] - 0.2) <= 0.01 and abs(share["p2"] - 0.1) <= 0.01, share
+    assert abs(share["p3"] - 0.7) <= 0.01, share
     assert f.metrics.get("pool", "p1", "probe") == hits["p1"] and f.metrics.get("pool", "p2", "admit") == hits["p2"]
     assert f.metrics.get("pool", "p1", "reject") + f.metrics.get("pool", "p1", "yielded") == n - hits["p1"]
+
+
+def test_a_throttle_only_sheds_load(server: OpenAIServer, saved_callbacks: None) -> None:
+    """A throttle of 0.8 above the even share (1/2 in a group of two): the
+    throttled canary takes 0.8 x 1/2 = 0.4 of the group's requests, less than
+    the 0.5 it had unthrottled, never 0.8."""
+    c = client()
+    router, f = steered(server, c)
+    put(c, Key("acme", "chat", "gpt-4o", "canary"), "throttle", level=1, fraction=0.8)
+    n = 500
+    for _ in range(n):
+        router.completion(model="gpt-4o", messages=MSG)
+    hits = server.take()
+    assert hits["canary"] + hits["baseline"] == n, hits
+    assert abs(hits["canary"] / n - 0.4) <= 0.01, hits
+    assert f.metrics.get("gpt-4o", "canary", "admit") == hits["canary"]
 
 
 def test_half_open_alone_in_its_group_probes_its_share(server: OpenAIServer, saved_callbacks: None) -> None:

@@ -21,13 +21,15 @@ model, variant) is decided, group by group:
 - nothing in effect: the deployment stays a candidate (label ``pass``);
 - trip, degrade, rollback, a throttle of fraction 0: dropped (``reject``,
   ``degrade``, ``rollback``, ``throttle``);
-- half-open and throttle: the fraction f is the share of the group's
-  requests the deployment takes, as fusebox's Go gateway admits f of the
-  target's requests: the fractional deployments of a group own consecutive
-  slices of [0, 1) (by deployment id), and a request whose u falls in one's
-  slice goes to that deployment alone (``probe``, ``admit``); any other
-  request is kept off all of them (``reject`` for a half-open, ``throttle``).
-  The Router's shuffle among n deployments therefore does not divide f by n.
+- half-open and throttle: the fractional deployments of a group own
+  consecutive slices of [0, 1) (by deployment id), and a request whose u
+  falls in one's slice goes to that deployment alone (``probe``, ``admit``);
+  any other request is kept off all of them (``reject`` for a half-open,
+  ``throttle``). A half-open's slice is its probe share f of the group's
+  requests (the Router's shuffle among n deployments does not divide it by
+  n); a throttle's is f x 1/n, f of its even share among the n deployments
+  not dropped: as fusebox's Go gateway admits f of the target's requests
+  and rejects the rest, a throttle only sheds load.
 
 The dropped deployments reach the Router as its own ``_excluded_deployment_ids``
 narrowing, which litellm 1.110.2's sync and async paths, retries and
@@ -276,10 +278,12 @@ class FuseDeploymentFilter(CustomLogger):
                 ch.labels[i] = _label(d)
         lo = 0.0
         chosen = ""
+        n = len(free) + len(frac)  # the deployments the Router would share the group's requests among
         for i, d in sorted(frac, key=lambda t: t[0]):
-            if chosen == "" and lo <= u < lo + d.fraction:
+            width = d.fraction if d.probe else d.fraction / n
+            if chosen == "" and lo <= u < lo + width:
                 chosen = i
-            lo += d.fraction
+            lo += width
         if chosen:
             ch.kept = [chosen]
             ch.labels[chosen] = "probe" if ch.decisions[chosen].probe else "admit"
