@@ -257,6 +257,22 @@ def test_refused_group_without_fallback_is_circuit_open_and_warned(server: OpenA
         router.completion(model="gpt-4o", messages=MSG)
 
 
+def test_fallback_warnings_remembered_are_bounded(server: OpenAIServer, saved_callbacks: None,
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """Every new command is a new problem (its version is in the text): the
+    remembered set keeps the newest _MAX_WARNED, never grows without bound."""
+    from fusebox_fuse import litellm_router
+    monkeypatch.setattr(litellm_router, "_MAX_WARNED", 8)
+    c = client()
+    _, f = steered(server, c)
+    with caplog.at_level(logging.WARNING, "fusebox_fuse"):
+        for v in range(1, 41):
+            put(c, Key("acme", "chat", "solo", ""), "trip", v)
+    assert len(f._warned) <= 8, len(f._warned)
+    assert sum("'solo'" in r.getMessage() for r in caplog.records) == 40  # each new one still logged once
+
+
 # --- the mapping ------------------------------------------------------------
 
 def test_unmapped_and_ambiguous_deployments_are_warned(server: OpenAIServer, saved_callbacks: None,

@@ -80,6 +80,7 @@ log = logging.getLogger("fusebox_fuse.litellm")
 
 _MAX_DRAWN: Final = 4096  # requests whose sample is remembered (one Router attempt chain each)
 _MAX_LOGGED: Final = 4096  # (deployment, command) pairs whose drop was logged
+_MAX_WARNED: Final = 1024  # check_fallbacks problems remembered as logged (oldest forgotten first)
 SAMPLE_KEY: Final = "fusebox_sample"
 """The request metadata member holding the request's sample (set by install's wrappers)."""
 PLANNED_KEY: Final = "fusebox_planned"
@@ -208,7 +209,8 @@ class FuseDeploymentFilter(CustomLogger):
         self._seq = itertools.count(1)
         self._drawn: collections.OrderedDict[str, float] = collections.OrderedDict()
         self._logged: collections.OrderedDict[tuple[str, str, int, str], None] = collections.OrderedDict()
-        self._warned: set[str] = set()
+        self._warned: collections.OrderedDict[str, None] = collections.OrderedDict()  # under _lock: on_change
+        # runs check_fallbacks on the client's thread while requests run on others
         self._lock = threading.Lock()
         self._router: Any = None
         self.kept = 0
@@ -416,7 +418,8 @@ class FuseDeploymentFilter(CustomLogger):
         refused now (for the filter's default tenant and service) with nothing
         to take their requests: no degrade fallback the Router knows and no
         Router fallback; and for degrade fallbacks the Router does not know.
-        Each problem is logged once."""
+        Each problem is logged once (the last _MAX_WARNED, 1,024, are
+        remembered: an older one that comes back is logged again)."""
         if self._router is None:
             return []
         groups = self._groups()
@@ -435,8 +438,12 @@ class FuseDeploymentFilter(CustomLogger):
                 problems.append(f"model group {g!r}: every deployment is refused by fuse commands ({what}) and no "
                                 "fallback can take its requests (no degrade fallback the Router knows, no Router "
                                 "fallbacks=): they fail with CircuitOpenError")
-        new = [p for p in problems if p not in self._warned]
-        self._warned.update(new)
+        with self._lock:
+            new = [p for p in problems if p not in self._warned]
+            for p in new:
+                self._warned[p] = None
+            while len(self._warned) > _MAX_WARNED:
+                self._warned.popitem(last=False)
         for p in new:
             log.warning("fuse: %s", p)
         return problems
