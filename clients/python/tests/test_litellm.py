@@ -247,6 +247,11 @@ def test_refused_group_without_fallback_is_circuit_open_and_warned(server: OpenA
     with pytest.raises(CircuitOpenError):
         asyncio.run(router.acompletion(model="solo", messages=MSG))
     assert server.take() == {}
+    # The call's own fallbacks= (litellm's per-request override) take the request.
+    assert router.completion(model="solo", messages=MSG, fallbacks=[{"solo": ["gpt-4o-mini"]}]).choices[
+        0].message.content == "from mini"
+    asyncio.run(router.acompletion(model="solo", messages=MSG, fallbacks=[{"solo": ["gpt-4o-mini"]}]))
+    assert server.take() == {"mini": 2}
     # A command applied later is checked too (on_change): a degrade naming a model the Router does not know.
     caplog.clear()
     with caplog.at_level(logging.WARNING, "fusebox_fuse"):

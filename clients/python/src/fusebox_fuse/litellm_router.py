@@ -37,7 +37,8 @@ fallback hops all honour. When a group has nothing left:
 
 - a degrade whose ``fallback`` model the Router knows: the request is sent
   to that model instead (its deployments decided as well);
-- else the Router's ``fallbacks=`` for the group, when it has some;
+- else the call's own ``fallbacks=`` for the group when it passes some
+  (litellm's per-request override), else the Router's;
 - else :class:`CircuitOpenError` (status 503, code ``circuit_open``; 429 and
   ``rate_limit_exceeded`` for a throttle), never litellm's
   "No deployments available" rate-limit error.
@@ -375,18 +376,16 @@ class FuseDeploymentFilter(CustomLogger):
             out.setdefault(str(dep.get("model_name") or ""), []).append(dep)
         return out
 
-    def _router_fallbacks(self, group: str) -> list[str]:
+    def _router_fallbacks(self, group: str, call: Mapping[str, Any] | None = None) -> list[str]:
+        """The fallback groups for group: the call's own fallbacks= when it
+        passes some (litellm's per-request override), else the Router's."""
+        if call is not None and call.get("fallbacks") is not None:
+            return _fallbacks_for(call.get("fallbacks"), group)
         try:
             fbs = self._router.settings().fallbacks or []
         except Exception:  # noqa: BLE001 - a Router without settings(): no fallbacks known
             return []
-        out: list[str] = []
-        for item in fbs:
-            if isinstance(item, Mapping):
-                for k, v in item.items():
-                    if k in (group, "*"):
-                        out += [str(x) for x in (v if isinstance(v, list) else [v])]
-        return out
+        return _fallbacks_for(fbs, group)
 
     def check_mapping(self) -> list[str]:
         """WARNINGs (returned too) for deployments keyed implicitly (no
@@ -523,7 +522,7 @@ class FuseDeploymentFilter(CustomLogger):
             kw["model"] = target
         else:
             args = args[:pos] + (target,) + args[pos + 1:]
-        if ch is not None and not ch.kept and not self._router_fallbacks(target):
+        if ch is not None and not ch.kept and not self._router_fallbacks(target, kw):
             raise self._refusal(target, ch)
         return args, kw, target, ch
 
@@ -567,6 +566,20 @@ class FuseDeploymentFilter(CustomLogger):
             self._note(model, ch)
         keep = set(ch.kept)
         return [dep for dep in healthy_deployments if _dep_id(dep) in keep]
+
+
+def _fallbacks_for(fbs: Any, group: str) -> list[str]:
+    """The groups a litellm fallbacks list ([{group: [...]}, {"*": [...]}],
+    or plain group names, which apply to any group) names for group."""
+    out: list[str] = []
+    for item in fbs if isinstance(fbs, list) else []:
+        if isinstance(item, Mapping):
+            for k, v in item.items():
+                if k in (group, "*"):
+                    out += [str(x) for x in (v if isinstance(v, list) else [v])]
+        elif isinstance(item, str):
+            out.append(item)
+    return out
 
 
 def _no_deployments(e: BaseException) -> bool:
