@@ -149,6 +149,40 @@ def test_every_entry_point_is_steered_sync_and_async(server: OpenAIServer, saved
         router.completion(model=None, messages=MSG)
 
 
+def test_two_routers_two_filters_and_uninstall(server: OpenAIServer, saved_callbacks: None) -> None:
+    """litellm.callbacks is process-wide: filter A's async filter sees every
+    Router's requests. Router B's (planned by filter B) and a third,
+    unsteered Router's pass A's filter untouched; uninstall gives Router A
+    back its own methods and takes A off litellm.callbacks."""
+    ca, cb = client(), client()
+    router_a, fa = steered(server, ca)
+    router_b, fb = steered(server, cb)
+    plain = litellm.Router(model_list=[dep(server, "gpt-4o", "c1", "canary"), dep(server, "gpt-4o", "c2", "baseline")],
+                           num_retries=0)
+    put(ca, Key("acme", "chat", "gpt-4o", "canary"), "trip")  # for filter A only
+
+    async def go(router: Any, n: int) -> None:
+        for _ in range(n):
+            await router.acompletion(model="gpt-4o", messages=MSG)
+
+    asyncio.run(go(router_a, 20))
+    assert server.take() == {"baseline": 20}
+    asyncio.run(go(router_b, 40))
+    assert set(server.take()) == {"canary", "baseline"}  # A's command does not steer B
+    asyncio.run(go(plain, 40))
+    assert set(server.take()) == {"c1", "c2"}  # nor a Router no filter was installed on
+    assert fa.metrics.get("gpt-4o", "c1", "reject") == 0 and fb.metrics.get("gpt-4o", "canary", "pass") == 40
+    fa.uninstall()
+    assert fa not in litellm.callbacks and fb in litellm.callbacks
+    assert not hasattr(router_a.completion, "__fusebox_wrapped__")
+    for _ in range(20):
+        router_a.completion(model="gpt-4o", messages=MSG)
+    asyncio.run(go(router_a, 20))
+    assert set(server.take()) == {"canary", "baseline"}
+    fb.uninstall()
+    assert fb not in litellm.callbacks
+
+
 # --- shares -----------------------------------------------------------------
 
 def test_half_open_and_throttle_shares_of_the_group(server: OpenAIServer, saved_callbacks: None) -> None:

@@ -12,7 +12,7 @@ aresponses: the sync and async paths, plain and streamed) so every request
 is decided before the Router picks, and registers the filter as a litellm
 callback (its ``async_filter_deployments`` decides the requests that reach
 the Router some other way, on the async path only: litellm 1.110.2 runs
-deployment filters on the async path only).
+deployment filters on the async path only). ``uninstall`` undoes both.
 
 Per request, with one uniform sample u in [0, 1) (drawn once, kept across
 the Router's retries and fallbacks), each deployment's key (tenant, service,
@@ -67,6 +67,7 @@ import logging
 import math
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -85,7 +86,10 @@ _MAX_WARNED: Final = 1024  # check_fallbacks problems remembered as logged (olde
 SAMPLE_KEY: Final = "fusebox_sample"
 """The request metadata member holding the request's sample (set by install's wrappers)."""
 PLANNED_KEY: Final = "fusebox_planned"
-"""The request metadata member marking a request decided by install's wrappers (counted there)."""
+"""The request metadata member naming the filter (its ``token``) whose
+install wrapper decided the request (counted there): litellm.callbacks is
+process-wide, so every installed filter's async filter sees every Router's
+requests, and passes those another filter planned through untouched."""
 EXCLUDED_KEY: Final = "_excluded_deployment_ids"
 """litellm 1.110.2's request narrowing: deployment ids no attempt of the request may use."""
 ENTRY_POINTS: Final = ("completion", "acompletion", "embedding", "aembedding", "text_completion",
@@ -214,6 +218,9 @@ class FuseDeploymentFilter(CustomLogger):
         # runs check_fallbacks on the client's thread while requests run on others
         self._lock = threading.Lock()
         self._router: Any = None
+        self._originals: dict[str, tuple[Callable[..., Any], bool]] = {}  # name -> (method, in the instance dict)
+        self.token = uuid.uuid4().hex
+        """This filter's mark on the requests it planned (metadata[PLANNED_KEY])."""
         self.kept = 0
         self.dropped: dict[str, int] = {o.value: 0 for o in Outcome}
 
@@ -356,6 +363,7 @@ class FuseDeploymentFilter(CustomLogger):
                 continue
             if owner is not None:
                 raise ValueError(f"fuse: Router.{name} is already steered by another FuseDeploymentFilter")
+            self._originals[name] = (orig, name in getattr(router, "__dict__", {}))
             setattr(router, name, self._wrap(name, orig))
         if self not in litellm.callbacks:
             litellm.callbacks.append(self)
@@ -365,6 +373,23 @@ class FuseDeploymentFilter(CustomLogger):
         if callable(on_change):
             on_change(lambda _old, _new: self.check_fallbacks())
         return router
+
+    def uninstall(self) -> None:
+        """Undoes install: the Router's entry points are its own again and
+        the filter leaves litellm.callbacks (it decides nothing more; the
+        decider's on_change, which has no removal, finds no Router to check)."""
+        import litellm
+
+        router, self._router = self._router, None
+        for name, (orig, own) in self._originals.items():
+            if router is not None and getattr(getattr(router, name, None), "__fusebox_wrapped__", None) is self:
+                if own:
+                    setattr(router, name, orig)
+                else:
+                    delattr(router, name)
+        self._originals.clear()
+        while self in litellm.callbacks:
+            litellm.callbacks.remove(self)
 
     def _deployments(self) -> list[Mapping[str, Any]]:
         got = self._router.registry().deployments() if self._router is not None else []
@@ -466,7 +491,7 @@ class FuseDeploymentFilter(CustomLogger):
         probe_req = {**kwargs, "metadata": md}
         u = self.sample(probe_req)
         md[SAMPLE_KEY] = u
-        md[PLANNED_KEY] = True
+        md[PLANNED_KEY] = self.token
         request = {**kwargs, "metadata": md}
         groups = self._groups()
         excluded = [str(x) for x in (kwargs.get(EXCLUDED_KEY) or [])]
@@ -559,10 +584,22 @@ class FuseDeploymentFilter(CustomLogger):
                                        parent_otel_span: Any = None) -> list[Any]:
         """The async filter: the same choice over the Router's candidates
         (for a request install's wrapper decided, again with its sample: it
-        drops nothing the exclusions have not; counted only when unplanned)."""
+        drops nothing the exclusions have not; counted only when unplanned).
+        litellm.callbacks is process-wide: a request another filter planned,
+        and an unplanned one whose candidates are not all deployments of
+        this filter's Router (another Router's), pass untouched."""
         request = request_kwargs or {}
+        planned = (request.get("metadata") or {}).get(PLANNED_KEY)
+        if planned is not None and planned != self.token:
+            return healthy_deployments
+        if planned is None:
+            if self._router is None:
+                return healthy_deployments
+            ours = {_dep_id(d) for d in self._deployments() if str(d.get("model_name") or "") == model}
+            if not ours or any(_dep_id(d) not in ours for d in healthy_deployments):
+                return healthy_deployments
         ch = self.choose(healthy_deployments, request, self.sample(request))
-        if not (request.get("metadata") or {}).get(PLANNED_KEY):
+        if planned is None:
             self._note(model, ch)
         keep = set(ch.kept)
         return [dep for dep in healthy_deployments if _dep_id(dep) in keep]
