@@ -312,6 +312,38 @@ def test_fallback_warnings_remembered_are_bounded(server: OpenAIServer, saved_ca
     assert sum("'solo'" in r.getMessage() for r in caplog.records) == 40  # each new one still logged once
 
 
+def test_install_checks_the_litellm_internals_it_uses(server: OpenAIServer, saved_callbacks: None,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    class NotARouter:
+        def completion(self, **kw: Any) -> Any:
+            return kw
+
+    with pytest.raises(RuntimeError, match=r"registry\(\)\.deployments\(\).*settings\(\)\.fallbacks.*1\.110\.2"):
+        FuseDeploymentFilter(client()).install(NotARouter())
+    from litellm.litellm_core_utils import routing_common_utils
+    router = litellm.Router(model_list=model_list(server), num_retries=0)
+    with monkeypatch.context() as m:
+        m.delattr(routing_common_utils, "as_excluded_deployment_ids")
+        with pytest.raises(RuntimeError, match=r"_excluded_deployment_ids.*1\.110\.2"):
+            FuseDeploymentFilter(client()).install(router)
+    # A settings() failing later is logged (once), not swallowed: no fallbacks known.
+    c = client()
+    router, f = steered(server, c)
+
+    def broken() -> Any:
+        raise KeyError("boom")
+
+    monkeypatch.setattr(router, "settings", broken)
+    put(c, Key("acme", "chat", "solo", ""), "trip")
+    with caplog.at_level(logging.ERROR, "fusebox_fuse"):
+        for _ in range(3):
+            with pytest.raises(CircuitOpenError):
+                router.completion(model="solo", messages=MSG)
+    failed = [r for r in caplog.records if "settings().fallbacks failed" in r.getMessage()]
+    assert len(failed) == 1 and "boom" in caplog.text, caplog.text
+
+
 # --- the mapping ------------------------------------------------------------
 
 def test_unmapped_and_ambiguous_deployments_are_warned(server: OpenAIServer, saved_callbacks: None,

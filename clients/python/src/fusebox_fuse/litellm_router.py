@@ -109,6 +109,10 @@ slice: sent to it alone), reject / throttle / degrade / rollback (dropped by
 that command), yielded (kept off it because another deployment's probe or
 admitted slice took the request)."""
 
+TESTED_LITELLM: Final = "1.110.2"
+"""The litellm release whose Router internals (registry(), settings(), the
+_excluded_deployment_ids narrowing) the adapter is tested against."""
+
 KeyFor = Callable[[Mapping[str, Any], Mapping[str, Any]], Key]
 """(deployment, request_kwargs) -> the key fusebox judges."""
 
@@ -219,6 +223,7 @@ class FuseDeploymentFilter(CustomLogger):
         self._lock = threading.Lock()
         self._router: Any = None
         self._originals: dict[str, tuple[Callable[..., Any], bool]] = {}  # name -> (method, in the instance dict)
+        self._settings_failed = False  # logged once
         self.token = uuid.uuid4().hex
         """This filter's mark on the requests it planned (metadata[PLANNED_KEY])."""
         self.kept = 0
@@ -353,6 +358,7 @@ class FuseDeploymentFilter(CustomLogger):
         router."""
         import litellm
 
+        check_router(router)
         self._router = router
         for name in ENTRY_POINTS:
             orig = getattr(router, name, None)
@@ -408,7 +414,12 @@ class FuseDeploymentFilter(CustomLogger):
             return _fallbacks_for(call.get("fallbacks"), group)
         try:
             fbs = self._router.settings().fallbacks or []
-        except Exception:  # noqa: BLE001 - a Router without settings(): no fallbacks known
+        except Exception:  # noqa: BLE001 - install checked settings(): logged, and no fallbacks known
+            if not self._settings_failed:
+                self._settings_failed = True
+                log.exception("fuse: the Router's settings().fallbacks failed (litellm %s, tested with %s): "
+                              "its fallbacks are taken as none, refused groups fail with CircuitOpenError",
+                              _litellm_version(), TESTED_LITELLM)
             return []
         return _fallbacks_for(fbs, group)
 
@@ -605,6 +616,45 @@ class FuseDeploymentFilter(CustomLogger):
         return [dep for dep in healthy_deployments if _dep_id(dep) in keep]
 
 
+def _litellm_version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("litellm")
+    except Exception:  # noqa: BLE001 - for messages only
+        return "unknown"
+
+
+def check_router(router: Any) -> None:
+    """Raises RuntimeError naming what is missing when router lacks the
+    litellm internals the adapter uses (registry().deployments(),
+    settings().fallbacks, and litellm's _excluded_deployment_ids narrowing,
+    read by litellm.litellm_core_utils.routing_common_utils); logs a WARNING
+    when litellm is not the tested release but has them all."""
+    missing: list[str] = []
+    reg = getattr(router, "registry", None)
+    if not callable(reg) or not callable(getattr(reg(), "deployments", None)):
+        missing.append("Router.registry().deployments()")
+    st = getattr(router, "settings", None)
+    if not callable(st) or not hasattr(st(), "fallbacks"):
+        missing.append("Router.settings().fallbacks")
+    try:
+        from litellm.litellm_core_utils import routing_common_utils
+        narrows = callable(getattr(routing_common_utils, "as_excluded_deployment_ids", None))
+    except ImportError:
+        narrows = False
+    if not narrows:
+        missing.append(f"the {EXCLUDED_KEY} request narrowing (litellm.litellm_core_utils.routing_common_utils."
+                       "as_excluded_deployment_ids)")
+    got = _litellm_version()
+    if missing:
+        raise RuntimeError(f"fuse: this litellm ({got}) lacks what FuseDeploymentFilter steers the Router with: "
+                           f"{'; '.join(missing)}; it is tested with litellm {TESTED_LITELLM} "
+                           f"(pip install 'fusebox-fuse[litellm]')")
+    if got != TESTED_LITELLM:
+        log.warning("fuse: litellm %s is not the tested %s: the Router internals the filter uses are present, "
+                    "but untested", got, TESTED_LITELLM)
+
+
 def _fallbacks_for(fbs: Any, group: str) -> list[str]:
     """The groups a litellm fallbacks list ([{group: [...]}, {"*": [...]}],
     or plain group names, which apply to any group) names for group."""
@@ -631,5 +681,5 @@ def _no_deployments(e: BaseException) -> bool:
     return False
 
 
-__all__ = ["DECISIONS", "DEFAULT_METRIC_NAME", "ENTRY_POINTS", "CircuitOpenError", "DeploymentCounters",
-           "FuseDeploymentFilter", "GroupChoice", "KeyFor"]
+__all__ = ["DECISIONS", "DEFAULT_METRIC_NAME", "ENTRY_POINTS", "TESTED_LITELLM", "CircuitOpenError",
+           "DeploymentCounters", "FuseDeploymentFilter", "GroupChoice", "KeyFor", "check_router"]
