@@ -9,8 +9,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import os
+import random
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -213,6 +216,39 @@ def test_half_open_and_throttle_shares_of_the_group(server: OpenAIServer, saved_
     assert abs(share["p3"] - 0.7) <= 0.01, share
     assert f.metrics.get("pool", "p1", "probe") == hits["p1"] and f.metrics.get("pool", "p2", "admit") == hits["p2"]
     assert f.metrics.get("pool", "p1", "reject") + f.metrics.get("pool", "p1", "yielded") == n - hits["p1"]
+
+
+def test_shares_with_random_request_ids(server: OpenAIServer, saved_callbacks: None) -> None:
+    """The shares again, sampled as real gateways sample: the FNV-1a hash of
+    each request's metadata["request_id"] (random UUIDs, from a seeded
+    generator so a run repeats), not the n*phi sequence. Each share is a
+    binomial proportion: within 3 standard deviations sqrt(p(1-p)/n)."""
+    c = client()
+    router, f = steered(server, c)
+    put(c, Key("acme", "chat", "pool", "p1"), "half_open", state="half_open", fraction=0.2)
+    put(c, Key("acme", "chat", "pool", "p2"), "throttle", level=1, fraction=0.3)
+    rng = random.Random(20261202)
+    n = 1200
+
+    def md() -> dict[str, str]:
+        return {"request_id": str(uuid.UUID(int=rng.getrandbits(128)))}
+
+    for _ in range(n // 2):
+        router.completion(model="pool", messages=MSG, metadata=md())
+
+    async def go() -> None:
+        for _ in range(n - n // 2):
+            await router.acompletion(model="pool", messages=MSG, metadata=md())
+
+    asyncio.run(go())
+    hits = server.take()
+    assert sum(hits.values()) == n, hits
+    want = {"p1": 0.2, "p2": 0.3 / 3, "p3": 1 - 0.2 - 0.1}
+    for k, p in want.items():
+        tol = 3 * math.sqrt(p * (1 - p) / n)
+        print(f"random request ids, n={n}: {k} took {hits[k] / n:.3f} (want {p:.3f} +- {tol:.3f})")
+        assert abs(hits[k] / n - p) <= tol, (k, hits)
+    assert f.metrics.get("pool", "p1", "probe") == hits["p1"]
 
 
 def test_a_throttle_only_sheds_load(server: OpenAIServer, saved_callbacks: None) -> None:
