@@ -267,6 +267,32 @@ def test_a_throttle_only_sheds_load(server: OpenAIServer, saved_callbacks: None)
     assert f.metrics.get("gpt-4o", "canary", "admit") == hits["canary"]
 
 
+def test_a_failed_probe_is_not_retried_on_the_other_deployments(server: OpenAIServer, saved_callbacks: None) -> None:
+    """As fusebox's Go gateway (fusehttp passes a probe to its target and
+    answers with the target's response, failed or not), a request in a
+    half-open deployment's probe slice stays on it for all of the Router's
+    retries: the baseline never serves it. The Router's fallbacks= to another
+    group still take it (that group decided in turn)."""
+    c = client()
+    router = litellm.Router(model_list=model_list(server), num_retries=1, retry_after=0,
+                            fallbacks=[{"gpt-4o": ["gpt-4o-mini"]}])
+    f = FuseDeploymentFilter(c, tenant="acme", service="chat", clock=lambda: NOW)
+    f.install(router)
+    put(c, Key("acme", "chat", "gpt-4o", "canary"), "half_open", state="half_open", fraction=0.5)
+    server.failing.add("canary")
+    try:
+        server.take()
+        n = 20
+        for _ in range(n):
+            router.completion(model="gpt-4o", messages=MSG)
+        hits = server.take()
+    finally:
+        server.failing.discard("canary")
+    probes = f.metrics.get("gpt-4o", "canary", "probe")
+    assert 0 < probes < n, probes
+    assert hits["baseline"] == n - probes and hits["mini"] == probes and hits["canary"] >= 1, (probes, hits)
+
+
 def test_half_open_alone_in_its_group_probes_its_share(server: OpenAIServer, saved_callbacks: None) -> None:
     c = client()
     router, _ = steered(server, c, fallbacks=[{"solo": ["gpt-4o-mini"]}])

@@ -29,7 +29,11 @@ model, variant) is decided, group by group:
   requests (the Router's shuffle among n deployments does not divide it by
   n); a throttle's is f x 1/n, f of its even share among the n deployments
   not dropped: as fusebox's Go gateway admits f of the target's requests
-  and rejects the rest, a throttle only sheds load.
+  and rejects the rest, a throttle only sheds load. The slice's deployment
+  is the only candidate for all of the Router's retries, on purpose: the Go
+  gateway answers a probe with its target's response, failed or not, and
+  fusebox judges recovery on it; the Router's fallbacks= to other groups
+  still apply.
 
 The dropped deployments reach the Router as its own ``_excluded_deployment_ids``
 narrowing, which litellm 1.110.2's sync and async paths, retries and
