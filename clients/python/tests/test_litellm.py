@@ -304,6 +304,43 @@ def test_half_open_alone_in_its_group_probes_its_share(server: OpenAIServer, sav
     assert hits["solo"] + hits["mini"] == 200 and abs(hits["solo"] - 20) <= 2, hits
 
 
+def test_a_request_decides_only_the_groups_it_can_reach(server: OpenAIServer, saved_callbacks: None) -> None:
+    """Per request: the requested group and its fallbacks, not every
+    deployment of every group; the Router's deployments read once."""
+    class Counting:
+        def __init__(self, c: Client) -> None:
+            self.c = c
+            self.keys: list[Key] = []
+
+        def decide(self, key: Key) -> Any:
+            self.keys.append(key)
+            return self.c.decide(key)
+
+    c = client()
+    d = Counting(c)
+    router = litellm.Router(model_list=model_list(server), num_retries=0, fallbacks=[{"gpt-4o": ["gpt-4o-mini"]}])
+    FuseDeploymentFilter(d, tenant="acme", service="chat", clock=lambda: NOW).install(router)
+    reads = 0
+    registry = router.registry
+
+    class Reg:
+        def deployments(self) -> Any:
+            nonlocal reads
+            reads += 1
+            return registry().deployments()
+
+    router.registry = lambda: Reg()
+    put(c, Key("acme", "chat", "solo", ""), "trip")
+    d.keys.clear()
+    router.completion(model="gpt-4o", messages=MSG)
+    assert sorted(k.model for k in d.keys) == ["gpt-4o", "gpt-4o", "gpt-4o-mini"] and reads == 1, (d.keys, reads)
+    d.keys.clear()
+    reads = 0
+    with pytest.raises(CircuitOpenError):
+        router.completion(model="solo", messages=MSG)
+    assert [k.model for k in d.keys] == ["solo"] and reads == 1, (d.keys, reads)
+
+
 # --- degrade, no fallback ---------------------------------------------------
 
 def test_degrade_routes_to_the_commands_fallback(server: OpenAIServer, saved_callbacks: None) -> None:

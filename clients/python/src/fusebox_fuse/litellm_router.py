@@ -72,7 +72,7 @@ import math
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -427,6 +427,21 @@ class FuseDeploymentFilter(CustomLogger):
             return []
         return _fallbacks_for(fbs, group)
 
+    def _hops(self, group: str, call: Mapping[str, Any]) -> list[str]:
+        """The groups the Router may send a request for group to: its
+        fallbacks (the call's, else the Router's), and the Router's context
+        window and content policy fallbacks (the call's when it passes them)."""
+        out = self._router_fallbacks(group, call)
+        for name in ("context_window_fallbacks", "content_policy_fallbacks"):
+            if call.get(name) is not None:
+                out += _fallbacks_for(call.get(name), group)
+                continue
+            try:
+                out += _fallbacks_for(getattr(self._router.settings(), name, None), group)
+            except Exception:  # noqa: BLE001 - _router_fallbacks logged settings() failing
+                pass
+        return out
+
     def check_mapping(self) -> list[str]:
         """WARNINGs (returned too) for deployments keyed implicitly (no
         model_info["fusebox_model"]) and for deployments sharing one key."""
@@ -487,9 +502,11 @@ class FuseDeploymentFilter(CustomLogger):
             log.warning("fuse: %s", p)
         return problems
 
-    def _degrade_fallback(self, ch: GroupChoice) -> str | None:
-        """The fallback model of a degrade that dropped the group, when the Router knows it."""
-        names = {str(dep.get("model_name") or "") for dep in self._deployments()}
+    def _degrade_fallback(self, ch: GroupChoice, names: Collection[str] | None = None) -> str | None:
+        """The fallback model of a degrade that dropped the group, when the
+        Router knows it (names: the Router's groups, read when None)."""
+        if names is None:
+            names = {str(dep.get("model_name") or "") for dep in self._deployments()}
         for i in ch.dropped:
             d = ch.decisions[i]
             if d.matched and d.outcome is Outcome.DEGRADE and d.fallback and d.fallback in names:
@@ -499,9 +516,12 @@ class FuseDeploymentFilter(CustomLogger):
     def plan(self, model: str, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any], GroupChoice | None]:
         """Decides one request to model: returns the model to call (a
         degrade's fallback when the group is refused), the kwargs with the
-        sample in metadata and the refused deployments of every group
-        excluded, and the requested group's choice (None when the Router has
-        no such group)."""
+        sample in metadata and the refused deployments excluded, and the
+        requested group's choice (None when the Router has no such group).
+        Only the groups the request can reach are decided: the requested
+        one, a degrade's fallback, and the groups the call's or the Router's
+        fallbacks= (and context window and content policy fallbacks) hop to
+        from them, transitively; the Router's deployments are read once."""
         md = dict(kwargs.get("metadata") or {})
         probe_req = {**kwargs, "metadata": md}
         u = self.sample(probe_req)
@@ -511,18 +531,31 @@ class FuseDeploymentFilter(CustomLogger):
         groups = self._groups()
         excluded = [str(x) for x in (kwargs.get(EXCLUDED_KEY) or [])]
         choices: dict[str, GroupChoice] = {}
-        for g, deps in groups.items():
-            choices[g] = ch = self.choose(deps, request, u)
-            excluded += ch.dropped
+
+        def decide(g: str) -> GroupChoice | None:
+            if g not in choices and g in groups:
+                choices[g] = self.choose(groups[g], request, u)
+            return choices.get(g)
+
         target = model
-        asked = choices.get(model)
+        asked = decide(model)
         if asked is not None:
             self._note(model, asked)
             if not asked.kept:
-                fb = self._degrade_fallback(asked)
+                fb = self._degrade_fallback(asked, groups)
                 if fb is not None and fb != model:
                     target = fb
-                    self._note(fb, choices[fb])
+                    self._note(fb, decide(fb) or GroupChoice())
+        todo, seen = [model, target], set()
+        while todo:
+            g = todo.pop()
+            if g in seen:
+                continue
+            seen.add(g)
+            decide(g)
+            todo += self._hops(g, kwargs)
+        for ch in choices.values():
+            excluded += ch.dropped
         out = {**kwargs, "metadata": md}
         if excluded:
             out[EXCLUDED_KEY] = list(dict.fromkeys(excluded))
