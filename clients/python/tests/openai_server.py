@@ -18,6 +18,7 @@ class OpenAIServer:
     def __init__(self) -> None:
         self.hits: collections.Counter[str] = collections.Counter()
         self.lock = threading.Lock()
+        self.failing: set[str] = set()  # deployments that answer 500 (an OpenAI-style server_error)
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
@@ -53,6 +54,14 @@ class OpenAIServer:
                 with srv.lock:
                     srv.hits[name] += 1
                 model = body.get("model")
+                if name in srv.failing:
+                    b = json.dumps({"error": {"message": name + " is down", "type": "server_error"}}).encode()
+                    self.send_response(500)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(b)))
+                    self.end_headers()
+                    self.wfile.write(b)
+                    return
                 if self.path.endswith("/embeddings"):
                     self._json({"object": "list", "model": model, "usage": {"prompt_tokens": 1, "total_tokens": 1},
                                 "data": [{"object": "embedding", "index": 0, "embedding": [0.5, float(len(name))]}]})

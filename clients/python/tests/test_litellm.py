@@ -9,8 +9,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import os
+import random
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -130,15 +133,67 @@ def test_every_entry_point_is_steered_sync_and_async(server: OpenAIServer, saved
     for _ in range(20):
         router.completion(model="gpt-4o", messages=MSG, metadata={"tenant": "other"})
     assert set(server.take()) == {"canary", "baseline"}
+    # Positional calls, as litellm's signatures take them (model first), are steered the same.
+    for _ in range(5):
+        assert router.completion("gpt-4o", MSG).choices[0].message.content == "from baseline"
+        assert router.text_completion("gpt-4o", "hi").choices[0].text == "from baseline"
+        router.embedding("emb", ["x"])
+
+    async def positional() -> None:
+        for _ in range(5):
+            await router.acompletion("gpt-4o", MSG)
+            await router.aembedding("emb", ["x"])
+            await router.atext_completion("gpt-4o", "hi")
+
+    asyncio.run(positional())
+    assert server.take() == {"baseline": 20, "emb-b": 10}
+    # A model that is not a str reaches litellm as given (its own error), never dropped from the call.
+    with pytest.raises(litellm.BadRequestError, match="model=None"):
+        router.completion(model=None, messages=MSG)
+
+
+def test_two_routers_two_filters_and_uninstall(server: OpenAIServer, saved_callbacks: None) -> None:
+    """litellm.callbacks is process-wide: filter A's async filter sees every
+    Router's requests. Router B's (planned by filter B) and a third,
+    unsteered Router's pass A's filter untouched; uninstall gives Router A
+    back its own methods and takes A off litellm.callbacks."""
+    ca, cb = client(), client()
+    router_a, fa = steered(server, ca)
+    router_b, fb = steered(server, cb)
+    plain = litellm.Router(model_list=[dep(server, "gpt-4o", "c1", "canary"), dep(server, "gpt-4o", "c2", "baseline")],
+                           num_retries=0)
+    put(ca, Key("acme", "chat", "gpt-4o", "canary"), "trip")  # for filter A only
+
+    async def go(router: Any, n: int) -> None:
+        for _ in range(n):
+            await router.acompletion(model="gpt-4o", messages=MSG)
+
+    asyncio.run(go(router_a, 20))
+    assert server.take() == {"baseline": 20}
+    asyncio.run(go(router_b, 40))
+    assert set(server.take()) == {"canary", "baseline"}  # A's command does not steer B
+    asyncio.run(go(plain, 40))
+    assert set(server.take()) == {"c1", "c2"}  # nor a Router no filter was installed on
+    assert fa.metrics.get("gpt-4o", "c1", "reject") == 0 and fb.metrics.get("gpt-4o", "canary", "pass") == 40
+    fa.uninstall()
+    assert fa not in litellm.callbacks and fb in litellm.callbacks
+    assert not hasattr(router_a.completion, "__fusebox_wrapped__")
+    for _ in range(20):
+        router_a.completion(model="gpt-4o", messages=MSG)
+    asyncio.run(go(router_a, 20))
+    assert set(server.take()) == {"canary", "baseline"}
+    fb.uninstall()
+    assert fb not in litellm.callbacks
 
 
 # --- shares -----------------------------------------------------------------
 
 def test_half_open_and_throttle_shares_of_the_group(server: OpenAIServer, saved_callbacks: None) -> None:
     """Three deployments: p1 half-open (probe 0.2), p2 throttled to 0.3, p3
-    free. Each fraction is the share of the group's requests the deployment
-    takes (fusebox's Go gateway admits that share of the target's requests),
-    not that share divided by the Router's shuffle among three."""
+    free. The probe share is the share of the group's requests p1 takes (not
+    divided by the Router's shuffle among three); the throttle admits 0.3 of
+    p2's even share (1/3 of the group's requests: 0.1) and sheds the rest, as
+    fusebox's Go gateway admits Fraction of the target's requests."""
     c = client()
     router, f = steered(server, c)
     put(c, Key("acme", "chat", "pool", "p1"), "half_open", state="half_open", fraction=0.2)
@@ -157,10 +212,85 @@ def test_half_open_and_throttle_shares_of_the_group(server: OpenAIServer, saved_
     print(f"shares over n={n}: {share}")
     assert sum(hits.values()) == n
     # n*phi mod 1 samples: the discrepancy over 1,000 requests is far below 0.01.
-    assert abs(share["p1"] - 0.2) <= 0.01 and abs(share["p2"] - 0.3) <= 0.01, share
-    assert abs(share["p3"] - 0.5) <= 0.01, share
+    assert abs(share["p1"] - 0.2) <= 0.01 and abs(share["p2"] - 0.1) <= 0.01, share
+    assert abs(share["p3"] - 0.7) <= 0.01, share
     assert f.metrics.get("pool", "p1", "probe") == hits["p1"] and f.metrics.get("pool", "p2", "admit") == hits["p2"]
     assert f.metrics.get("pool", "p1", "reject") + f.metrics.get("pool", "p1", "yielded") == n - hits["p1"]
+
+
+def test_shares_with_random_request_ids(server: OpenAIServer, saved_callbacks: None) -> None:
+    """The shares again, sampled as real gateways sample: the FNV-1a hash of
+    each request's metadata["request_id"] (random UUIDs, from a seeded
+    generator so a run repeats), not the n*phi sequence. Each share is a
+    binomial proportion: within 3 standard deviations sqrt(p(1-p)/n)."""
+    c = client()
+    router, f = steered(server, c)
+    put(c, Key("acme", "chat", "pool", "p1"), "half_open", state="half_open", fraction=0.2)
+    put(c, Key("acme", "chat", "pool", "p2"), "throttle", level=1, fraction=0.3)
+    rng = random.Random(20261202)
+    n = 1200
+
+    def md() -> dict[str, str]:
+        return {"request_id": str(uuid.UUID(int=rng.getrandbits(128)))}
+
+    for _ in range(n // 2):
+        router.completion(model="pool", messages=MSG, metadata=md())
+
+    async def go() -> None:
+        for _ in range(n - n // 2):
+            await router.acompletion(model="pool", messages=MSG, metadata=md())
+
+    asyncio.run(go())
+    hits = server.take()
+    assert sum(hits.values()) == n, hits
+    want = {"p1": 0.2, "p2": 0.3 / 3, "p3": 1 - 0.2 - 0.1}
+    for k, p in want.items():
+        tol = 3 * math.sqrt(p * (1 - p) / n)
+        print(f"random request ids, n={n}: {k} took {hits[k] / n:.3f} (want {p:.3f} +- {tol:.3f})")
+        assert abs(hits[k] / n - p) <= tol, (k, hits)
+    assert f.metrics.get("pool", "p1", "probe") == hits["p1"]
+
+
+def test_a_throttle_only_sheds_load(server: OpenAIServer, saved_callbacks: None) -> None:
+    """A throttle of 0.8 above the even share (1/2 in a group of two): the
+    throttled canary takes 0.8 x 1/2 = 0.4 of the group's requests, less than
+    the 0.5 it had unthrottled, never 0.8."""
+    c = client()
+    router, f = steered(server, c)
+    put(c, Key("acme", "chat", "gpt-4o", "canary"), "throttle", level=1, fraction=0.8)
+    n = 500
+    for _ in range(n):
+        router.completion(model="gpt-4o", messages=MSG)
+    hits = server.take()
+    assert hits["canary"] + hits["baseline"] == n, hits
+    assert abs(hits["canary"] / n - 0.4) <= 0.01, hits
+    assert f.metrics.get("gpt-4o", "canary", "admit") == hits["canary"]
+
+
+def test_a_failed_probe_is_not_retried_on_the_other_deployments(server: OpenAIServer, saved_callbacks: None) -> None:
+    """As fusebox's Go gateway (fusehttp passes a probe to its target and
+    answers with the target's response, failed or not), a request in a
+    half-open deployment's probe slice stays on it for all of the Router's
+    retries: the baseline never serves it. The Router's fallbacks= to another
+    group still take it (that group decided in turn)."""
+    c = client()
+    router = litellm.Router(model_list=model_list(server), num_retries=1, retry_after=0,
+                            fallbacks=[{"gpt-4o": ["gpt-4o-mini"]}])
+    f = FuseDeploymentFilter(c, tenant="acme", service="chat", clock=lambda: NOW)
+    f.install(router)
+    put(c, Key("acme", "chat", "gpt-4o", "canary"), "half_open", state="half_open", fraction=0.5)
+    server.failing.add("canary")
+    try:
+        server.take()
+        n = 20
+        for _ in range(n):
+            router.completion(model="gpt-4o", messages=MSG)
+        hits = server.take()
+    finally:
+        server.failing.discard("canary")
+    probes = f.metrics.get("gpt-4o", "canary", "probe")
+    assert 0 < probes < n, probes
+    assert hits["baseline"] == n - probes and hits["mini"] == probes and hits["canary"] >= 1, (probes, hits)
 
 
 def test_half_open_alone_in_its_group_probes_its_share(server: OpenAIServer, saved_callbacks: None) -> None:
@@ -172,6 +302,43 @@ def test_half_open_alone_in_its_group_probes_its_share(server: OpenAIServer, sav
     hits = server.take()
     # The refused share goes to the Router's fallback: one sample per request, kept across the fallback hop.
     assert hits["solo"] + hits["mini"] == 200 and abs(hits["solo"] - 20) <= 2, hits
+
+
+def test_a_request_decides_only_the_groups_it_can_reach(server: OpenAIServer, saved_callbacks: None) -> None:
+    """Per request: the requested group and its fallbacks, not every
+    deployment of every group; the Router's deployments read once."""
+    class Counting:
+        def __init__(self, c: Client) -> None:
+            self.c = c
+            self.keys: list[Key] = []
+
+        def decide(self, key: Key) -> Any:
+            self.keys.append(key)
+            return self.c.decide(key)
+
+    c = client()
+    d = Counting(c)
+    router = litellm.Router(model_list=model_list(server), num_retries=0, fallbacks=[{"gpt-4o": ["gpt-4o-mini"]}])
+    FuseDeploymentFilter(d, tenant="acme", service="chat", clock=lambda: NOW).install(router)
+    reads = 0
+    registry = router.registry
+
+    class Reg:
+        def deployments(self) -> Any:
+            nonlocal reads
+            reads += 1
+            return registry().deployments()
+
+    router.registry = lambda: Reg()
+    put(c, Key("acme", "chat", "solo", ""), "trip")
+    d.keys.clear()
+    router.completion(model="gpt-4o", messages=MSG)
+    assert sorted(k.model for k in d.keys) == ["gpt-4o", "gpt-4o", "gpt-4o-mini"] and reads == 1, (d.keys, reads)
+    d.keys.clear()
+    reads = 0
+    with pytest.raises(CircuitOpenError):
+        router.completion(model="solo", messages=MSG)
+    assert [k.model for k in d.keys] == ["solo"] and reads == 1, (d.keys, reads)
 
 
 # --- degrade, no fallback ---------------------------------------------------
@@ -213,6 +380,11 @@ def test_refused_group_without_fallback_is_circuit_open_and_warned(server: OpenA
     with pytest.raises(CircuitOpenError):
         asyncio.run(router.acompletion(model="solo", messages=MSG))
     assert server.take() == {}
+    # The call's own fallbacks= (litellm's per-request override) take the request.
+    assert router.completion(model="solo", messages=MSG, fallbacks=[{"solo": ["gpt-4o-mini"]}]).choices[
+        0].message.content == "from mini"
+    asyncio.run(router.acompletion(model="solo", messages=MSG, fallbacks=[{"solo": ["gpt-4o-mini"]}]))
+    assert server.take() == {"mini": 2}
     # A command applied later is checked too (on_change): a degrade naming a model the Router does not know.
     caplog.clear()
     with caplog.at_level(logging.WARNING, "fusebox_fuse"):
@@ -221,6 +393,54 @@ def test_refused_group_without_fallback_is_circuit_open_and_warned(server: OpenA
     assert "'gpt-4o'" in msgs and "'no-such-model'" in msgs and "does not know" in msgs, msgs
     with pytest.raises(CircuitOpenError):
         router.completion(model="gpt-4o", messages=MSG)
+
+
+def test_fallback_warnings_remembered_are_bounded(server: OpenAIServer, saved_callbacks: None,
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """Every new command is a new problem (its version is in the text): the
+    remembered set keeps the newest _MAX_WARNED, never grows without bound."""
+    from fusebox_fuse import litellm_router
+    monkeypatch.setattr(litellm_router, "_MAX_WARNED", 8)
+    c = client()
+    _, f = steered(server, c)
+    with caplog.at_level(logging.WARNING, "fusebox_fuse"):
+        for v in range(1, 41):
+            put(c, Key("acme", "chat", "solo", ""), "trip", v)
+    assert len(f._warned) <= 8, len(f._warned)
+    assert sum("'solo'" in r.getMessage() for r in caplog.records) == 40  # each new one still logged once
+
+
+def test_install_checks_the_litellm_internals_it_uses(server: OpenAIServer, saved_callbacks: None,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    class NotARouter:
+        def completion(self, **kw: Any) -> Any:
+            return kw
+
+    with pytest.raises(RuntimeError, match=r"registry\(\)\.deployments\(\).*settings\(\)\.fallbacks.*1\.110\.2"):
+        FuseDeploymentFilter(client()).install(NotARouter())
+    from litellm.litellm_core_utils import routing_common_utils
+    router = litellm.Router(model_list=model_list(server), num_retries=0)
+    with monkeypatch.context() as m:
+        m.delattr(routing_common_utils, "as_excluded_deployment_ids")
+        with pytest.raises(RuntimeError, match=r"_excluded_deployment_ids.*1\.110\.2"):
+            FuseDeploymentFilter(client()).install(router)
+    # A settings() failing later is logged (once), not swallowed: no fallbacks known.
+    c = client()
+    router, f = steered(server, c)
+
+    def broken() -> Any:
+        raise KeyError("boom")
+
+    monkeypatch.setattr(router, "settings", broken)
+    put(c, Key("acme", "chat", "solo", ""), "trip")
+    with caplog.at_level(logging.ERROR, "fusebox_fuse"):
+        for _ in range(3):
+            with pytest.raises(CircuitOpenError):
+                router.completion(model="solo", messages=MSG)
+    failed = [r for r in caplog.records if "settings().fallbacks failed" in r.getMessage()]
+    assert len(failed) == 1 and "boom" in caplog.text, caplog.text
 
 
 # --- the mapping ------------------------------------------------------------

@@ -12,7 +12,7 @@ aresponses: the sync and async paths, plain and streamed) so every request
 is decided before the Router picks, and registers the filter as a litellm
 callback (its ``async_filter_deployments`` decides the requests that reach
 the Router some other way, on the async path only: litellm 1.110.2 runs
-deployment filters on the async path only).
+deployment filters on the async path only). ``uninstall`` undoes both.
 
 Per request, with one uniform sample u in [0, 1) (drawn once, kept across
 the Router's retries and fallbacks), each deployment's key (tenant, service,
@@ -21,13 +21,19 @@ model, variant) is decided, group by group:
 - nothing in effect: the deployment stays a candidate (label ``pass``);
 - trip, degrade, rollback, a throttle of fraction 0: dropped (``reject``,
   ``degrade``, ``rollback``, ``throttle``);
-- half-open and throttle: the fraction f is the share of the group's
-  requests the deployment takes, as fusebox's Go gateway admits f of the
-  target's requests: the fractional deployments of a group own consecutive
-  slices of [0, 1) (by deployment id), and a request whose u falls in one's
-  slice goes to that deployment alone (``probe``, ``admit``); any other
-  request is kept off all of them (``reject`` for a half-open, ``throttle``).
-  The Router's shuffle among n deployments therefore does not divide f by n.
+- half-open and throttle: the fractional deployments of a group own
+  consecutive slices of [0, 1) (by deployment id), and a request whose u
+  falls in one's slice goes to that deployment alone (``probe``, ``admit``);
+  any other request is kept off all of them (``reject`` for a half-open,
+  ``throttle``). A half-open's slice is its probe share f of the group's
+  requests (the Router's shuffle among n deployments does not divide it by
+  n); a throttle's is f x 1/n, f of its even share among the n deployments
+  not dropped: as fusebox's Go gateway admits f of the target's requests
+  and rejects the rest, a throttle only sheds load. The slice's deployment
+  is the only candidate for all of the Router's retries, on purpose: the Go
+  gateway answers a probe with its target's response, failed or not, and
+  fusebox judges recovery on it; the Router's fallbacks= to other groups
+  still apply.
 
 The dropped deployments reach the Router as its own ``_excluded_deployment_ids``
 narrowing, which litellm 1.110.2's sync and async paths, retries and
@@ -35,7 +41,8 @@ fallback hops all honour. When a group has nothing left:
 
 - a degrade whose ``fallback`` model the Router knows: the request is sent
   to that model instead (its deployments decided as well);
-- else the Router's ``fallbacks=`` for the group, when it has some;
+- else the call's own ``fallbacks=`` for the group when it passes some
+  (litellm's per-request override), else the Router's;
 - else :class:`CircuitOpenError` (status 503, code ``circuit_open``; 429 and
   ``rate_limit_exceeded`` for a throttle), never litellm's
   "No deployments available" rate-limit error.
@@ -64,7 +71,8 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+import uuid
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -78,15 +86,25 @@ log = logging.getLogger("fusebox_fuse.litellm")
 
 _MAX_DRAWN: Final = 4096  # requests whose sample is remembered (one Router attempt chain each)
 _MAX_LOGGED: Final = 4096  # (deployment, command) pairs whose drop was logged
+_MAX_WARNED: Final = 1024  # check_fallbacks problems remembered as logged (oldest forgotten first)
 SAMPLE_KEY: Final = "fusebox_sample"
 """The request metadata member holding the request's sample (set by install's wrappers)."""
 PLANNED_KEY: Final = "fusebox_planned"
-"""The request metadata member marking a request decided by install's wrappers (counted there)."""
+"""The request metadata member naming the filter (its ``token``) whose
+install wrapper decided the request (counted there): litellm.callbacks is
+process-wide, so every installed filter's async filter sees every Router's
+requests, and passes those another filter planned through untouched."""
 EXCLUDED_KEY: Final = "_excluded_deployment_ids"
 """litellm 1.110.2's request narrowing: deployment ids no attempt of the request may use."""
 ENTRY_POINTS: Final = ("completion", "acompletion", "embedding", "aembedding", "text_completion",
                        "atext_completion", "responses", "aresponses")
 """The Router methods install wraps (those the Router has)."""
+MODEL_POSITION: Final[Mapping[str, int | None]] = {
+    "completion": 0, "acompletion": 0, "embedding": 0, "aembedding": 0, "text_completion": 0,
+    "atext_completion": 0, "responses": None, "aresponses": 1}
+"""Where litellm 1.110.2's entry points take model among their positional
+arguments ((model, messages), (model, input), (model, prompt); aresponses
+(input, model); responses takes none): a positional call keeps its shape."""
 DEFAULT_METRIC_NAME: Final = "fusebox_litellm_deployment_decisions_total"
 DECISIONS: Final = ("pass", "probe", "admit", "reject", "throttle", "degrade", "rollback", "yielded")
 """What a request's decision did with one deployment of the requested group:
@@ -94,6 +112,10 @@ pass (no command), probe / admit (the request is in its half-open / throttle
 slice: sent to it alone), reject / throttle / degrade / rollback (dropped by
 that command), yielded (kept off it because another deployment's probe or
 admitted slice took the request)."""
+
+TESTED_LITELLM: Final = "1.110.2"
+"""The litellm release whose Router internals (registry(), settings(), the
+_excluded_deployment_ids narrowing) the adapter is tested against."""
 
 KeyFor = Callable[[Mapping[str, Any], Mapping[str, Any]], Key]
 """(deployment, request_kwargs) -> the key fusebox judges."""
@@ -200,9 +222,14 @@ class FuseDeploymentFilter(CustomLogger):
         self._seq = itertools.count(1)
         self._drawn: collections.OrderedDict[str, float] = collections.OrderedDict()
         self._logged: collections.OrderedDict[tuple[str, str, int, str], None] = collections.OrderedDict()
-        self._warned: set[str] = set()
+        self._warned: collections.OrderedDict[str, None] = collections.OrderedDict()  # under _lock: on_change
+        # runs check_fallbacks on the client's thread while requests run on others
         self._lock = threading.Lock()
         self._router: Any = None
+        self._originals: dict[str, tuple[Callable[..., Any], bool]] = {}  # name -> (method, in the instance dict)
+        self._settings_failed = False  # logged once
+        self.token = uuid.uuid4().hex
+        """This filter's mark on the requests it planned (metadata[PLANNED_KEY])."""
         self.kept = 0
         self.dropped: dict[str, int] = {o.value: 0 for o in Outcome}
 
@@ -270,10 +297,12 @@ class FuseDeploymentFilter(CustomLogger):
                 ch.labels[i] = _label(d)
         lo = 0.0
         chosen = ""
+        n = len(free) + len(frac)  # the deployments the Router would share the group's requests among
         for i, d in sorted(frac, key=lambda t: t[0]):
-            if chosen == "" and lo <= u < lo + d.fraction:
+            width = d.fraction if d.probe else d.fraction / n
+            if chosen == "" and lo <= u < lo + width:
                 chosen = i
-            lo += d.fraction
+            lo += width
         if chosen:
             ch.kept = [chosen]
             ch.labels[chosen] = "probe" if ch.decisions[chosen].probe else "admit"
@@ -333,6 +362,7 @@ class FuseDeploymentFilter(CustomLogger):
         router."""
         import litellm
 
+        check_router(router)
         self._router = router
         for name in ENTRY_POINTS:
             orig = getattr(router, name, None)
@@ -343,6 +373,7 @@ class FuseDeploymentFilter(CustomLogger):
                 continue
             if owner is not None:
                 raise ValueError(f"fuse: Router.{name} is already steered by another FuseDeploymentFilter")
+            self._originals[name] = (orig, name in getattr(router, "__dict__", {}))
             setattr(router, name, self._wrap(name, orig))
         if self not in litellm.callbacks:
             litellm.callbacks.append(self)
@@ -352,6 +383,23 @@ class FuseDeploymentFilter(CustomLogger):
         if callable(on_change):
             on_change(lambda _old, _new: self.check_fallbacks())
         return router
+
+    def uninstall(self) -> None:
+        """Undoes install: the Router's entry points are its own again and
+        the filter leaves litellm.callbacks (it decides nothing more; the
+        decider's on_change, which has no removal, finds no Router to check)."""
+        import litellm
+
+        router, self._router = self._router, None
+        for name, (orig, own) in self._originals.items():
+            if router is not None and getattr(getattr(router, name, None), "__fusebox_wrapped__", None) is self:
+                if own:
+                    setattr(router, name, orig)
+                else:
+                    delattr(router, name)
+        self._originals.clear()
+        while self in litellm.callbacks:
+            litellm.callbacks.remove(self)
 
     def _deployments(self) -> list[Mapping[str, Any]]:
         got = self._router.registry().deployments() if self._router is not None else []
@@ -363,17 +411,35 @@ class FuseDeploymentFilter(CustomLogger):
             out.setdefault(str(dep.get("model_name") or ""), []).append(dep)
         return out
 
-    def _router_fallbacks(self, group: str) -> list[str]:
+    def _router_fallbacks(self, group: str, call: Mapping[str, Any] | None = None) -> list[str]:
+        """The fallback groups for group: the call's own fallbacks= when it
+        passes some (litellm's per-request override), else the Router's."""
+        if call is not None and call.get("fallbacks") is not None:
+            return _fallbacks_for(call.get("fallbacks"), group)
         try:
             fbs = self._router.settings().fallbacks or []
-        except Exception:  # noqa: BLE001 - a Router without settings(): no fallbacks known
+        except Exception:  # noqa: BLE001 - install checked settings(): logged, and no fallbacks known
+            if not self._settings_failed:
+                self._settings_failed = True
+                log.exception("fuse: the Router's settings().fallbacks failed (litellm %s, tested with %s): "
+                              "its fallbacks are taken as none, refused groups fail with CircuitOpenError",
+                              _litellm_version(), TESTED_LITELLM)
             return []
-        out: list[str] = []
-        for item in fbs:
-            if isinstance(item, Mapping):
-                for k, v in item.items():
-                    if k in (group, "*"):
-                        out += [str(x) for x in (v if isinstance(v, list) else [v])]
+        return _fallbacks_for(fbs, group)
+
+    def _hops(self, group: str, call: Mapping[str, Any]) -> list[str]:
+        """The groups the Router may send a request for group to: its
+        fallbacks (the call's, else the Router's), and the Router's context
+        window and content policy fallbacks (the call's when it passes them)."""
+        out = self._router_fallbacks(group, call)
+        for name in ("context_window_fallbacks", "content_policy_fallbacks"):
+            if call.get(name) is not None:
+                out += _fallbacks_for(call.get(name), group)
+                continue
+            try:
+                out += _fallbacks_for(getattr(self._router.settings(), name, None), group)
+            except Exception:  # noqa: BLE001 - _router_fallbacks logged settings() failing
+                pass
         return out
 
     def check_mapping(self) -> list[str]:
@@ -406,7 +472,8 @@ class FuseDeploymentFilter(CustomLogger):
         refused now (for the filter's default tenant and service) with nothing
         to take their requests: no degrade fallback the Router knows and no
         Router fallback; and for degrade fallbacks the Router does not know.
-        Each problem is logged once."""
+        Each problem is logged once (the last _MAX_WARNED, 1,024, are
+        remembered: an older one that comes back is logged again)."""
         if self._router is None:
             return []
         groups = self._groups()
@@ -425,15 +492,21 @@ class FuseDeploymentFilter(CustomLogger):
                 problems.append(f"model group {g!r}: every deployment is refused by fuse commands ({what}) and no "
                                 "fallback can take its requests (no degrade fallback the Router knows, no Router "
                                 "fallbacks=): they fail with CircuitOpenError")
-        new = [p for p in problems if p not in self._warned]
-        self._warned.update(new)
+        with self._lock:
+            new = [p for p in problems if p not in self._warned]
+            for p in new:
+                self._warned[p] = None
+            while len(self._warned) > _MAX_WARNED:
+                self._warned.popitem(last=False)
         for p in new:
             log.warning("fuse: %s", p)
         return problems
 
-    def _degrade_fallback(self, ch: GroupChoice) -> str | None:
-        """The fallback model of a degrade that dropped the group, when the Router knows it."""
-        names = {str(dep.get("model_name") or "") for dep in self._deployments()}
+    def _degrade_fallback(self, ch: GroupChoice, names: Collection[str] | None = None) -> str | None:
+        """The fallback model of a degrade that dropped the group, when the
+        Router knows it (names: the Router's groups, read when None)."""
+        if names is None:
+            names = {str(dep.get("model_name") or "") for dep in self._deployments()}
         for i in ch.dropped:
             d = ch.decisions[i]
             if d.matched and d.outcome is Outcome.DEGRADE and d.fallback and d.fallback in names:
@@ -443,30 +516,46 @@ class FuseDeploymentFilter(CustomLogger):
     def plan(self, model: str, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any], GroupChoice | None]:
         """Decides one request to model: returns the model to call (a
         degrade's fallback when the group is refused), the kwargs with the
-        sample in metadata and the refused deployments of every group
-        excluded, and the requested group's choice (None when the Router has
-        no such group)."""
+        sample in metadata and the refused deployments excluded, and the
+        requested group's choice (None when the Router has no such group).
+        Only the groups the request can reach are decided: the requested
+        one, a degrade's fallback, and the groups the call's or the Router's
+        fallbacks= (and context window and content policy fallbacks) hop to
+        from them, transitively; the Router's deployments are read once."""
         md = dict(kwargs.get("metadata") or {})
         probe_req = {**kwargs, "metadata": md}
         u = self.sample(probe_req)
         md[SAMPLE_KEY] = u
-        md[PLANNED_KEY] = True
+        md[PLANNED_KEY] = self.token
         request = {**kwargs, "metadata": md}
         groups = self._groups()
         excluded = [str(x) for x in (kwargs.get(EXCLUDED_KEY) or [])]
         choices: dict[str, GroupChoice] = {}
-        for g, deps in groups.items():
-            choices[g] = ch = self.choose(deps, request, u)
-            excluded += ch.dropped
+
+        def decide(g: str) -> GroupChoice | None:
+            if g not in choices and g in groups:
+                choices[g] = self.choose(groups[g], request, u)
+            return choices.get(g)
+
         target = model
-        asked = choices.get(model)
+        asked = decide(model)
         if asked is not None:
             self._note(model, asked)
             if not asked.kept:
-                fb = self._degrade_fallback(asked)
+                fb = self._degrade_fallback(asked, groups)
                 if fb is not None and fb != model:
                     target = fb
-                    self._note(fb, choices[fb])
+                    self._note(fb, decide(fb) or GroupChoice())
+        todo, seen = [model, target], set()
+        while todo:
+            g = todo.pop()
+            if g in seen:
+                continue
+            seen.add(g)
+            decide(g)
+            todo += self._hops(g, kwargs)
+        for ch in choices.values():
+            excluded += ch.dropped
         out = {**kwargs, "metadata": md}
         if excluded:
             out[EXCLUDED_KEY] = list(dict.fromkeys(excluded))
@@ -486,25 +575,35 @@ class FuseDeploymentFilter(CustomLogger):
         return CircuitOpenError(msg, model=model, decision=d, status_code=429 if throttled else 503,
                                 code="rate_limit_exceeded" if throttled else "circuit_open", retry_after=retry)
 
-    def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any],
-                                                                                 str, GroupChoice | None]:
-        if args:
-            model, rest = args[0], args[1:]
+    def _prepare(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[
+            tuple[Any, ...], dict[str, Any], str, GroupChoice | None]:
+        """The call's arguments with the model decided, in litellm's calling
+        signature: the model goes back where the caller put it (keyword, or
+        its position among the positional arguments: MODEL_POSITION); a
+        model that is not a str (or none) is passed through undecided."""
+        pos = MODEL_POSITION.get(name)
+        if "model" in kwargs:
+            model: Any = kwargs["model"]
+        elif pos is not None and len(args) > pos:
+            model = args[pos]
         else:
-            model, rest = kwargs.pop("model", None), ()
+            return args, kwargs, "", None
         if not isinstance(model, str):
             return args, kwargs, "", None
-        target, kwargs, ch = self.plan(model, kwargs)
-        kwargs["model"] = target
-        if ch is not None and not ch.kept and not self._router_fallbacks(target):
+        target, kw, ch = self.plan(model, kwargs)
+        if "model" in kwargs or pos is None:
+            kw["model"] = target
+        else:
+            args = args[:pos] + (target,) + args[pos + 1:]
+        if ch is not None and not ch.kept and not self._router_fallbacks(target, kw):
             raise self._refusal(target, ch)
-        return rest, kwargs, target, ch
+        return args, kw, target, ch
 
     def _wrap(self, name: str, orig: Callable[..., Any]) -> Callable[..., Any]:
         if inspect.iscoroutinefunction(orig):
             @functools.wraps(orig)
             async def awrapped(*args: Any, **kwargs: Any) -> Any:
-                rest, kw, target, ch = self._prepare(args, kwargs)
+                rest, kw, target, ch = self._prepare(name, args, kwargs)
                 try:
                     return await orig(*rest, **kw)
                 except Exception as e:
@@ -516,7 +615,7 @@ class FuseDeploymentFilter(CustomLogger):
 
         @functools.wraps(orig)
         def wrapped(*args: Any, **kwargs: Any) -> Any:
-            rest, kw, target, ch = self._prepare(args, kwargs)
+            rest, kw, target, ch = self._prepare(name, args, kwargs)
             try:
                 return orig(*rest, **kw)
             except Exception as e:
@@ -533,13 +632,78 @@ class FuseDeploymentFilter(CustomLogger):
                                        parent_otel_span: Any = None) -> list[Any]:
         """The async filter: the same choice over the Router's candidates
         (for a request install's wrapper decided, again with its sample: it
-        drops nothing the exclusions have not; counted only when unplanned)."""
+        drops nothing the exclusions have not; counted only when unplanned).
+        litellm.callbacks is process-wide: a request another filter planned,
+        and an unplanned one whose candidates are not all deployments of
+        this filter's Router (another Router's), pass untouched."""
         request = request_kwargs or {}
+        planned = (request.get("metadata") or {}).get(PLANNED_KEY)
+        if planned is not None and planned != self.token:
+            return healthy_deployments
+        if planned is None:
+            if self._router is None:
+                return healthy_deployments
+            ours = {_dep_id(d) for d in self._deployments() if str(d.get("model_name") or "") == model}
+            if not ours or any(_dep_id(d) not in ours for d in healthy_deployments):
+                return healthy_deployments
         ch = self.choose(healthy_deployments, request, self.sample(request))
-        if not (request.get("metadata") or {}).get(PLANNED_KEY):
+        if planned is None:
             self._note(model, ch)
         keep = set(ch.kept)
         return [dep for dep in healthy_deployments if _dep_id(dep) in keep]
+
+
+def _litellm_version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("litellm")
+    except Exception:  # noqa: BLE001 - for messages only
+        return "unknown"
+
+
+def check_router(router: Any) -> None:
+    """Raises RuntimeError naming what is missing when router lacks the
+    litellm internals the adapter uses (registry().deployments(),
+    settings().fallbacks, and litellm's _excluded_deployment_ids narrowing,
+    read by litellm.litellm_core_utils.routing_common_utils); logs a WARNING
+    when litellm is not the tested release but has them all."""
+    missing: list[str] = []
+    reg = getattr(router, "registry", None)
+    if not callable(reg) or not callable(getattr(reg(), "deployments", None)):
+        missing.append("Router.registry().deployments()")
+    st = getattr(router, "settings", None)
+    if not callable(st) or not hasattr(st(), "fallbacks"):
+        missing.append("Router.settings().fallbacks")
+    try:
+        from litellm.litellm_core_utils import routing_common_utils
+        narrows = callable(getattr(routing_common_utils, "as_excluded_deployment_ids", None))
+    except ImportError:
+        narrows = False
+    if not narrows:
+        missing.append(f"the {EXCLUDED_KEY} request narrowing (litellm.litellm_core_utils.routing_common_utils."
+                       "as_excluded_deployment_ids)")
+    got = _litellm_version()
+    if missing:
+        raise RuntimeError(f"fuse: this litellm ({got}) lacks what FuseDeploymentFilter steers the Router with: "
+                           f"{'; '.join(missing)}; it is tested with litellm {TESTED_LITELLM} "
+                           f"(pip install 'fusebox-fuse[litellm]')")
+    if got != TESTED_LITELLM:
+        log.warning("fuse: litellm %s is not the tested %s: the Router internals the filter uses are present, "
+                    "but untested", got, TESTED_LITELLM)
+
+
+def _fallbacks_for(fbs: Any, group: str) -> list[str]:
+    """The groups a litellm fallbacks list ([{group: [...]}, {"*": [...]}],
+    or plain group names, which apply to any group) names for group."""
+    out: list[str] = []
+    for item in fbs if isinstance(fbs, list) else []:
+        if isinstance(item, Mapping):
+            for k, v in item.items():
+                if k in (group, "*"):
+                    out += [str(x) for x in (v if isinstance(v, list) else [v])]
+        elif isinstance(item, str):
+            out.append(item)
+    return out
 
 
 def _no_deployments(e: BaseException) -> bool:
@@ -554,5 +718,5 @@ def _no_deployments(e: BaseException) -> bool:
     return False
 
 
-__all__ = ["DECISIONS", "DEFAULT_METRIC_NAME", "ENTRY_POINTS", "CircuitOpenError", "DeploymentCounters",
-           "FuseDeploymentFilter", "GroupChoice", "KeyFor"]
+__all__ = ["DECISIONS", "DEFAULT_METRIC_NAME", "ENTRY_POINTS", "TESTED_LITELLM", "CircuitOpenError",
+           "DeploymentCounters", "FuseDeploymentFilter", "GroupChoice", "KeyFor", "check_router"]
