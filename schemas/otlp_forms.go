@@ -1,6 +1,9 @@
 package schemas
 
-import "sync/atomic"
+import (
+	"math"
+	"sync/atomic"
+)
 
 // The forms in which instrumentation libraries write what the GenAI
 // conventions name otherwise (openlit's gen_ai.server.*, OpenLLMetry's
@@ -303,10 +306,18 @@ func (mp *mapper) libNames(sp *Span, st *spanState) {
 // (an event's time minus the span start); streaming from
 // gen_ai.is_streaming, else llm.is_streaming, else the invocation
 // parameters' "stream", else true when the TTFT came from a stream event.
+//
+// The form that applies is taken only when 0 <= TTFT <= the span's
+// duration; else the span gets no TTFT (l.dropped says why) rather than
+// fail Span.Validate as a whole: a library's event clock or rounding
+// (openlit's 2.0005 s on a 2 s span) must not cost the span its duration,
+// error and tokens. The next form is not tried: the one that applies is
+// what the library measured.
 func (mp *mapper) libTiming(sp *Span, st *spanState) {
 	l := &st.lib
 	fromEvent := false
 	if sp.Has&HasTTFT == 0 {
+		ttft, why, found := 0.0, droppedNone, true
 		switch {
 		case l.has&libServerTTFT != 0 && !knownNotStreamed(sp, l):
 			// openlit writes gen_ai.server.time_to_first_token on plain
@@ -314,13 +325,22 @@ func (mp *mapper) libTiming(sp *Span, st *spanState) {
 			// non-streamed call has no first token before its answer, and
 			// counting its duration as a TTFT would put every plain call's
 			// latency into a ttft_ms SLO's tail.
-			sp.TTFTMs = l.serverTTFTMs
-			sp.Has |= HasTTFT
+			ttft = l.serverTTFTMs
+			if !(ttft >= 0 && ttft <= spanMs(sp)) { // NaN too
+				why = droppedServerTTFT
+			}
 		case l.has&libChunk != 0:
-			sp.TTFTMs, fromEvent = float64(l.chunkNs-sp.StartUnixNano)/1e6, true
-			sp.Has |= HasTTFT
+			ttft, fromEvent, why = float64(l.chunkNs-sp.StartUnixNano)/1e6, true, eventDrop(l.chunkNs, sp)
 		case l.has&libFirstTok != 0:
-			sp.TTFTMs, fromEvent = float64(l.firstTokNs-sp.StartUnixNano)/1e6, true
+			ttft, fromEvent, why = float64(l.firstTokNs-sp.StartUnixNano)/1e6, true, eventDrop(l.firstTokNs, sp)
+		default:
+			found = false
+		}
+		switch {
+		case why != droppedNone:
+			l.dropped = why
+		case found:
+			sp.TTFTMs = ttft
 			sp.Has |= HasTTFT
 		}
 	}
@@ -340,6 +360,21 @@ func (mp *mapper) libTiming(sp *Span, st *spanState) {
 		return
 	}
 	sp.Has |= HasStream
+}
+
+// spanMs is the span's duration in ms, as Span.Derive computes it.
+func spanMs(sp *Span) float64 { return float64(sp.EndUnixNano-sp.StartUnixNano) / 1e6 }
+
+// eventDrop is why a first-token event at t gives the span no TTFT:
+// droppedNone when it lies within the span.
+func eventDrop(t int64, sp *Span) uint8 {
+	switch {
+	case t < sp.StartUnixNano:
+		return droppedEventBeforeStart
+	case t > sp.EndUnixNano:
+		return droppedEventAfterEnd
+	}
+	return droppedNone
 }
 
 // knownNotStreamed reports whether the span's attributes say the call was
@@ -364,8 +399,15 @@ func knownNotStreamed(sp *Span, l *libState) bool {
 // TPOT, unless it is 0 (openlit writes 0 when it measured nothing: a
 // non-streamed call, a single chunk) or the call was not streamed (as
 // Derive).
+//
+// A negative or infinite (or NaN) value is left out and counted
+// (DecodeStats.Dropped.ServerTPOT): the span keeps the derived TPOT.
 func (mp *mapper) explicitTPOT(sp *Span, st *spanState) {
 	if st.lib.serverTPOTMs == 0 || sp.Has&HasStream != 0 && !sp.Stream {
+		return
+	}
+	if !(st.lib.serverTPOTMs > 0 && !math.IsInf(st.lib.serverTPOTMs, 1)) {
+		mp.stats.Dropped.ServerTPOT++
 		return
 	}
 	sp.TPOTMs = st.lib.serverTPOTMs
