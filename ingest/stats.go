@@ -19,7 +19,7 @@ type Stats struct {
 	SkippedNoModel int64
 	// Unkeyed counts the skipped spans that looked like LLM calls
 	// (schemas.DecodeStats.Unkeyed), by instrumentation scope and reason,
-	// sorted; at most schemas.MaxUnkeyedScopes scopes (then "other").
+	// sorted; at most schemas.MaxUnkeyedScopes scopes (then schemas.UnkeyedOtherScope, "(other)").
 	Unkeyed []UnkeyedCount
 	// TimingsDropped counts, by reason (DroppedEventBeforeStart, ...), the
 	// library-form timings left out of spans that were kept

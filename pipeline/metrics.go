@@ -123,7 +123,7 @@ func (p *Pipeline) collect(s *observe.Snapshot) {
 			extra("fusebox_spans_decoded_total", "Valid LLM spans decoded from the span topics.", observe.CounterSample, float64(st.Spans))
 			extra("fusebox_spans_skipped_total", "Spans not decoded as LLM calls (no model in any form read, or an OpenInference span of a non-LLM kind), skipped by design.", observe.CounterSample, float64(st.SkippedNoModel))
 			for _, u := range st.Unkeyed {
-				extra("fusebox_spans_unkeyed_total", "Skipped spans that looked like LLM calls (a GenAI instrumentation scope, a gen_ai.* or llm.* attribute) but could not be keyed, by instrumentation scope (at most 32, then \"other\") and reason (no_model, not_llm_kind); among fusebox_spans_skipped_total.",
+				extra("fusebox_spans_unkeyed_total", "Skipped spans that looked like LLM calls (a GenAI instrumentation scope, a gen_ai.* or llm.* attribute) but could not be keyed, by instrumentation scope (at most 32, then \"(other)\"; \"(none)\" for spans without a scope) and reason (no_model, not_llm_kind); among fusebox_spans_skipped_total.",
 					observe.CounterSample, float64(u.Count), observe.Label{Name: "scope", Value: u.Scope}, observe.Label{Name: "reason", Value: u.Reason})
 			}
 			for _, reason := range []string{ingest.DroppedEventBeforeStart, ingest.DroppedEventAfterEnd, ingest.DroppedServerTTFT, ingest.DroppedServerTPOT} {

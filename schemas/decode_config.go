@@ -91,6 +91,10 @@ type DecodeStats struct {
 	// llm.* attribute. At most MaxUnkeyedScopes scopes are named; later ones
 	// count under UnkeyedOtherScope. Nil when there are none.
 	Unkeyed []UnkeyedSpans
+	// InvalidScopeNames counts the scope names (one per ScopeSpans) that
+	// were not valid UTF-8: their spans are read with no scope (Scope "").
+	// (In OTLP/JSON the whole text must be UTF-8.)
+	InvalidScopeNames int
 	// Dropped counts the LLM spans returned without a timing an
 	// instrumentation library's own form gave them, out of range: the
 	// span is kept (its duration, error and tokens count), the timing is

@@ -3,6 +3,7 @@ package schemas
 import (
 	"math"
 	"sync/atomic"
+	"unicode/utf8"
 )
 
 // The forms in which instrumentation libraries write what the GenAI
@@ -38,17 +39,48 @@ const (
 
 // MaxUnkeyedScopes bounds the distinct scopes DecodeStats.Unkeyed (and the
 // consumer's counters built from it) name; the spans of further scopes are
-// counted under the scope "other".
+// counted under the scope UnkeyedOtherScope, "(other)".
 const MaxUnkeyedScopes = 32
 
-// UnkeyedOtherScope is the scope the spans past MaxUnkeyedScopes count under.
-const UnkeyedOtherScope = "other"
+// UnkeyedOtherScope is the scope the spans past MaxUnkeyedScopes count
+// under, and UnkeyedNoScope that of spans without a scope name. Both are
+// in parentheses, which no instrumentation library's name has: a library
+// named "other" or "none" keeps its own label.
+const (
+	UnkeyedOtherScope = "(other)"
+	UnkeyedNoScope    = "(none)"
+)
+
+// MaxScopeBytes is the longest instrumentation scope name kept
+// (Span.Scope, the scope label of fusebox_spans_unkeyed_total, the no
+// samples evidence): a longer one is cut to at most this many bytes, at a
+// UTF-8 character boundary. Library names are far shorter; the cut keeps
+// a runaway name from costing every keyed span and checkpoint its length.
+const MaxScopeBytes = 128
+
+// scopeOf returns the scope name b as Span.Scope holds it: cut to
+// MaxScopeBytes at a character boundary. A name that is not valid UTF-8
+// is no name (""; ok false, for the count), rather than a reason to
+// reject the message: the scope only labels its spans.
+func scopeOf(b []byte) (name string, ok bool) {
+	if !utf8.Valid(b) {
+		return "", false
+	}
+	if len(b) > MaxScopeBytes {
+		n := MaxScopeBytes
+		for n > 0 && !utf8.RuneStart(b[n]) {
+			n--
+		}
+		b = b[:n]
+	}
+	return internScope(b), true
+}
 
 // UnkeyedSpans counts the spans of one instrumentation scope that looked
 // like LLM calls (see LooksLikeLLMScope and DecodeStats.Unkeyed) but were
 // skipped for Reason.
 type UnkeyedSpans struct {
-	Scope  string // the instrumentation scope name ("" when none)
+	Scope  string // the instrumentation scope name (UnkeyedNoScope when none)
 	Reason string // UnkeyedNoModel or UnkeyedNotLLMKind
 	Count  int
 	// Attributes names (at most 8) the first such span had that made it look
@@ -431,6 +463,9 @@ func notLLM(sp *Span, st *spanState, genAIModel, modelBad bool) string {
 func (mp *mapper) unkeyed(st *spanState, reason string) {
 	u := mp.stats.Unkeyed
 	scope := mp.scope
+	if scope == "" {
+		scope = UnkeyedNoScope
+	}
 	if !hasScope(u, scope) && distinctScopes(u) >= MaxUnkeyedScopes {
 		scope = UnkeyedOtherScope
 	}

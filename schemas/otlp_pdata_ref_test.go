@@ -202,6 +202,7 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 	for ri, rs := range td.ResourceSpans().All() {
 		res := refRead(rs.Resource().Attributes(), resMapped)
 		for si, ss := range rs.ScopeSpans().All() {
+			scope := refScope(ss.Scope().Name(), &stats)
 			for pi, span := range ss.Spans().All() {
 				stats.SpansSeen++
 				a := refRead(span.Attributes(), spanMapped)
@@ -232,14 +233,14 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 				}
 				if reason != "" {
 					stats.SkippedNoModel++
-					looks := LooksLikeLLMScope(ss.Scope().Name())
+					looks := LooksLikeLLMScope(scope)
 					for k := range span.Attributes().All() {
 						if !configured[k] && (strings.HasPrefix(k, "gen_ai.") || strings.HasPrefix(k, "llm.")) {
 							looks = true
 						}
 					}
 					if looks {
-						refUnkeyed(&stats, ss.Scope().Name(), reason)
+						refUnkeyed(&stats, scope, reason)
 					}
 					continue
 				}
@@ -275,7 +276,7 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 					FinishReason:  firstOf("gen_ai.response.finish_reasons", "llm.finish_reason"),
 					ErrorType:     a.str["error.type"],
 					ResponseID:    a.str["gen_ai.response.id"],
-					Scope:         ss.Scope().Name(),
+					Scope:         scope,
 				}
 				if sp.Operation == "" {
 					sp.Operation = map[string]string{"LLM": "chat", "EMBEDDING": "embeddings"}[kind]
@@ -417,7 +418,28 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 
 // refUnkeyed counts one unkeyed span of scope for reason (the corpus has
 // fewer scopes than MaxUnkeyedScopes).
+// refScope is the scope name as Span.Scope holds it (docs: at most 128
+// bytes, cut before a character that would cross it; no name when not
+// UTF-8, counted).
+func refScope(name string, st *DecodeStats) string {
+	if !utf8.ValidString(name) {
+		st.InvalidScopeNames++
+		return ""
+	}
+	out := ""
+	for _, r := range name {
+		if len(out)+utf8.RuneLen(r) > 128 {
+			break
+		}
+		out += string(r)
+	}
+	return out
+}
+
 func refUnkeyed(st *DecodeStats, scope, reason string) {
+	if scope == "" {
+		scope = "(none)"
+	}
 	for i := range st.Unkeyed {
 		if st.Unkeyed[i].Scope == scope && st.Unkeyed[i].Reason == reason {
 			st.Unkeyed[i].Count++
@@ -491,7 +513,7 @@ func genPdataTraces(rng *rand.Rand, n AttributeNames, opt pdataCorpusOptions) pt
 		}
 		for range 1 + rng.IntN(3) {
 			ss := rs.ScopeSpans().AppendEmpty()
-			ss.Scope().SetName(pick(rng, []string{"opentelemetry.instrumentation.openai", "langchain", "net/http", "openinference.instrumentation.openai", ""}))
+			ss.Scope().SetName(pick(rng, genScopes))
 			ss.Scope().SetVersion("1.2.3")
 			ss.Scope().Attributes().PutStr("scope.attr", "x")
 			for range rng.IntN(8) {
@@ -800,3 +822,9 @@ func refKnownNotStreamed(bools map[string]bool) bool {
 	}
 	return false
 }
+
+// genScopes are the corpus's scope names: libraries', none, and one longer
+// than MaxScopeBytes whose 128th byte is inside a character (cut before
+// it).
+var genScopes = []string{"opentelemetry.instrumentation.openai", "langchain", "net/http", "openinference.instrumentation.openai", "",
+	"openlit." + strings.Repeat("x", 119) + "é" + strings.Repeat("y", 80)}

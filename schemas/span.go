@@ -122,7 +122,9 @@ type Span struct {
 	ResponseID string
 	// Scope is the name of the instrumentation scope of the span's
 	// ScopeSpans (the library that wrote it, e.g.
-	// "opentelemetry.instrumentation.openai_v2"), "" when it has none.
+	// "opentelemetry.instrumentation.openai_v2"), "" when it has none (or
+	// a name that is not valid UTF-8); at most MaxScopeBytes, a longer
+	// name cut at a character boundary.
 	Scope string
 
 	// Confidence is the model's confidence score in [0, 1]. Valid when
