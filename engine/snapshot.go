@@ -37,7 +37,8 @@ var (
 )
 
 // MarshalBinary snapshots the whole worker: its position in the keyed
-// partition, watermarks, guard, counters, every processor and the breaker.
+// partition, watermarks, guard, counters, every processor and the breaker,
+// in format version 5, or 4 when WorkerConfig.CheckpointVersion says so.
 // RestoreWorker continues from it exactly. The output must have been taken
 // (TakeOutput) first: a snapshot covers what the sinks already have.
 func (w *Worker) MarshalBinary() ([]byte, error) {
@@ -66,7 +67,11 @@ func (w *Worker) MarshalBinary() ([]byte, error) {
 			return nil, fmt.Errorf("engine: snapshot effect judge: %w", err)
 		}
 	}
-	return snapshotFormat.Marshal(func(e *snapcodec.Encoder) {
+	format := snapshotFormat
+	if w.cfg.CheckpointVersion == snapshotFormatV4.Version {
+		format = snapshotFormatV4
+	}
+	return format.Marshal(func(e *snapcodec.Encoder) {
 		e.String(w.cfg.ConfigVersion)
 		e.U32(uint32(w.partition))
 		e.I64(w.nextOffset)
@@ -88,7 +93,9 @@ func (w *Worker) MarshalBinary() ([]byte, error) {
 		e.String(w.cfg.BreakerStateID)
 		e.String(string(bb))
 		e.String(string(eb))
-		w.wm.appendIdleFor(e)
+		if format.Version >= 5 {
+			w.wm.appendIdleFor(e)
+		}
 	}), nil
 }
 

@@ -218,3 +218,62 @@ func TestSnapshotFormatVersions(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckpointVersionPrevious: with WorkerConfig.CheckpointVersion 4
+// (compat.write_formats: previous) a worker writes checkpoints of format
+// version 4, which the builds before the idle durations read (their
+// RestoreWorker refuses version 5), and which this build restores to a
+// worker that continues exactly; without it, version 5.
+func TestCheckpointVersionPrevious(t *testing.T) {
+	recs := versionTestRecords()
+	for _, tc := range []struct {
+		set, want uint8
+	}{{0, 5}, {5, 5}, {4, 4}} {
+		cfg := versionTestConfig("v")
+		cfg.CheckpointVersion = tc.set
+		w, err := NewWorker(cfg, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range recs[:200] {
+			w.Apply(&recs[i])
+		}
+		w.TakeOutput()
+		snap, err := w.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := snapshotVersion(snap); v != tc.want {
+			t.Fatalf("CheckpointVersion %d: writes version %d, want %d", tc.set, v, tc.want)
+		}
+		if tc.want == 4 {
+			// marshalV4 cuts a version-5 checkpoint down to what the
+			// version-4 build wrote.
+			w.cfg.CheckpointVersion = 0
+			old := marshalV4(t, w)
+			w.cfg.CheckpointVersion = 4
+			if string(snap) != string(old) {
+				t.Fatalf("CheckpointVersion 4: not what the version-4 build writes")
+			}
+		}
+		for i := range recs[200:] {
+			w.Apply(&recs[200+i])
+		}
+		want := w.TakeOutput()
+		r, rep, err := RestoreWorker(cfg, 0, snap)
+		if err != nil || int(rep.FormatVersion) != int(tc.want) || !rep.Full() {
+			t.Fatalf("CheckpointVersion %d: restore %+v %v", tc.set, rep, err)
+		}
+		for i := int(r.NextOffset()); i < len(recs); i++ {
+			r.Apply(&recs[i])
+		}
+		if got := r.TakeOutput(); fmt.Sprint(got.Verdicts, got.Rollups) != fmt.Sprint(want.Verdicts, want.Rollups) || len(want.Verdicts) == 0 {
+			t.Fatalf("CheckpointVersion %d: %d verdicts after restore, want the writer's %d, identical", tc.set, len(got.Verdicts), len(want.Verdicts))
+		}
+	}
+	cfg := versionTestConfig("v")
+	cfg.CheckpointVersion = 3
+	if _, err := NewWorker(cfg, 0); err == nil || !strings.Contains(err.Error(), "checkpoint version 3") {
+		t.Fatalf("CheckpointVersion 3: %v, want an error naming it", err)
+	}
+}

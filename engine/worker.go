@@ -115,6 +115,13 @@ type WorkerConfig struct {
 	// NewEffects makes the effect judge of one partition worker; nil for
 	// none (it is used only with a breaker).
 	NewEffects func() (Effects, error)
+	// CheckpointVersion is the format version MarshalBinary writes: 0 or
+	// 5 (the current one), or 4, which the builds before the idle
+	// durations read too (the idle durations are left out: a worker
+	// restoring it starts them at 0, see RestoreWorker) — the first step
+	// of a rolling upgrade (config compat.write_formats: previous). Every
+	// version from 2 is read whatever it is.
+	CheckpointVersion uint8
 }
 
 // WorkerStats counts what a worker did. Counters only grow.
@@ -185,6 +192,9 @@ type sloState struct {
 func NewWorker(cfg WorkerConfig, partition int32) (*Worker, error) {
 	if cfg.AllowedLateness < 0 {
 		return nil, errors.New("engine: allowed lateness must not be negative")
+	}
+	if v := cfg.CheckpointVersion; v != 0 && v != snapshotFormatV4.Version && v != snapshotFormat.Version {
+		return nil, fmt.Errorf("engine: checkpoint version %d: this fusebox writes %d or %d", v, snapshotFormatV4.Version, snapshotFormat.Version)
 	}
 	w := &Worker{
 		cfg:       cfg,

@@ -34,6 +34,7 @@ type Consumer struct {
 	decoders map[string]Decoder
 	stats    *counters
 	unkeyed  unkeyedLog
+	dropped  droppedLog
 
 	started atomic.Bool
 	cl      *kgo.Client

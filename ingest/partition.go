@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -221,6 +222,9 @@ func (p *partition) build(ch chunk) *Batch {
 		skipped += int64(r.Stats.SkippedNoModel)
 		if len(r.Stats.Unkeyed) > 0 {
 			p.c.noteUnkeyed(r, r.Stats.Unkeyed, time.Now())
+		}
+		if r.Stats.Dropped != (schemas.DroppedTimings{}) {
+			p.c.dropped.note(p.c.log, r, r.Stats.Dropped)
 		}
 	}
 	for _, r := range recs {

@@ -19,8 +19,12 @@ type Stats struct {
 	SkippedNoModel int64
 	// Unkeyed counts the skipped spans that looked like LLM calls
 	// (schemas.DecodeStats.Unkeyed), by instrumentation scope and reason,
-	// sorted; at most schemas.MaxUnkeyedScopes scopes (then "other").
+	// sorted; at most schemas.MaxUnkeyedScopes scopes (then schemas.UnkeyedOtherScope, "(other)").
 	Unkeyed []UnkeyedCount
+	// TimingsDropped counts, by reason (DroppedEventBeforeStart, ...), the
+	// library-form timings left out of spans that were kept
+	// (schemas.DecodeStats.Dropped); nil when none.
+	TimingsDropped map[string]int64
 	// Corrections counts correction events delivered.
 	Corrections int64
 	// DeadLettered counts records sent whole to the DLQ, by kind.
@@ -137,6 +141,7 @@ func (c *Consumer) Stats() Stats {
 		FetchErrors:         s.fetchError.Load(),
 		Pauses:              s.pauses.Load(),
 		Unkeyed:             c.unkeyed.unkeyedCounts(),
+		TimingsDropped:      c.dropped.snapshot(),
 	}
 	for t, n := range s.recordsIn {
 		out.RecordsIn[t] = n.Load()

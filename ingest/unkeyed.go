@@ -28,7 +28,7 @@ type UnkeyedCount struct {
 
 // unkeyedLog is the consumer-wide tally: partitions of the same topics
 // share scopes, and the labels it hands out are bounded to
-// schemas.MaxUnkeyedScopes scopes (further ones count as "other").
+// schemas.MaxUnkeyedScopes scopes (further ones count as schemas.UnkeyedOtherScope, "(other)").
 type unkeyedLog struct {
 	every  time.Duration
 	mu     sync.Mutex

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fusebox-dev/fusebox/ingest"
 	"github.com/fusebox-dev/fusebox/internal/observe"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/fusebox-dev/fusebox/sinks"
@@ -122,8 +123,14 @@ func (p *Pipeline) collect(s *observe.Snapshot) {
 			extra("fusebox_spans_decoded_total", "Valid LLM spans decoded from the span topics.", observe.CounterSample, float64(st.Spans))
 			extra("fusebox_spans_skipped_total", "Spans not decoded as LLM calls (no model in any form read, or an OpenInference span of a non-LLM kind), skipped by design.", observe.CounterSample, float64(st.SkippedNoModel))
 			for _, u := range st.Unkeyed {
-				extra("fusebox_spans_unkeyed_total", "Skipped spans that looked like LLM calls (a GenAI instrumentation scope, a gen_ai.* or llm.* attribute) but could not be keyed, by instrumentation scope (at most 32, then \"other\") and reason (no_model, not_llm_kind); among fusebox_spans_skipped_total.",
+				extra("fusebox_spans_unkeyed_total", "Skipped spans that looked like LLM calls (a GenAI instrumentation scope, a gen_ai.* or llm.* attribute) but could not be keyed, by instrumentation scope (at most 32, then \"(other)\"; \"(none)\" for spans without a scope) and reason (no_model, not_llm_kind); among fusebox_spans_skipped_total.",
 					observe.CounterSample, float64(u.Count), observe.Label{Name: "scope", Value: u.Scope}, observe.Label{Name: "reason", Value: u.Reason})
+			}
+			for _, reason := range []string{ingest.DroppedEventBeforeStart, ingest.DroppedEventAfterEnd, ingest.DroppedServerTTFT, ingest.DroppedServerTPOT} {
+				if n := st.TimingsDropped[reason]; n > 0 {
+					extra("fusebox_span_timings_dropped_total", "Library-form timings (first-token events, openlit's gen_ai.server.* TTFT and TPOT) out of range, left out of spans that were kept, by reason (event_before_start, event_after_end, server_ttft, server_tpot).",
+						observe.CounterSample, float64(n), observe.Label{Name: "reason", Value: reason})
+				}
 			}
 			extra("fusebox_spans_invalid_total", "Spans dropped as invalid from records delivered in part (those records are in the DLQ, kind partial).", observe.CounterSample, float64(st.InvalidSpans))
 			extra("fusebox_corrections_decoded_total", "Correction events decoded.", observe.CounterSample, float64(st.Corrections))

@@ -174,7 +174,7 @@ func Assemble(ctx context.Context, f *config.File, parts Parts, log *slog.Logger
 	if p.router, err = router.New(ctx, parts.Producer, router.Config{
 		KeyedTopic: f.Topics.Keyed, SourceTopics: sources, ByTenant: wc.KeyDims.Tenant,
 		HeartbeatEvery: min(time.Second, config.MinEvery(f)/10), IdleTimeout: f.Time.IdleSourceTimeout,
-		Deployment: f.Deployment(), Logger: log.With("component", "router"),
+		Deployment: f.Deployment(), KeyedBatchVersion: f.Compat.KeyedBatchVersion(), Logger: log.With("component", "router"),
 	}); err != nil {
 		return nil, WrapKafkaAuth(err, f.Kafka.SASL.Mechanism != "")
 	}

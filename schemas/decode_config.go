@@ -91,4 +91,36 @@ type DecodeStats struct {
 	// llm.* attribute. At most MaxUnkeyedScopes scopes are named; later ones
 	// count under UnkeyedOtherScope. Nil when there are none.
 	Unkeyed []UnkeyedSpans
+	// InvalidScopeNames counts the scope names (one per ScopeSpans) that
+	// were not valid UTF-8: their spans are read with no scope (Scope "").
+	// (In OTLP/JSON the whole text must be UTF-8.)
+	InvalidScopeNames int
+	// Dropped counts the LLM spans returned without a timing an
+	// instrumentation library's own form gave them, out of range: the
+	// span is kept (its duration, error and tokens count), the timing is
+	// not.
+	Dropped DroppedTimings
+}
+
+// DroppedTimings counts, by reason, the library-form timings left out of
+// the spans returned (see DecodeStats.Dropped). A TTFT of such a form is
+// taken only when 0 <= TTFT <= the span's duration; the GenAI attributes
+// (gen_ai.response.time_to_first_chunk, gen_ai.response.time_to_first_token)
+// are not forgiven: out of range they make the span invalid.
+type DroppedTimings struct {
+	// EventBeforeStart and EventAfterEnd count TTFTs of a first-token
+	// event (gen_ai.content.completion.chunk, First Token Stream Event)
+	// time-stamped before the span's start or after its end.
+	EventBeforeStart, EventAfterEnd int
+	// ServerTTFT counts openlit's gen_ai.server.time_to_first_token
+	// negative, not finite, or longer than the span.
+	ServerTTFT int
+	// ServerTPOT counts gen_ai.server.time_per_output_token negative or
+	// not finite: the TPOT derived from TTFT and tokens, if any, stays.
+	ServerTPOT int
+}
+
+// Total is the sum of the counts.
+func (d DroppedTimings) Total() int {
+	return d.EventBeforeStart + d.EventAfterEnd + d.ServerTTFT + d.ServerTPOT
 }

@@ -68,7 +68,20 @@ const (
 // AppendKeyedBatch appends spans and corrections to dst in the keyed-batch
 // format and returns the extended slice.
 func AppendKeyedBatch(dst []byte, spans []Span, corrections []Correction) []byte {
-	dst = append(dst, KeyedBatchVersion)
+	return AppendKeyedBatchVersion(dst, KeyedBatchVersion, spans, corrections)
+}
+
+// AppendKeyedBatchVersion is AppendKeyedBatch in format version:
+// KeyedBatchVersion, or KeyedBatchVersion2, which builds before Span.Scope
+// read too (the spans' Scope is left out) — what the router writes during
+// the first step of a rolling upgrade (config compat.write_formats:
+// previous, docs/state-and-upgrades.md). Any other version writes
+// KeyedBatchVersion.
+func AppendKeyedBatchVersion(dst []byte, version byte, spans []Span, corrections []Correction) []byte {
+	if version != KeyedBatchVersion2 {
+		version = KeyedBatchVersion
+	}
+	dst = append(dst, version)
 	dst = binary.AppendUvarint(dst, uint64(len(spans)))
 	dst = binary.AppendUvarint(dst, uint64(len(corrections)))
 	le := binary.LittleEndian
@@ -102,7 +115,9 @@ func AppendKeyedBatch(dst []byte, spans []Span, corrections []Correction) []byte
 			dst = append(dst, 0)
 		}
 		dst = appendKeyedString(dst, s.ResponseID)
-		dst = appendKeyedString(dst, s.Scope)
+		if version >= 3 {
+			dst = appendKeyedString(dst, s.Scope)
+		}
 	}
 	for i := range corrections {
 		c := &corrections[i]
@@ -206,12 +221,20 @@ func (r *keyedReader) str(slot int) string {
 // the bytes can hold, a bad flag, trailing bytes) yields an error wrapping
 // ErrMalformed, and the slices come back unchanged.
 func DecodeKeyedBatch(b []byte, spans []Span, corrections []Correction) ([]Span, []Correction, error) {
+	return decodeKeyedBatch(b, KeyedBatchVersion, spans, corrections)
+}
+
+// decodeKeyedBatch is DecodeKeyedBatch reading versions 1 to newest: with
+// newest KeyedBatchVersion2 it is the reader of the builds before
+// Span.Scope, which refuse a version-3 batch (the reason for
+// compat.write_formats during a rolling upgrade).
+func decodeKeyedBatch(b []byte, newest byte, spans []Span, corrections []Correction) ([]Span, []Correction, error) {
 	if len(b) == 0 {
 		return spans, corrections, malformed("keyed_batch", "empty")
 	}
-	if b[0] != KeyedBatchVersion && b[0] != KeyedBatchVersion2 && b[0] != KeyedBatchVersion1 {
+	if b[0] < KeyedBatchVersion1 || b[0] > newest {
 		return spans, corrections, malformed("keyed_batch.version", "got "+strconv.Itoa(int(b[0]))+", this build reads "+
-			strconv.Itoa(KeyedBatchVersion1)+" to "+strconv.Itoa(KeyedBatchVersion))
+			strconv.Itoa(KeyedBatchVersion1)+" to "+strconv.Itoa(int(newest)))
 	}
 	r := &keyedReader{b: b, off: 1, version: b[0]}
 	spanMin, corrMin := uint64(keyedSpanMin), uint64(keyedCorrectionMin)

@@ -235,3 +235,44 @@ func TestKeyedBatchReadsVersion2(t *testing.T) {
 		t.Fatalf("v3 scope: %+v, %v", got, err)
 	}
 }
+
+// TestKeyedBatchWritesVersion2: AppendKeyedBatchVersion with
+// KeyedBatchVersion2 (compat.write_formats: previous) writes what the
+// build before Span.Scope wrote and read — the scope left out — while the
+// version-3 batch of the same spans is refused by that build's reader:
+// during a rolling upgrade, an old pod dead-letters every version-3
+// record a new pod's router sends it.
+func TestKeyedBatchWritesVersion2(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 3))
+	spans := oddSpans(rng, 8)
+	corrs := oddCorrections(rng, 3)
+	v2 := AppendKeyedBatchVersion(nil, KeyedBatchVersion2, spans, corrs)
+	if v2[0] != KeyedBatchVersion2 {
+		t.Fatalf("version %d, want 2", v2[0])
+	}
+	// The reader of a build that knows versions 1 and 2 only.
+	got, gotC, err := decodeKeyedBatch(v2, KeyedBatchVersion2, nil, nil)
+	if err != nil {
+		t.Fatalf("the version-2 reader refuses a version-2 batch: %v", err)
+	}
+	want := slices.Clone(spans)
+	for i := range want {
+		want[i].Scope = ""
+	}
+	assertSpansEqual(t, got, want)
+	assertCorrectionsEqual(t, gotC, corrs)
+	// This build reads it the same.
+	got, _, err = DecodeKeyedBatch(v2, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertSpansEqual(t, got, want)
+
+	v3 := AppendKeyedBatchVersion(nil, KeyedBatchVersion, spans, corrs)
+	if !slices.Equal(v3, AppendKeyedBatch(nil, spans, corrs)) || v3[0] != KeyedBatchVersion {
+		t.Fatalf("version %d, or AppendKeyedBatch differs", v3[0])
+	}
+	if _, _, err := decodeKeyedBatch(v3, KeyedBatchVersion2, nil, nil); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("the version-2 reader on a version-3 batch: err = %v, want ErrMalformed", err)
+	}
+}

@@ -25,9 +25,11 @@ package schemas
 //	                                    gen_ai.response.time_to_first_token, gen_ai.server.time_to_first_token
 //	                                    (openlit; all seconds), the earliest gen_ai.content.completion.chunk
 //	                                    event (OpenLLMetry), the earliest First Token Stream Event
-//	                                    (OpenInference): event time - start, in ms
+//	                                    (OpenInference): event time - start, in ms; a library form's (openlit's,
+//	                                    an event's) only within [0, duration], else none (DecodeStats.Dropped)
 //	gen_ai.server.time_per_output_token TPOTMs = seconds * 1000 (openlit) in place of the derived TPOT,
-//	                                    unless 0 or the call was not streamed (see Span.Derive)
+//	                                    unless 0, negative (DecodeStats.Dropped) or the call was not
+//	                                    streamed (see Span.Derive)
 //	gen_ai.request.stream               Stream (HasStream); else gen_ai.is_streaming, llm.is_streaming,
 //	                                    the invocation parameters' "stream", true when TTFT came from an event
 //	error.type                          ErrorType, Error = true

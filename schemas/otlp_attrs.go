@@ -255,6 +255,7 @@ type spanState struct {
 	ttftMs                float64
 	cacheRead, cacheWrite int64
 	has                   Fields
+	ttftOlder             bool   // the TTFT is gen_ai.response.time_to_first_token's
 	name                  []byte // the span's name, for the operation of "{operation} {model}"
 	bad                   badAttr
 	attrs                 int // attributes counted against max_attributes_per_span
@@ -281,7 +282,19 @@ type libState struct {
 	keys                [maxLLMKeys][]byte // unmapped gen_ai.* / llm.* keys, for the unkeyed log
 	nKeys               int
 	llmKey              bool // an unmapped gen_ai.* or llm.* key was seen
+	// dropped is the reason libTiming left the span's library-form TTFT
+	// out (a dropped* constant), counted by finishSpan once the span is
+	// known to be an LLM call.
+	dropped uint8
 }
+
+// The reasons of libState.dropped.
+const (
+	droppedNone uint8 = iota
+	droppedEventBeforeStart
+	droppedEventAfterEnd
+	droppedServerTTFT
+)
 
 // maxLLMKeys is how many of a span's unmapped gen_ai.* / llm.* keys are
 // kept to name in DecodeStats.Unkeyed.

@@ -1,6 +1,10 @@
 package schemas
 
-import "sync/atomic"
+import (
+	"math"
+	"sync/atomic"
+	"unicode/utf8"
+)
 
 // The forms in which instrumentation libraries write what the GenAI
 // conventions name otherwise (openlit's gen_ai.server.*, OpenLLMetry's
@@ -35,17 +39,48 @@ const (
 
 // MaxUnkeyedScopes bounds the distinct scopes DecodeStats.Unkeyed (and the
 // consumer's counters built from it) name; the spans of further scopes are
-// counted under the scope "other".
+// counted under the scope UnkeyedOtherScope, "(other)".
 const MaxUnkeyedScopes = 32
 
-// UnkeyedOtherScope is the scope the spans past MaxUnkeyedScopes count under.
-const UnkeyedOtherScope = "other"
+// UnkeyedOtherScope is the scope the spans past MaxUnkeyedScopes count
+// under, and UnkeyedNoScope that of spans without a scope name. Both are
+// in parentheses, which no instrumentation library's name has: a library
+// named "other" or "none" keeps its own label.
+const (
+	UnkeyedOtherScope = "(other)"
+	UnkeyedNoScope    = "(none)"
+)
+
+// MaxScopeBytes is the longest instrumentation scope name kept
+// (Span.Scope, the scope label of fusebox_spans_unkeyed_total, the no
+// samples evidence): a longer one is cut to at most this many bytes, at a
+// UTF-8 character boundary. Library names are far shorter; the cut keeps
+// a runaway name from costing every keyed span and checkpoint its length.
+const MaxScopeBytes = 128
+
+// scopeOf returns the scope name b as Span.Scope holds it: cut to
+// MaxScopeBytes at a character boundary. A name that is not valid UTF-8
+// is no name (""; ok false, for the count), rather than a reason to
+// reject the message: the scope only labels its spans.
+func scopeOf(b []byte) (name string, ok bool) {
+	if !utf8.Valid(b) {
+		return "", false
+	}
+	if len(b) > MaxScopeBytes {
+		n := MaxScopeBytes
+		for n > 0 && !utf8.RuneStart(b[n]) {
+			n--
+		}
+		b = b[:n]
+	}
+	return internScope(b), true
+}
 
 // UnkeyedSpans counts the spans of one instrumentation scope that looked
 // like LLM calls (see LooksLikeLLMScope and DecodeStats.Unkeyed) but were
 // skipped for Reason.
 type UnkeyedSpans struct {
-	Scope  string // the instrumentation scope name ("" when none)
+	Scope  string // the instrumentation scope name (UnkeyedNoScope when none)
 	Reason string // UnkeyedNoModel or UnkeyedNotLLMKind
 	Count  int
 	// Attributes names (at most 8) the first such span had that made it look
@@ -303,10 +338,18 @@ func (mp *mapper) libNames(sp *Span, st *spanState) {
 // (an event's time minus the span start); streaming from
 // gen_ai.is_streaming, else llm.is_streaming, else the invocation
 // parameters' "stream", else true when the TTFT came from a stream event.
+//
+// The form that applies is taken only when 0 <= TTFT <= the span's
+// duration; else the span gets no TTFT (l.dropped says why) rather than
+// fail Span.Validate as a whole: a library's event clock or rounding
+// (openlit's 2.0005 s on a 2 s span) must not cost the span its duration,
+// error and tokens. The next form is not tried: the one that applies is
+// what the library measured.
 func (mp *mapper) libTiming(sp *Span, st *spanState) {
 	l := &st.lib
 	fromEvent := false
 	if sp.Has&HasTTFT == 0 {
+		ttft, why, found := 0.0, droppedNone, true
 		switch {
 		case l.has&libServerTTFT != 0 && !knownNotStreamed(sp, l):
 			// openlit writes gen_ai.server.time_to_first_token on plain
@@ -314,13 +357,22 @@ func (mp *mapper) libTiming(sp *Span, st *spanState) {
 			// non-streamed call has no first token before its answer, and
 			// counting its duration as a TTFT would put every plain call's
 			// latency into a ttft_ms SLO's tail.
-			sp.TTFTMs = l.serverTTFTMs
-			sp.Has |= HasTTFT
+			ttft = l.serverTTFTMs
+			if !(ttft >= 0 && ttft <= spanMs(sp)) { // NaN too
+				why = droppedServerTTFT
+			}
 		case l.has&libChunk != 0:
-			sp.TTFTMs, fromEvent = float64(l.chunkNs-sp.StartUnixNano)/1e6, true
-			sp.Has |= HasTTFT
+			ttft, fromEvent, why = float64(l.chunkNs-sp.StartUnixNano)/1e6, true, eventDrop(l.chunkNs, sp)
 		case l.has&libFirstTok != 0:
-			sp.TTFTMs, fromEvent = float64(l.firstTokNs-sp.StartUnixNano)/1e6, true
+			ttft, fromEvent, why = float64(l.firstTokNs-sp.StartUnixNano)/1e6, true, eventDrop(l.firstTokNs, sp)
+		default:
+			found = false
+		}
+		switch {
+		case why != droppedNone:
+			l.dropped = why
+		case found:
+			sp.TTFTMs = ttft
 			sp.Has |= HasTTFT
 		}
 	}
@@ -340,6 +392,21 @@ func (mp *mapper) libTiming(sp *Span, st *spanState) {
 		return
 	}
 	sp.Has |= HasStream
+}
+
+// spanMs is the span's duration in ms, as Span.Derive computes it.
+func spanMs(sp *Span) float64 { return float64(sp.EndUnixNano-sp.StartUnixNano) / 1e6 }
+
+// eventDrop is why a first-token event at t gives the span no TTFT:
+// droppedNone when it lies within the span.
+func eventDrop(t int64, sp *Span) uint8 {
+	switch {
+	case t < sp.StartUnixNano:
+		return droppedEventBeforeStart
+	case t > sp.EndUnixNano:
+		return droppedEventAfterEnd
+	}
+	return droppedNone
 }
 
 // knownNotStreamed reports whether the span's attributes say the call was
@@ -364,8 +431,15 @@ func knownNotStreamed(sp *Span, l *libState) bool {
 // TPOT, unless it is 0 (openlit writes 0 when it measured nothing: a
 // non-streamed call, a single chunk) or the call was not streamed (as
 // Derive).
+//
+// A negative or infinite (or NaN) value is left out and counted
+// (DecodeStats.Dropped.ServerTPOT): the span keeps the derived TPOT.
 func (mp *mapper) explicitTPOT(sp *Span, st *spanState) {
 	if st.lib.serverTPOTMs == 0 || sp.Has&HasStream != 0 && !sp.Stream {
+		return
+	}
+	if !(st.lib.serverTPOTMs > 0 && !math.IsInf(st.lib.serverTPOTMs, 1)) {
+		mp.stats.Dropped.ServerTPOT++
 		return
 	}
 	sp.TPOTMs = st.lib.serverTPOTMs
@@ -389,6 +463,9 @@ func notLLM(sp *Span, st *spanState, genAIModel, modelBad bool) string {
 func (mp *mapper) unkeyed(st *spanState, reason string) {
 	u := mp.stats.Unkeyed
 	scope := mp.scope
+	if scope == "" {
+		scope = UnkeyedNoScope
+	}
 	if !hasScope(u, scope) && distinctScopes(u) >= MaxUnkeyedScopes {
 		scope = UnkeyedOtherScope
 	}

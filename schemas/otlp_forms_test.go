@@ -398,3 +398,95 @@ func TestLibraryFormsReencode(t *testing.T) {
 		t.Fatalf("only %d spans checked", checked)
 	}
 }
+
+// TestLibraryTimingsOutOfRange: a TTFT of a library form (openlit's
+// gen_ai.server.time_to_first_token, a first-token event) outside
+// [0, duration] of the 2 s span, or a negative openlit TPOT, is left out
+// and counted by reason; the span is kept with its duration, error and
+// tokens and passes Validate (it was dead-lettered whole, its error naming
+// gen_ai.response.time_to_first_chunk, which it never had). A TTFT of the
+// GenAI attributes out of range still makes the span invalid.
+func TestLibraryTimingsOutOfRange(t *testing.T) {
+	model := func(m pcommon.Map) {
+		m.PutStr("gen_ai.request.model", "gpt-4o")
+		m.PutStr("error.type", "timeout")
+		m.PutInt("gen_ai.usage.output_tokens", 11)
+	}
+	for _, tc := range []struct {
+		name    string
+		set     func(pcommon.Map)
+		evs     []ev
+		ttft    float64 // ms; -1 none
+		tpot    float64 // ms; -1 none
+		dropped DroppedTimings
+	}{
+		{"openlit 2.0005 s on a 2 s span", func(m pcommon.Map) { m.PutDouble("gen_ai.server.time_to_first_token", 2.0005) },
+			nil, -1, -1, DroppedTimings{ServerTTFT: 1}},
+		{"openlit negative", func(m pcommon.Map) { m.PutDouble("gen_ai.server.time_to_first_token", -0.1) },
+			nil, -1, -1, DroppedTimings{ServerTTFT: 1}},
+		{"openlit the whole span", func(m pcommon.Map) { m.PutDouble("gen_ai.server.time_to_first_token", 2) },
+			nil, 2000, 0, DroppedTimings{}},
+		{"chunk event before the start", func(pcommon.Map) {}, []ev{{chunkEventName, -5}}, -1, -1, DroppedTimings{EventBeforeStart: 1}},
+		{"chunk event after the end", func(pcommon.Map) {}, []ev{{chunkEventName, 2001}}, -1, -1, DroppedTimings{EventAfterEnd: 1}},
+		{"First Token Stream Event after the end", func(pcommon.Map) {}, []ev{{firstTokenEventName, 2500}}, -1, -1, DroppedTimings{EventAfterEnd: 1}},
+		{"event at the end", func(pcommon.Map) {}, []ev{{chunkEventName, 2000}}, 2000, 0, DroppedTimings{}},
+		{"negative openlit TPOT: the derived one", func(m pcommon.Map) {
+			m.PutDouble("gen_ai.server.time_to_first_token", 0.5)
+			m.PutDouble("gen_ai.server.time_per_output_token", -0.02)
+		}, nil, 500, (2000 - 500) / 10.0, DroppedTimings{ServerTPOT: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spans, st, err := formsSpan(t, "openlit.instrumentation.openai", func(m pcommon.Map) {
+				model(m)
+				tc.set(m)
+			}, tc.evs...)
+			if err != nil || len(spans) != 1 {
+				t.Fatalf("%d spans, %v: want the span kept", len(spans), err)
+			}
+			s := spans[0]
+			if err := s.Validate(); err != nil {
+				t.Fatalf("Validate: %v", err)
+			}
+			if s.DurationMs != 2000 || !s.Error || s.OutputTokens != 11 {
+				t.Fatalf("span %+v: want its duration, error and tokens", s)
+			}
+			if got := -1.0; s.Has&HasTTFT != 0 {
+				got = s.TTFTMs
+				if got != tc.ttft {
+					t.Fatalf("TTFT %v, want %v", got, tc.ttft)
+				}
+			} else if tc.ttft != -1 {
+				t.Fatalf("no TTFT, want %v", tc.ttft)
+			}
+			if got := -1.0; s.Has&HasTPOT != 0 {
+				got = s.TPOTMs
+				if got != tc.tpot {
+					t.Fatalf("TPOT %v, want %v", got, tc.tpot)
+				}
+			} else if tc.tpot != -1 {
+				t.Fatalf("no TPOT, want %v", tc.tpot)
+			}
+			if st.Dropped != tc.dropped {
+				t.Fatalf("dropped %+v, want %+v", st.Dropped, tc.dropped)
+			}
+		})
+	}
+	// The GenAI attributes are not forgiven: the span is invalid, the
+	// error naming the attribute it had.
+	for _, name := range []string{"gen_ai.response.time_to_first_chunk", "gen_ai.response.time_to_first_token"} {
+		spans, st, err := formsSpan(t, "x", func(m pcommon.Map) {
+			model(m)
+			m.PutDouble(name, 2.5)
+		})
+		var verr error
+		if err == nil && len(spans) == 1 {
+			verr = spans[0].Validate()
+		} else {
+			verr = err
+		}
+		if !errors.Is(verr, ErrInvalid) || !strings.Contains(verr.Error(), name) || !strings.Contains(verr.Error(), "longer than the whole call") ||
+			st.Dropped != (DroppedTimings{}) {
+			t.Fatalf("%s of 2.5 s on a 2 s span: %v (dropped %+v), want invalid naming %s", name, verr, st.Dropped, name)
+		}
+	}
+}

@@ -338,7 +338,8 @@ func (d *jsonDecoder) scopeName() error {
 		if len(s) > d.lim.MaxStringBytes {
 			return tooLargeLimit(path()+".name", "max_string_bytes", len(s), d.lim.MaxStringBytes, "bytes")
 		}
-		d.setScope(internScope(s)) // the reader checked UTF-8
+		name, _ := scopeOf(s) // the reader checked UTF-8: a JSON text is UTF-8 whole
+		d.setScope(name)
 	}
 }
 

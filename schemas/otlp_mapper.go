@@ -360,6 +360,15 @@ func (mp *mapper) finishSpan(st *spanState, r *resourceVals) (bad *badAttr, onRe
 	if r.bad.set {
 		return &r.bad, true
 	}
+	switch st.lib.dropped {
+	case droppedNone:
+	case droppedEventBeforeStart:
+		mp.stats.Dropped.EventBeforeStart++
+	case droppedEventAfterEnd:
+		mp.stats.Dropped.EventAfterEnd++
+	case droppedServerTTFT:
+		mp.stats.Dropped.ServerTTFT++
+	}
 	sp.Key.Service = r.service
 	if sp.Key.Tenant == "" {
 		sp.Key.Tenant = r.tenant
@@ -390,6 +399,16 @@ func (mp *mapper) finishSpan(st *spanState, r *resourceVals) (bad *badAttr, onRe
 		sp.ErrorType = statusErrorType
 	}
 	sp.Derive()
+	if st.ttftOlder && sp.StartUnixNano > 0 && sp.EndUnixNano >= sp.StartUnixNano && sp.DurationMs <= MaxDurationMs {
+		// Validate would name gen_ai.response.time_to_first_chunk, which
+		// the span does not have: the older name's TTFT out of range
+		// rejects the span under its own name (after the checks of the
+		// times, which Validate makes first).
+		if reason := ttftProblem(sp); reason != "" {
+			st.bad = badAttr{set: true, id: idTTFT, problem: problem{ErrInvalid, reason}}
+			return &st.bad, false
+		}
+	}
 	if st.lib.has&libServerTPOT != 0 {
 		mp.explicitTPOT(sp, st)
 	}
@@ -403,6 +422,7 @@ func (mp *mapper) olderNames(sp *Span, st *spanState) {
 	if sp.Has&HasTTFT == 0 && st.has&HasTTFT != 0 {
 		sp.TTFTMs = st.ttftMs
 		sp.Has |= HasTTFT
+		st.ttftOlder = true
 	}
 	if sp.Has&(HasTTFT|HasStream) != HasTTFT|HasStream && st.lib.has != 0 {
 		mp.libTiming(sp, st)

@@ -202,6 +202,7 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 	for ri, rs := range td.ResourceSpans().All() {
 		res := refRead(rs.Resource().Attributes(), resMapped)
 		for si, ss := range rs.ScopeSpans().All() {
+			scope := refScope(ss.Scope().Name(), &stats)
 			for pi, span := range ss.Spans().All() {
 				stats.SpansSeen++
 				a := refRead(span.Attributes(), spanMapped)
@@ -232,14 +233,14 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 				}
 				if reason != "" {
 					stats.SkippedNoModel++
-					looks := LooksLikeLLMScope(ss.Scope().Name())
+					looks := LooksLikeLLMScope(scope)
 					for k := range span.Attributes().All() {
 						if !configured[k] && (strings.HasPrefix(k, "gen_ai.") || strings.HasPrefix(k, "llm.")) {
 							looks = true
 						}
 					}
 					if looks {
-						refUnkeyed(&stats, ss.Scope().Name(), reason)
+						refUnkeyed(&stats, scope, reason)
 					}
 					continue
 				}
@@ -275,7 +276,7 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 					FinishReason:  firstOf("gen_ai.response.finish_reasons", "llm.finish_reason"),
 					ErrorType:     a.str["error.type"],
 					ResponseID:    a.str["gen_ai.response.id"],
-					Scope:         ss.Scope().Name(),
+					Scope:         scope,
 				}
 				if sp.Operation == "" {
 					sp.Operation = map[string]string{"LLM": "chat", "EMBEDDING": "embeddings"}[kind]
@@ -294,13 +295,20 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 				}
 				// TTFT: the attributes in seconds, newest names first, then
 				// the first-token events (the earliest of each name).
-				fromEvent := false
+				// A library form's TTFT only within [0, duration] (else
+				// none, counted); the GenAI names' as they are (Validate).
+				fromEvent, olderTTFT := false, false
+				durMs := float64(sp.EndUnixNano-sp.StartUnixNano) / 1e6
 				if v, ok := a.num["gen_ai.response.time_to_first_chunk"]; ok {
 					sp.TTFTMs, sp.Has = v*1000, sp.Has|HasTTFT
 				} else if v, ok := a.num["gen_ai.response.time_to_first_token"]; ok {
-					sp.TTFTMs, sp.Has = v*1000, sp.Has|HasTTFT
+					sp.TTFTMs, sp.Has, olderTTFT = v*1000, sp.Has|HasTTFT, true
 				} else if v, ok := a.num["gen_ai.server.time_to_first_token"]; ok && !refKnownNotStreamed(a.bools) {
-					sp.TTFTMs, sp.Has = v*1000, sp.Has|HasTTFT
+					if v*1000 >= 0 && v*1000 <= durMs {
+						sp.TTFTMs, sp.Has = v*1000, sp.Has|HasTTFT
+					} else {
+						stats.Dropped.ServerTTFT++
+					}
 				} else {
 					for _, name := range []string{"gen_ai.content.completion.chunk", "First Token Stream Event"} {
 						first, found := int64(0), false
@@ -310,7 +318,15 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 							}
 						}
 						if found {
-							sp.TTFTMs, sp.Has, fromEvent = float64(first-sp.StartUnixNano)/1e6, sp.Has|HasTTFT, true
+							fromEvent = true
+							switch {
+							case first < sp.StartUnixNano:
+								stats.Dropped.EventBeforeStart++
+							case first > sp.EndUnixNano:
+								stats.Dropped.EventAfterEnd++
+							default:
+								sp.TTFTMs, sp.Has = float64(first-sp.StartUnixNano)/1e6, sp.Has|HasTTFT
+							}
 							break
 						}
 					}
@@ -366,9 +382,29 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 					sp.ErrorType = "status_error"
 				}
 				refDerive(&sp)
+				// The older name's TTFT out of range, on a span whose times
+				// are valid, rejects the span under that name.
+				if olderTTFT && sp.StartUnixNano > 0 && sp.EndUnixNano >= sp.StartUnixNano && sp.DurationMs <= MaxDurationMs {
+					reason := ""
+					if !(sp.TTFTMs >= 0) || math.IsInf(sp.TTFTMs, 1) {
+						reason = "negative, NaN or infinite"
+					} else if sp.TTFTMs > sp.DurationMs {
+						reason = "longer than the whole call"
+					}
+					if reason != "" {
+						rejected = append(rejected, SpanError{Index: llm - 1, Err: refError(spanPath(ri, si, pi),
+							"gen_ai.response.time_to_first_token", refProblem{ErrInvalid, reason})})
+						continue
+					}
+				}
 				// openlit's TPOT (seconds), unless 0 or the call was not streamed.
+				// A negative or infinite one is counted and left out.
 				if v, ok := a.num["gen_ai.server.time_per_output_token"]; ok && v != 0 && (sp.Has&HasStream == 0 || sp.Stream) {
-					sp.TPOTMs, sp.Has = v*1000, sp.Has|HasTPOT
+					if v*1000 > 0 && !math.IsInf(v*1000, 1) {
+						sp.TPOTMs, sp.Has = v*1000, sp.Has|HasTPOT
+					} else {
+						stats.Dropped.ServerTPOT++
+					}
 				}
 				out = append(out, sp)
 			}
@@ -382,7 +418,28 @@ func refDecode(td ptrace.Traces, n AttributeNames) ([]Span, DecodeStats, error) 
 
 // refUnkeyed counts one unkeyed span of scope for reason (the corpus has
 // fewer scopes than MaxUnkeyedScopes).
+// refScope is the scope name as Span.Scope holds it (docs: at most 128
+// bytes, cut before a character that would cross it; no name when not
+// UTF-8, counted).
+func refScope(name string, st *DecodeStats) string {
+	if !utf8.ValidString(name) {
+		st.InvalidScopeNames++
+		return ""
+	}
+	out := ""
+	for _, r := range name {
+		if len(out)+utf8.RuneLen(r) > 128 {
+			break
+		}
+		out += string(r)
+	}
+	return out
+}
+
 func refUnkeyed(st *DecodeStats, scope, reason string) {
+	if scope == "" {
+		scope = "(none)"
+	}
 	for i := range st.Unkeyed {
 		if st.Unkeyed[i].Scope == scope && st.Unkeyed[i].Reason == reason {
 			st.Unkeyed[i].Count++
@@ -456,7 +513,7 @@ func genPdataTraces(rng *rand.Rand, n AttributeNames, opt pdataCorpusOptions) pt
 		}
 		for range 1 + rng.IntN(3) {
 			ss := rs.ScopeSpans().AppendEmpty()
-			ss.Scope().SetName(pick(rng, []string{"opentelemetry.instrumentation.openai", "langchain", "net/http", "openinference.instrumentation.openai", ""}))
+			ss.Scope().SetName(pick(rng, genScopes))
 			ss.Scope().SetVersion("1.2.3")
 			ss.Scope().Attributes().PutStr("scope.attr", "x")
 			for range rng.IntN(8) {
@@ -652,14 +709,26 @@ func genPdataSpan(rng *rand.Rand, span ptrace.Span, n AttributeNames, opt pdataC
 	if dur < 0 {
 		span0 = start + dur
 	}
-	at := func() pcommon.Timestamp { return pcommon.Timestamp(span0 + rng.Int64N(max(dur, -dur)+1)) }
+	// Now and then a library form out of range: an event before the
+	// start or after the end, a server TTFT longer than the span or
+	// negative, a negative TPOT (the span is kept without it).
+	at := func() pcommon.Timestamp {
+		if maybe(10) {
+			return pcommon.Timestamp(pick(rng, []int64{span0 - 1 - rng.Int64N(1e9), span0 + max(dur, -dur) + 1 + rng.Int64N(1e9)}))
+		}
+		return pcommon.Timestamp(span0 + rng.Int64N(max(dur, -dur)+1))
+	}
 	switch rng.IntN(4) {
 	case 1: // openlit
 		if maybe(60) {
-			ttft("gen_ai.server.time_to_first_token")
+			if maybe(15) {
+				a.PutDouble("gen_ai.server.time_to_first_token", pick(rng, []float64{-0.25, float64(dur)/1e9 + 0.0005}))
+			} else {
+				ttft("gen_ai.server.time_to_first_token")
+			}
 		}
 		if maybe(60) {
-			a.PutDouble("gen_ai.server.time_per_output_token", pick(rng, []float64{0, rng.Float64() / 10}))
+			a.PutDouble("gen_ai.server.time_per_output_token", pick(rng, []float64{0, rng.Float64() / 10, -rng.Float64() / 10}))
 		}
 	case 2: // OpenLLMetry
 		if maybe(60) {
@@ -753,3 +822,9 @@ func refKnownNotStreamed(bools map[string]bool) bool {
 	}
 	return false
 }
+
+// genScopes are the corpus's scope names: libraries', none, and one longer
+// than MaxScopeBytes whose 128th byte is inside a character (cut before
+// it).
+var genScopes = []string{"opentelemetry.instrumentation.openai", "langchain", "net/http", "openinference.instrumentation.openai", "",
+	"openlit." + strings.Repeat("x", 119) + "é" + strings.Repeat("y", 80)}

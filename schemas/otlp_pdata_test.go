@@ -21,7 +21,7 @@ func TestDecodeOTLPProtoMatchesPdata(t *testing.T) {
 	var marshal ptrace.ProtoMarshaler
 	var unmarshal ptrace.ProtoUnmarshaler
 	names := DefaultAttributeNames()
-	var totals struct{ spans, llm, skipped, errs, invalid int }
+	var totals struct{ spans, llm, skipped, errs, invalid, dropped int }
 	// has counts the returned spans holding each optional field, so that the
 	// corpus is seen to cover every generation's attributes.
 	has := map[Fields]int{}
@@ -45,6 +45,7 @@ func TestDecodeOTLPProtoMatchesPdata(t *testing.T) {
 		totals.spans += gotStats.SpansSeen
 		totals.skipped += gotStats.SkippedNoModel
 		totals.llm += len(got)
+		totals.dropped += gotStats.Dropped.Total()
 		if gotErr != nil {
 			totals.errs++
 		}
@@ -64,10 +65,10 @@ func TestDecodeOTLPProtoMatchesPdata(t *testing.T) {
 			t.Errorf("corpus too narrow: only %d spans have field bit %d", has[b], b)
 		}
 	}
-	t.Logf("%d messages: %d spans, %d LLM spans returned (%d fail Validate), %d skipped without model, %d messages rejected",
-		corpusSize, totals.spans, totals.llm, totals.invalid, totals.skipped, totals.errs)
+	t.Logf("%d messages: %d spans, %d LLM spans returned (%d fail Validate, %d library timings dropped), %d skipped without model, %d messages rejected",
+		corpusSize, totals.spans, totals.llm, totals.invalid, totals.dropped, totals.skipped, totals.errs)
 	// The corpus must exercise every outcome, or the comparison proves little.
-	if totals.llm < 1000 || totals.skipped < 100 || totals.errs < 5 || totals.invalid < 5 {
+	if totals.llm < 1000 || totals.skipped < 100 || totals.errs < 5 || totals.invalid < 5 || totals.dropped < 20 {
 		t.Fatalf("corpus too narrow: %+v", totals)
 	}
 }

@@ -3,7 +3,6 @@ package schemas
 import (
 	"encoding/binary"
 	"strconv"
-	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -177,10 +176,11 @@ func (d *protoDecoder) scopeName(b []byte) error {
 			if len(g.v) > d.lim.MaxStringBytes {
 				return tooLargeLimit(d.scopePath()+".scope.name", "max_string_bytes", len(g.v), d.lim.MaxStringBytes, "bytes")
 			}
-			if !utf8.Valid(g.v) {
-				return malformed(d.scopePath()+".scope.name", "string is not valid UTF-8")
+			name, ok := scopeOf(g.v)
+			if !ok {
+				d.stats.InvalidScopeNames++
 			}
-			d.setScope(internScope(g.v))
+			d.setScope(name)
 		}
 	}
 	return nil

@@ -122,7 +122,9 @@ type Span struct {
 	ResponseID string
 	// Scope is the name of the instrumentation scope of the span's
 	// ScopeSpans (the library that wrote it, e.g.
-	// "opentelemetry.instrumentation.openai_v2"), "" when it has none.
+	// "opentelemetry.instrumentation.openai_v2"), "" when it has none (or
+	// a name that is not valid UTF-8); at most MaxScopeBytes, a longer
+	// name cut at a character boundary.
 	Scope string
 
 	// Confidence is the model's confidence score in [0, 1]. Valid when
@@ -159,13 +161,11 @@ func (s *Span) Validate() error {
 	case s.DurationMs > MaxDurationMs:
 		return invalid("duration", "longer than 24h")
 	}
-	if s.Has&HasTTFT != 0 {
-		if !finiteNonNeg(s.TTFTMs) {
-			return invalid("gen_ai.response.time_to_first_chunk", "negative, NaN or infinite")
-		}
-		if s.TTFTMs > s.DurationMs {
-			return invalid("gen_ai.response.time_to_first_chunk", "longer than the whole call")
-		}
+	if reason := ttftProblem(s); reason != "" {
+		// The decoders take a library form's TTFT only within the call and
+		// reject gen_ai.response.time_to_first_token's under its own name:
+		// a decoded span's TTFT that fails here is this attribute's.
+		return invalid("gen_ai.response.time_to_first_chunk", reason)
 	}
 	if s.Has&HasTPOT != 0 && !finiteNonNeg(s.TPOTMs) {
 		return invalid("time_per_output_token", "negative, NaN or infinite")
@@ -223,6 +223,19 @@ func (s *Span) Derive() {
 		s.TPOTMs = (s.DurationMs - s.TTFTMs) / float64(s.OutputTokens-1)
 		s.Has |= HasTPOT
 	}
+}
+
+// ttftProblem is what is wrong with s's TTFT, "" when nothing (or none).
+func ttftProblem(s *Span) string {
+	switch {
+	case s.Has&HasTTFT == 0:
+		return ""
+	case !finiteNonNeg(s.TTFTMs):
+		return "negative, NaN or infinite"
+	case s.TTFTMs > s.DurationMs:
+		return "longer than the whole call"
+	}
+	return ""
 }
 
 func finiteNonNeg(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"strconv"
 	"time"
+
+	"github.com/fusebox-dev/fusebox/schemas"
 )
 
 // Config configures a Router. Start from DefaultConfig; New also fills
@@ -34,6 +36,11 @@ type Config struct {
 	// schemas.HeaderDeployment header: a keyed stage of another deployment
 	// that reads the same keyed topic skips the record.
 	Deployment string
+	// KeyedBatchVersion is the keyed-batch format written: 0 for the
+	// current one, schemas.KeyedBatchVersion2 during the first step of a
+	// rolling upgrade (config compat.write_formats: previous), for pods of
+	// the build before that still read the keyed topic.
+	KeyedBatchVersion byte
 	// Logger gets the router's logs. Default: discard.
 	Logger *slog.Logger
 }
@@ -94,5 +101,7 @@ func (c *Config) Validate() error {
 	bad(c.HeartbeatEvery <= 0, "HeartbeatEvery", "must be positive, got "+c.HeartbeatEvery.String())
 	bad(c.IdleTimeout <= 0, "IdleTimeout", "must be positive, got "+c.IdleTimeout.String())
 	bad(c.MaxRecordBytes < 1024, "MaxRecordBytes", "must be at least 1024, got "+strconv.Itoa(c.MaxRecordBytes))
+	bad(c.KeyedBatchVersion != 0 && c.KeyedBatchVersion != schemas.KeyedBatchVersion2 && c.KeyedBatchVersion != schemas.KeyedBatchVersion,
+		"KeyedBatchVersion", "must be 0, 2 or 3, got "+strconv.Itoa(int(c.KeyedBatchVersion)))
 	return errors.Join(errs...)
 }

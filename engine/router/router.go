@@ -181,6 +181,7 @@ func (r *Router) Handler(topic string, partition int32) ingest.PartitionHandler 
 		r: r, topic: topic, partition: partition, lastSeen: time.Now(), lastBatch: time.Now(), next: -1,
 		split: NewSplitter(topic, partition, r.partitions.Load(), SplitterConfig{
 			ByTenant: r.cfg.ByTenant, HeartbeatEvery: r.cfg.HeartbeatEvery, MaxRecordBytes: r.cfg.MaxRecordBytes,
+			KeyedBatchVersion: r.cfg.KeyedBatchVersion,
 		}),
 	}
 	r.mu.Lock()

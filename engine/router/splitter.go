@@ -48,6 +48,11 @@ type SplitterConfig struct {
 	ByTenant       bool
 	HeartbeatEvery time.Duration // event time; default 1s
 	MaxRecordBytes int           // default 900 KiB
+	// KeyedBatchVersion is the keyed-batch format written (see
+	// schemas.AppendKeyedBatchVersion): 0 for the current one,
+	// schemas.KeyedBatchVersion2 while older pods still read the keyed
+	// topic (compat.write_formats: previous).
+	KeyedBatchVersion byte
 }
 
 // Splitter decides, for one source partition, which keyed records each
@@ -176,7 +181,7 @@ func (s *Splitter) split(out []Out, p int32, offset int64) []Out {
 	for part := int32(0); len(spans) > 0 || len(corr) > 0; part++ {
 		ns, nc := len(spans), len(corr)
 		for {
-			buf = schemas.AppendKeyedBatch(buf[:0], spans[:ns], corr[:nc])
+			buf = schemas.AppendKeyedBatchVersion(buf[:0], s.cfg.KeyedBatchVersion, spans[:ns], corr[:nc])
 			if len(buf) <= s.cfg.MaxRecordBytes || ns+nc <= 1 {
 				break
 			}

@@ -160,3 +160,40 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("empty config: %v", err)
 	}
 }
+
+// TestSplitWritesPreviousKeyedBatchVersion: with KeyedBatchVersion 2
+// (compat.write_formats: previous) the keyed records are version 2 — what
+// pods of the build before Span.Scope read; they decode with every field
+// but Scope — and version 3 without it.
+func TestSplitWritesPreviousKeyedBatchVersion(t *testing.T) {
+	base := int64(1_800_000_000e9)
+	in := []schemas.Span{span("acme", base), span("globex", base+1e8)}
+	for i := range in {
+		in[i].Scope, in[i].Provider = "openlit.otel.tracing", "openai"
+	}
+	for _, tc := range []struct {
+		set, want byte
+	}{{0, schemas.KeyedBatchVersion}, {schemas.KeyedBatchVersion2, schemas.KeyedBatchVersion2}} {
+		s := NewSplitter("otlp_spans", 0, 1, SplitterConfig{KeyedBatchVersion: tc.set})
+		out := s.Split(1, in, nil)
+		if len(out) != 1 || len(out[0].Value) == 0 {
+			t.Fatalf("version %d: %d records", tc.set, len(out))
+		}
+		if out[0].Value[0] != tc.want {
+			t.Fatalf("KeyedBatchVersion %d: keyed record of version %d, want %d", tc.set, out[0].Value[0], tc.want)
+		}
+		got, _, err := schemas.DecodeKeyedBatch(out[0].Value, nil, nil)
+		if err != nil || len(got) != 2 {
+			t.Fatalf("version %d: %d spans, %v", tc.want, len(got), err)
+		}
+		for i := range got {
+			want := in[i]
+			if tc.want == schemas.KeyedBatchVersion2 {
+				want.Scope = ""
+			}
+			if got[i] != want {
+				t.Fatalf("version %d: span %d is %+v, want %+v", tc.want, i, got[i], want)
+			}
+		}
+	}
+}

@@ -52,6 +52,47 @@ type File struct {
 	Sinks   Sinks   `yaml:"sinks"`
 	HTTP    HTTP    `yaml:"http"`
 	Log     Log     `yaml:"log"`
+	// Compat is for rolling upgrades between builds (docs/state-and-upgrades.md).
+	Compat Compat `yaml:"compat"`
+}
+
+// Compat keeps a deployment whose pods run two builds at once working
+// during a rolling upgrade: the formats this build writes, that the pods of
+// the build before it must read. It is not part of Version: it changes
+// no verdict and no state id.
+type Compat struct {
+	// WriteFormats is current (the default) or previous. With previous,
+	// the router writes keyed batches of version 2 (without the spans'
+	// instrumentation scope) and the partition workers write checkpoints
+	// of version 4 (without the idle durations): the formats of the build
+	// before, which refuses the current ones (keyed batch 3, checkpoint 5).
+	// Everything is read either way. Set it for the first step of a
+	// rolling upgrade, remove it once every pod runs this build.
+	WriteFormats string `yaml:"write_formats"`
+}
+
+// The values of compat.write_formats.
+const (
+	WriteFormatsCurrent  = "current"
+	WriteFormatsPrevious = "previous"
+)
+
+// KeyedBatchVersion is the keyed-batch format version the router writes
+// under c: 0 (the current one) or schemas.KeyedBatchVersion2.
+func (c Compat) KeyedBatchVersion() byte {
+	if c.WriteFormats == WriteFormatsPrevious {
+		return schemas.KeyedBatchVersion2
+	}
+	return 0
+}
+
+// CheckpointVersion is the checkpoint format version the partition
+// workers write under c: 0 (the current one) or 4.
+func (c Compat) CheckpointVersion() uint8 {
+	if c.WriteFormats == WriteFormatsPrevious {
+		return 4
+	}
+	return 0
 }
 
 // Kafka is how fusebox reaches the brokers.
@@ -328,7 +369,8 @@ func Default() File {
 			ClickHouse: ClickHouse{Database: "fusebox", Username: "default", BatchRows: 5000, FlushEvery: time.Second,
 				BufferRows: 100000, Migrate: true, DialTimeout: 5 * time.Second},
 		},
-		HTTP: HTTP{Listen: "127.0.0.1:9464"},
-		Log:  Log{Level: "info", Format: "json", RejectionsEvery: time.Minute},
+		HTTP:   HTTP{Listen: "127.0.0.1:9464"},
+		Log:    Log{Level: "info", Format: "json", RejectionsEvery: time.Minute},
+		Compat: Compat{WriteFormats: WriteFormatsCurrent},
 	}
 }

@@ -20,6 +20,8 @@ func (f *File) validate(kinds registry.List) []fieldErr {
 		}
 	}
 
+	fail(f.Compat.WriteFormats != WriteFormatsCurrent && f.Compat.WriteFormats != WriteFormatsPrevious, "compat.write_formats",
+		"must be "+WriteFormatsCurrent+" or "+WriteFormatsPrevious+", got "+strconv.Quote(f.Compat.WriteFormats))
 	fail(len(f.Kafka.Brokers) == 0, "kafka.brokers", "list at least one broker host:port")
 	for i, b := range f.Kafka.Brokers {
 		_, _, err := net.SplitHostPort(b)

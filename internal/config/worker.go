@@ -31,7 +31,8 @@ func WorkerConfig(f *File) (engine.WorkerConfig, error) {
 			MaxKeys:      f.Keys.MaxKeys,
 			IdleTTLNanos: int64(f.Keys.IdleTTL),
 		},
-		AllowedLateness: f.Time.AllowedLateness,
+		AllowedLateness:   f.Time.AllowedLateness,
+		CheckpointVersion: f.Compat.CheckpointVersion(),
 	}
 	answers := f.Answers.Rule()
 	for i := range f.SLOs {

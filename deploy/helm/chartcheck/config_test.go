@@ -105,3 +105,23 @@ func TestConfigAcceptedByFusebox(t *testing.T) {
 		t.Logf("%s", out)
 	})
 }
+
+// TestConfigPassesCompatThrough: the rolling-upgrade setting
+// (docs/state-and-upgrades.md, "Rolling upgrades") is no chart-managed
+// key: `--set config.compat.write_formats=previous` reaches the config
+// file, which fusebox accepts; a wrong value is refused by fusebox,
+// naming the field.
+func TestConfigPassesCompatThrough(t *testing.T) {
+	_, objs := rendered(t, Release{Set: []string{"config.compat.write_formats=previous"}})
+	cfg := configFile(t, objs)
+	if !strings.Contains(cfg, "compat:\n  write_formats: previous\n") {
+		t.Fatalf("compat.write_formats not in the config file:\n%s", cfg)
+	}
+	if out, err := configCheck(t, objs); err != nil || !strings.HasPrefix(out, "ok: ") {
+		t.Fatalf("fusebox config check: %v\n%s", err, out)
+	}
+	_, objs = rendered(t, Release{Set: []string{"config.compat.write_formats=older"}})
+	if out, err := configCheck(t, objs); err == nil || !strings.Contains(out, "compat.write_formats: must be current or previous") {
+		t.Fatalf("fusebox config check of write_formats=older: %v\n%s", err, out)
+	}
+}
