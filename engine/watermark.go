@@ -91,9 +91,10 @@ func (w *watermarks) source(id sourceID) *sourceState {
 // where E_s is the newest event time the router had seen on s and L the
 // allowed lateness. When every source is idle (every publisher paused),
 // nothing more is coming for now, and the watermark advances with the
-// wall clock since the sources went silent, as the router measured it and
-// stamped it on its repeated idle markers (D_s, sourceState.idleFor; 0
-// for a source that was not live, see silent):
+// wall clock since the sources went silent, as the keyed topic records
+// it: the Kafka timestamp of a source's newest idle marker minus that of
+// its newest data record (D_s, sourceState.idleFor; the router's stamp
+// where that is unknown; 0 for a source that was not live, see silent):
 //
 //	max( max_s E_s , min_s (E_s + D_s) ) - L
 //

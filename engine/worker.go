@@ -40,8 +40,10 @@ type KeyedRecord struct {
 	// SeenAt is, on an idle marker with IdleFor, the router's wall clock
 	// (Unix ns) when the source's last valid event came; 0 when not known.
 	// SeenAt - SourceMaxEventTime is how far the source's event time was
-	// behind the wall clock: a source more than the allowed lateness
-	// behind (a backfill, a replay) is not advanced by its silence.
+	// behind the wall clock: a source more than WorkerConfig.LiveLag
+	// behind (a backfill, a replay) is not advanced by its silence. Used
+	// only when the keyed stage does not know the Kafka timestamp of the
+	// source's last data record (see watermarks.silent).
 	SeenAt int64
 	// Timestamp is the record's Kafka timestamp (Unix ns): the router's
 	// wall clock when it produced the record (kgo stamps it; the broker's
