@@ -223,6 +223,7 @@ func (st *WorkerStats) Add(s WorkerStats) {
 	st.Verdicts += s.Verdicts
 	st.Commands += s.Commands
 	st.SkippedEvaluations += s.SkippedEvaluations
+	st.IdleNotLive += s.IdleNotLive
 	for i := range st.Overflowed {
 		st.Overflowed[i] += s.Overflowed[i]
 	}
@@ -339,7 +340,12 @@ func (p *keyedPartition) handle(ctx context.Context, b *batch.Batch) error {
 			continue
 		}
 		live = live || !rec.Idle
+		refused := p.w.stats.IdleNotLive
 		p.w.Apply(rec)
+		if p.w.stats.IdleNotLive > refused {
+			p.k.cfg.Logger.Debug("keyed: idle source not live, its silence does not advance the watermark (newest event time more than the live lag behind the clock: a backfill, a replay, or an export delay above allowed lateness + idle source timeout)",
+				"partition", p.partition, "source_topic", rec.Source.Topic, "source_partition", rec.Source.Partition, "offset", rec.Offset)
+		}
 		// The batch is kept only to be acknowledged at the checkpoint:
 		// let the spans go now.
 		b.Records[i].Payload = nil

@@ -14,6 +14,9 @@ func decodeKeyed(offset int64, headers []batch.Header, value []byte, out *batch.
 	if err := DecodeKeyedRecord(offset, headers, value, rec); err != nil {
 		return err
 	}
+	if !out.Timestamp.IsZero() && out.Timestamp.UnixMilli() > 0 {
+		rec.Timestamp = out.Timestamp.UnixNano()
+	}
 	out.Payload = rec
 	return nil
 }

@@ -15,7 +15,12 @@ var ErrCorruptSnapshot = errors.New("engine: corrupt snapshot")
 // does not read (written by a much older or a newer fusebox).
 var ErrSnapshotVersion = errors.New("engine: checkpoint format not supported")
 
-// snapshotName names the worker snapshot. Version 5 adds, after the
+// snapshotName names the worker snapshot. Version 6 adds, after the idle
+// durations, each source's last data timestamp (the Kafka timestamp of its
+// newest data record: the all-idle advance measures the silence from it,
+// see watermarks.silent); version 5 is still read (the timestamps start
+// unknown, and the idle markers' own stamps serve until each source's next
+// data record). Version 5 adds, after the
 // effect judge's state, each source's idle duration (how long the router
 // said it had been silent: the all-idle watermark advances by it, see
 // watermarks.current); version 4 is still read (the idle durations start
@@ -30,7 +35,8 @@ var ErrSnapshotVersion = errors.New("engine: checkpoint format not supported")
 const snapshotName = "fusebox.worker"
 
 var (
-	snapshotFormat   = snapcodec.Format{Name: snapshotName, Version: 5, Err: ErrCorruptSnapshot}
+	snapshotFormat   = snapcodec.Format{Name: snapshotName, Version: 6, Err: ErrCorruptSnapshot}
+	snapshotFormatV5 = snapcodec.Format{Name: snapshotName, Version: 5, Err: ErrCorruptSnapshot}
 	snapshotFormatV4 = snapcodec.Format{Name: snapshotName, Version: 4, Err: ErrCorruptSnapshot}
 	snapshotFormatV3 = snapcodec.Format{Name: snapshotName, Version: 3, Err: ErrCorruptSnapshot}
 	snapshotFormatV2 = snapcodec.Format{Name: snapshotName, Version: 2, Err: ErrCorruptSnapshot}
@@ -38,7 +44,7 @@ var (
 
 // MarshalBinary snapshots the whole worker: its position in the keyed
 // partition, watermarks, guard, counters, every processor and the breaker,
-// in format version 5, or 4 when WorkerConfig.CheckpointVersion says so.
+// in format version 6, or 4 when WorkerConfig.CheckpointVersion says so.
 // RestoreWorker continues from it exactly. The output must have been taken
 // (TakeOutput) first: a snapshot covers what the sinks already have.
 func (w *Worker) MarshalBinary() ([]byte, error) {
@@ -93,8 +99,9 @@ func (w *Worker) MarshalBinary() ([]byte, error) {
 		e.String(w.cfg.BreakerStateID)
 		e.String(string(bb))
 		e.String(string(eb))
-		if format.Version >= 5 {
+		if format.Version >= snapshotFormat.Version {
 			w.wm.appendIdleFor(e)
+			w.wm.appendLastAt(e)
 		}
 	}), nil
 }
@@ -118,7 +125,10 @@ func (w *Worker) counters() []*int64 {
 // The report says what happened.
 //
 // The effect judge's state is always restored (it carries no
-// configuration: see processors/effect). Snapshots of format version 4
+// configuration: see processors/effect). Snapshots of format version 5
+// (before the last data timestamps) restore with them unknown: until a
+// source's next data record, its idle markers' own stamps measure its
+// silence (as format 5's fusebox did). Snapshots of format version 4
 // (before the idle durations) restore with every source's idle duration
 // 0: an all-idle partition's watermark stays where it was until the
 // router's next idle markers. Snapshots of format version 3
@@ -143,13 +153,15 @@ func RestoreWorker(cfg WorkerConfig, partition int32, snap []byte) (w *Worker, r
 		breaker   []byte
 		effects   []byte
 	)
-	format, v2, v3, v4 := snapshotFormat, false, false, false
+	format, v2, v3, v4, v5 := snapshotFormat, false, false, false, false
 	if ver, ok := snapshotVersion(snap); ok && ver == snapshotFormatV2.Version {
 		format, v2 = snapshotFormatV2, true
 	} else if ok && ver == snapshotFormatV3.Version {
 		format, v3 = snapshotFormatV3, true
 	} else if ok && ver == snapshotFormatV4.Version {
 		format, v4 = snapshotFormatV4, true
+	} else if ok && ver == snapshotFormatV5.Version {
+		format, v5 = snapshotFormatV5, true
 	} else if ok && ver != snapshotFormat.Version {
 		return nil, rep, fmt.Errorf("%w: partition %d's checkpoint is %s format version %d; this fusebox reads versions %d to %d. "+
 			"To start this partition's state empty, give the deployment a new topics.state",
@@ -187,6 +199,9 @@ func RestoreWorker(cfg WorkerConfig, partition int32, snap []byte) (w *Worker, r
 		}
 		if !v2 && !v3 && !v4 {
 			w.wm.decodeIdleFor(d)
+		}
+		if !v2 && !v3 && !v4 && !v5 {
+			w.wm.decodeLastAt(d)
 		}
 	})
 	if err != nil {

@@ -48,17 +48,35 @@ func marshalV2(t *testing.T, w *Worker) []byte {
 	})
 }
 
-// marshalV4 writes w as format version 4 did (no idle durations).
-func marshalV4(t *testing.T, w *Worker) []byte {
+// marshalV5 writes w as format version 5 did (no last data timestamps).
+func marshalV5(t *testing.T, w *Worker) []byte {
 	t.Helper()
 	b, err := w.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Version 6 is version 5 followed by the last data timestamps: a
+	// count and one I64 per source.
+	d := snapcodec.NewDecoder(b)
+	d.Header(snapshotName, snapshotFormat.Version)
+	if d.Err() != nil {
+		t.Fatal(d.Err())
+	}
+	body := b[len(b)-d.Remaining():]
+	v5 := snapcodec.NewEncoder(nil)
+	v5.Header(snapshotName, 5)
+	out := append(v5.Bytes(), body...)
+	return out[:len(out)-4-8*len(w.wm.sources)]
+}
+
+// marshalV4 writes w as format version 4 did (no idle durations).
+func marshalV4(t *testing.T, w *Worker) []byte {
+	t.Helper()
+	b := marshalV5(t, w)
 	// Version 5 is version 4 followed by the idle durations: a count and
 	// one I64 per source.
 	d := snapcodec.NewDecoder(b)
-	d.Header(snapshotName, snapshotFormat.Version)
+	d.Header(snapshotName, 5)
 	if d.Err() != nil {
 		t.Fatal(d.Err())
 	}
@@ -126,7 +144,8 @@ func versionTestRecords() []KeyedRecord {
 // is read — its SLO state kept under the same config version, reset under
 // another, as that version did — and continues exactly as the worker that
 // wrote it; so are those of version 3 (before the effect judge) and 4
-// (before the idle durations); versions 1 and 6 are refused with ErrSnapshotVersion and a
+// (before the idle durations) and 5 (before the last data timestamps);
+// versions 1 and 7 are refused with ErrSnapshotVersion and a
 // message that names the version and what to do.
 func TestSnapshotFormatVersions(t *testing.T) {
 	recs := versionTestRecords()
@@ -202,15 +221,27 @@ func TestSnapshotFormatVersions(t *testing.T) {
 		t.Fatalf("after restoring the version-4 checkpoint: %d verdicts, want the writer's %d, identical", len(got.Verdicts), len(want.Verdicts))
 	}
 
-	v5, err := w.MarshalBinary()
+	// Version 5 (before the last data timestamps): everything kept.
+	r5, rep, err := RestoreWorker(cfg, 0, marshalV5(t, w3))
+	if err != nil || rep.FormatVersion != 5 || !rep.Full() {
+		t.Fatalf("version 5: %+v %v, want everything kept", rep, err)
+	}
+	for i := int(r5.NextOffset()); i < len(recs); i++ {
+		r5.Apply(&recs[i])
+	}
+	if got := r5.TakeOutput(); fmt.Sprint(got.Verdicts, got.Rollups) != fmt.Sprint(want.Verdicts, want.Rollups) {
+		t.Fatalf("after restoring the version-5 checkpoint: %d verdicts, want the writer's %d, identical", len(got.Verdicts), len(want.Verdicts))
+	}
+
+	v6, err := w.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := snapshotVersion(v5); v != 5 {
-		t.Fatalf("MarshalBinary writes version %d, want 5", v)
+	if v, _ := snapshotVersion(v6); v != 6 {
+		t.Fatalf("MarshalBinary writes version %d, want 6", v)
 	}
-	for _, ver := range []uint8{1, 6} {
-		b := append([]byte(nil), v5...)
+	for _, ver := range []uint8{1, 7} {
+		b := append([]byte(nil), v6...)
 		b[4+len(snapshotName)] = ver // the version byte after the name
 		_, _, err := RestoreWorker(cfg, 0, b)
 		if !errors.Is(err, ErrSnapshotVersion) || !strings.Contains(err.Error(), fmt.Sprintf("format version %d", ver)) || !strings.Contains(err.Error(), "topics.state") {

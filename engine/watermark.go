@@ -32,11 +32,17 @@ type sourceState struct {
 	// its idle timeout); an idle source does not hold the watermark back.
 	idle bool
 	// idleFor is, while idle, the longest silence (wall time, ns) the
-	// router stamped on this source's idle markers (KeyedRecord.IdleFor):
-	// how long it had brought no valid event. 0 when not idle or not
-	// known (markers of an older router, or of a source without event
-	// time).
+	// idle markers said (see watermarks.silent): how long it had brought
+	// no valid event. 0 when not idle or not known (a source without
+	// event time, one not live).
 	idleFor int64
+	// lastAt is the Kafka timestamp (Unix ns) of the newest data record
+	// (spans, corrections or a heartbeat, duplicates excepted) of this
+	// source in the keyed partition: the router's wall clock when it
+	// routed the source's progress up to maxEventTime. 0 when unknown
+	// (no record since a checkpoint of format 5 or older, or records
+	// without a timestamp).
+	lastAt int64
 }
 
 // watermarks tracks every source partition feeding one keyed partition.
@@ -50,6 +56,10 @@ type sourceState struct {
 // verdicts independent of how the router interleaves its sources.
 type watermarks struct {
 	lateness int64
+	// liveLag is how far behind the wall clock a source's newest event
+	// time may be for its silence to advance the watermark
+	// (WorkerConfig.LiveLag; the lateness when 0).
+	liveLag int64
 	// partitions is the number of partitions of each source topic, as the
 	// router last announced; sources not heard from yet hold the watermark
 	// at -inf, so the first records of a slow source are not late.
@@ -57,8 +67,11 @@ type watermarks struct {
 	sources    map[sourceID]*sourceState
 }
 
-func newWatermarks(latenessNanos int64) *watermarks {
-	return &watermarks{lateness: latenessNanos, partitions: map[string]int32{}, sources: map[sourceID]*sourceState{}}
+func newWatermarks(latenessNanos, liveLagNanos int64) *watermarks {
+	if liveLagNanos <= 0 {
+		liveLagNanos = latenessNanos
+	}
+	return &watermarks{lateness: latenessNanos, liveLag: liveLagNanos, partitions: map[string]int32{}, sources: map[sourceID]*sourceState{}}
 }
 
 func (w *watermarks) source(id sourceID) *sourceState {
@@ -78,9 +91,10 @@ func (w *watermarks) source(id sourceID) *sourceState {
 // where E_s is the newest event time the router had seen on s and L the
 // allowed lateness. When every source is idle (every publisher paused),
 // nothing more is coming for now, and the watermark advances with the
-// wall clock since the sources went silent, as the router measured it and
-// stamped it on its repeated idle markers (D_s, sourceState.idleFor; 0
-// for a source that was not live, see silent):
+// wall clock since the sources went silent, as the keyed topic records
+// it: the Kafka timestamp of a source's newest idle marker minus that of
+// its newest data record (D_s, sourceState.idleFor; the router's stamp
+// where that is unknown; 0 for a source that was not live, see silent):
 //
 //	max( max_s E_s , min_s (E_s + D_s) ) - L
 //
@@ -142,22 +156,48 @@ func satAdd(a, b int64) int64 {
 	return a + b
 }
 
-// silent records the silence an idle marker of src says (rec.IdleFor),
-// when the source is live: its newest event time (the marker's
-// SourceMaxEventTime) was at most the allowed lateness behind the router's
-// wall clock when that event came (rec.SeenAt). A source further behind
-// is a backfill or a replay: its next records go on from its newest event
-// time whatever the wall clock did, and advancing by the pause would make
-// them late. Markers without a stamp (an older router, a source without
-// event time) leave the silence as it was.
-func (w *watermarks) silent(src *sourceState, rec *KeyedRecord) {
-	if rec.IdleFor <= 0 || rec.SeenAt == 0 || rec.SourceMaxEventTime == math.MinInt64 {
-		return
+// silent records the silence an idle marker says, when the source is
+// live, and reports whether the marker was refused because the source is
+// not live.
+//
+// The silence is measured from the keyed topic's own Kafka timestamps
+// whenever both are known: D = the marker's timestamp minus that of the
+// source's newest data record here (sourceState.lastAt), and the source
+// is live when that record's timestamp was at most liveLag after its
+// newest event time. Both are the router's wall clock when it produced
+// the records, so they are data of the keyed topic: a replay decides the
+// same, and — unlike the router's own stamp (rec.IdleFor, rec.SeenAt) —
+// the measure survives a router restart: a restarted router (a new pod, a
+// rebalance during the pause) starts with no event time and no last-seen
+// time of its own, and its markers carry no stamp, yet their timestamps
+// still say how long the source has been silent. (The routers' clocks
+// should agree to well within the lateness, as NTP keeps them.)
+//
+// Only without those timestamps (a worker restored from a format-5 or
+// older checkpoint before the source's next data record, or records
+// without a timestamp) does it fall back to the router's stamp: live when
+// rec.SeenAt - rec.SourceMaxEventTime <= liveLag, D = rec.IdleFor.
+//
+// A source further behind than liveLag is a backfill or a replay: its
+// next records go on from its newest event time whatever the wall clock
+// did, and advancing by the pause would make them late. Markers with
+// neither measure leave the silence as it was.
+func (w *watermarks) silent(src *sourceState, rec *KeyedRecord) (notLive bool) {
+	if rec.Timestamp > 0 && src.lastAt > 0 && src.maxEventTime != math.MinInt64 {
+		if src.lastAt-src.maxEventTime > w.liveLag {
+			return true
+		}
+		src.idleFor = max(src.idleFor, rec.Timestamp-src.lastAt)
+		return false
 	}
-	if rec.SeenAt-rec.SourceMaxEventTime > w.lateness {
-		return
+	if rec.IdleFor <= 0 || rec.SeenAt == 0 || rec.SourceMaxEventTime == math.MinInt64 {
+		return false
+	}
+	if rec.SeenAt-rec.SourceMaxEventTime > w.liveLag {
+		return true
 	}
 	src.idleFor = max(src.idleFor, rec.IdleFor)
+	return false
 }
 
 // start is where a fresh worker starts evaluating: the smallest firstMax
@@ -259,6 +299,35 @@ func (w *watermarks) appendIdleFor(e *snapcodec.Encoder) {
 	e.Count(len(ids))
 	for _, id := range ids {
 		e.I64(w.sources[id].idleFor)
+	}
+}
+
+// appendLastAt writes every source's lastAt, in the order appendBinary
+// wrote the sources (snapshot format 6 onward, after the idle durations).
+func (w *watermarks) appendLastAt(e *snapcodec.Encoder) {
+	ids := w.sortedIDs()
+	e.Count(len(ids))
+	for _, id := range ids {
+		e.I64(w.sources[id].lastAt)
+	}
+}
+
+// decodeLastAt reads what appendLastAt wrote; the source count must match
+// the one decodeBinary read.
+func (w *watermarks) decodeLastAt(d *snapcodec.Decoder) {
+	ids := w.sortedIDs()
+	if n := d.Count(8); d.Err() == nil && n != len(ids) {
+		d.Failf("last data timestamps of %d sources, the watermarks have %d", n, len(ids))
+		return
+	}
+	for _, id := range ids {
+		if v := d.I64(); d.Err() == nil {
+			if v < 0 {
+				d.Failf("negative last data timestamp %d of source %s/%d", v, id.Topic, id.Partition)
+				return
+			}
+			w.sources[id].lastAt = v
+		}
 	}
 }
 

@@ -40,9 +40,17 @@ type KeyedRecord struct {
 	// SeenAt is, on an idle marker with IdleFor, the router's wall clock
 	// (Unix ns) when the source's last valid event came; 0 when not known.
 	// SeenAt - SourceMaxEventTime is how far the source's event time was
-	// behind the wall clock: a source more than the allowed lateness
-	// behind (a backfill, a replay) is not advanced by its silence.
+	// behind the wall clock: a source more than WorkerConfig.LiveLag
+	// behind (a backfill, a replay) is not advanced by its silence. Used
+	// only when the keyed stage does not know the Kafka timestamp of the
+	// source's last data record (see watermarks.silent).
 	SeenAt int64
+	// Timestamp is the record's Kafka timestamp (Unix ns): the router's
+	// wall clock when it produced the record (kgo stamps it; the broker's
+	// under LogAppendTime); 0 when unknown. It is data of the keyed topic,
+	// so a replay reads the same: the all-idle advance measures a source's
+	// silence with it (see watermarks.silent).
+	Timestamp int64
 	// Deployment is the HeaderDeployment of the router that wrote it; ""
 	// when absent.
 	Deployment  string
@@ -109,7 +117,16 @@ type WorkerConfig struct {
 	// AllowedLateness is how far behind the newest record of its own source
 	// partition a record may be and still count. Default 30s.
 	AllowedLateness time.Duration
-	SLOs            []SLOSpec
+	// LiveLag is how far behind the wall clock (the keyed record's Kafka
+	// timestamp) a source's newest event time may be for the source to
+	// count as live: only live sources advance the watermark of an
+	// all-idle partition (see watermarks.silent). It must cover the
+	// export delay of the tracing SDK and collector (OTel's batch span
+	// processor: 5s, plus the collector's batching). Default (0): the
+	// allowed lateness; the config sets allowed lateness + idle source
+	// timeout.
+	LiveLag time.Duration
+	SLOs    []SLOSpec
 	// NewBreaker makes the breaker of one partition worker; nil for none.
 	NewBreaker func() (Breaker, error)
 	// NewEffects makes the effect judge of one partition worker; nil for
@@ -133,7 +150,13 @@ type WorkerStats struct {
 	// SkippedEvaluations counts evaluation boundaries passed without an
 	// evaluation because no processor held any state (see jumpEmpty).
 	SkippedEvaluations int64
-	Overflowed         [4]int64 // per dimension, Dimensions order
+	// IdleNotLive counts idle markers whose silence did not advance the
+	// watermark because their source was not live: its newest event time
+	// was more than WorkerConfig.LiveLag behind the wall clock (a
+	// backfill, a replay, or an export delay beyond LiveLag). Not in the
+	// checkpoint: it counts since the worker started.
+	IdleNotLive int64
+	Overflowed  [4]int64 // per dimension, Dimensions order
 	// KeysOverflowed counts spans folded into OverflowKey by
 	// GuardConfig.MaxKeys; LiveKeys is the keys admitted now.
 	KeysOverflowed int64
@@ -196,10 +219,13 @@ func NewWorker(cfg WorkerConfig, partition int32) (*Worker, error) {
 	if v := cfg.CheckpointVersion; v != 0 && v != snapshotFormatV4.Version && v != snapshotFormat.Version {
 		return nil, fmt.Errorf("engine: checkpoint version %d: this fusebox writes %d or %d", v, snapshotFormatV4.Version, snapshotFormat.Version)
 	}
+	if cfg.LiveLag < 0 {
+		return nil, errors.New("engine: live lag must not be negative")
+	}
 	w := &Worker{
 		cfg:       cfg,
 		partition: partition,
-		wm:        newWatermarks(int64(cfg.AllowedLateness)),
+		wm:        newWatermarks(int64(cfg.AllowedLateness), int64(cfg.LiveLag)),
 		watermark: math.MinInt64,
 		earliest:  math.MaxInt64,
 		guard:     newGuard(cfg.Guard, cfg.KeyDims),
@@ -304,7 +330,9 @@ func (w *Worker) Apply(rec *KeyedRecord) {
 	src := w.wm.source(sourceID{rec.Source.Topic, rec.Source.Partition})
 	if rec.Idle {
 		src.idle = true
-		w.wm.silent(src, rec)
+		if w.wm.silent(src, rec) {
+			w.stats.IdleNotLive++
+		}
 		w.advance()
 		return
 	}
@@ -322,6 +350,9 @@ func (w *Worker) Apply(rec *KeyedRecord) {
 		w.wm.wakeAll()
 	}
 	src.idle, src.idleFor = false, 0
+	if rec.Timestamp > 0 {
+		src.lastAt = rec.Timestamp
+	}
 	if len(rec.Spans) == 0 && len(rec.Corrections) == 0 {
 		w.stats.Heartbeats++
 	}

@@ -154,6 +154,7 @@ func (p *Pipeline) collect(s *observe.Snapshot) {
 	}
 	extra("fusebox_key_overflows_total", "Spans folded into the overflow key because their keyed partition reached keys.max_keys live keys.", observe.CounterSample, float64(ks.KeysOverflowed))
 	extra("fusebox_evaluations_skipped_total", "Evaluation boundaries jumped over after a far watermark jump because no processor held any state (empty windows are never evaluated one by one).", observe.CounterSample, float64(ks.SkippedEvaluations))
+	extra("fusebox_idle_not_live_total", "Idle markers whose silence did not advance an all-idle keyed partition's watermark because their source was not live: its newest event time more than allowed lateness + idle source timeout behind the router's clock (a backfill, a replay, or a larger export delay).", observe.CounterSample, float64(ks.IdleNotLive))
 	extra("fusebox_live_keys", "Live keys (combinations of dimension values) admitted under keys.max_keys, summed over the keyed partitions this process owns.", observe.GaugeSample, float64(ks.LiveKeys))
 	extra("fusebox_late_corrections_total", "Corrections behind the watermark by more than the allowed lateness: counted, not joined.", observe.CounterSample, float64(ks.LateCorrections))
 	extra("fusebox_evaluations_total", "Processor evaluations run by the keyed stage.", observe.CounterSample, float64(ks.Evaluations))

@@ -33,6 +33,12 @@ func WorkerConfig(f *File) (engine.WorkerConfig, error) {
 		},
 		AllowedLateness:   f.Time.AllowedLateness,
 		CheckpointVersion: f.Compat.CheckpointVersion(),
+		// A source is live (its silence advances an all-idle partition)
+		// up to the lateness plus the idle timeout behind the clock: the
+		// tracing SDK's and collector's batching (OTel's batch span
+		// processor alone waits 5s) must not make a live service look
+		// like a backfill under a small lateness.
+		LiveLag: f.Time.AllowedLateness + f.Time.IdleSourceTimeout,
 	}
 	answers := f.Answers.Rule()
 	for i := range f.SLOs {
