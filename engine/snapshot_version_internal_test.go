@@ -253,13 +253,13 @@ func TestSnapshotFormatVersions(t *testing.T) {
 // TestCheckpointVersionPrevious: with WorkerConfig.CheckpointVersion 4
 // (compat.write_formats: previous) a worker writes checkpoints of format
 // version 4, which the builds before the idle durations read (their
-// RestoreWorker refuses version 5), and which this build restores to a
-// worker that continues exactly; without it, version 5.
+// RestoreWorker refuses versions 5 and 6), and which this build restores
+// to a worker that continues exactly; without it, version 6.
 func TestCheckpointVersionPrevious(t *testing.T) {
 	recs := versionTestRecords()
 	for _, tc := range []struct {
 		set, want uint8
-	}{{0, 5}, {5, 5}, {4, 4}} {
+	}{{0, 6}, {6, 6}, {4, 4}} {
 		cfg := versionTestConfig("v")
 		cfg.CheckpointVersion = tc.set
 		w, err := NewWorker(cfg, 0)
@@ -278,7 +278,7 @@ func TestCheckpointVersionPrevious(t *testing.T) {
 			t.Fatalf("CheckpointVersion %d: writes version %d, want %d", tc.set, v, tc.want)
 		}
 		if tc.want == 4 {
-			// marshalV4 cuts a version-5 checkpoint down to what the
+			// marshalV4 cuts a current checkpoint down to what the
 			// version-4 build wrote.
 			w.cfg.CheckpointVersion = 0
 			old := marshalV4(t, w)
