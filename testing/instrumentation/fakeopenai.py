@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from httpbody import read_body
+
 CALL_HEADER = "x-fusebox-call"
 FINISH_REASONS = ("stop", "length", "content_filter")
 
@@ -105,23 +107,6 @@ class FakeOpenAI:
     def record(self, s: Served) -> None:
         with self.lock:
             self.served.append(s)
-
-
-def read_body(h: BaseHTTPRequestHandler) -> bytes:
-    """The request body, by Content-Length or chunked (Node's fetch sends
-    bodies chunked)."""
-    if "chunked" in (h.headers.get("Transfer-Encoding") or "").lower():
-        out = bytearray()
-        while True:
-            size = int(h.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
-            if size == 0:
-                while h.rfile.readline() not in (b"\r\n", b"\n", b""):
-                    pass  # trailers
-                return bytes(out)
-            out += h.rfile.read(size)
-            h.rfile.readline()
-    n = int(h.headers.get("Content-Length") or 0)
-    return h.rfile.read(n) if n else b""
 
 
 class _Handler(BaseHTTPRequestHandler):

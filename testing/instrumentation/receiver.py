@@ -19,24 +19,9 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from httpbody import read_body
+
 Sink = Callable[[bytes], None]
-
-
-def read_body(h: BaseHTTPRequestHandler) -> bytes:
-    """The request body, by Content-Length or chunked (Node's fetch sends
-    bodies chunked)."""
-    if "chunked" in (h.headers.get("Transfer-Encoding") or "").lower():
-        out = bytearray()
-        while True:
-            size = int(h.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
-            if size == 0:
-                while h.rfile.readline() not in (b"\r\n", b"\n", b""):
-                    pass  # trailers
-                return bytes(out)
-            out += h.rfile.read(size)
-            h.rfile.readline()
-    n = int(h.headers.get("Content-Length") or 0)
-    return h.rfile.read(n) if n else b""
 
 
 class _Handler(BaseHTTPRequestHandler):
