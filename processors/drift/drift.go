@@ -100,7 +100,8 @@ func (p *Processor) ObserveCorrection(*schemas.Correction) {}
 // are skipped; failed calls are skipped on a latency metric unless
 // IncludeErrors. Spans without the metric, or with a NaN or infinite
 // value, are no values: they are counted as calls without it (see
-// processors.MethodNoSamples).
+// processors.MethodNoSamples), except a call its span says was not
+// streamed under ttft_ms or tpot_ms (processors.Metric.Unsampled).
 func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 	if p.cfg.Mode == ModeCanary && key.Variant != p.cfg.CanaryVariant && key.Variant != p.cfg.BaselineVariant {
 		return
@@ -110,7 +111,9 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 	}
 	v, ok := p.cfg.Metric.FiniteValue(s)
 	if !ok {
-		p.unsampled.Observe(key, s)
+		if p.cfg.Metric.Unsampled(s) {
+			p.unsampled.Observe(key, s)
+		}
 		return
 	}
 	ks := p.keys[key]
