@@ -15,7 +15,9 @@ A cell is
 
 Tolerances (the span's clock is the app's machine clock, so they are tight):
 - duration: fusebox's duration_ms equals the raw span's end - start within
-  0.001 ms, and the span lies inside the app's call, 1 ms slack each side;
+  0.001 ms, and the span lies inside the app's call, 1 ms slack each side
+  (calls and spans are joined by the most overlap, so a span outside its
+  call fails this cell by name, it does not look lost);
 - TTFT: fusebox's ttft_ms equals the span's own figure (attribute, or the
   first chunk event minus the span start) within 0.001 ms, and is not
   later than the app's (its TTFT less the time from its call start to the
@@ -278,21 +280,50 @@ class Joined:
     problems: list[str] = field(default_factory=list)
 
 
+def _overlap_ns(start: int, end: int, m: dict[str, Any]) -> int:
+    return min(end, int(m["end_ns"])) - max(start, int(m["start_ns"]))
+
+
+def _owner(start: int, end: int, measurements: list[dict[str, Any]]) -> int | None:
+    """The index of the call whose interval overlaps [start, end] the most
+    (a span shorter than the slack and just outside every call still goes
+    to the nearest one), None when it is more than SLACK_NS from every
+    call."""
+    best, best_ov = None, -SLACK_NS
+    for i, m in enumerate(measurements):
+        ov = _overlap_ns(start, end, m)
+        if ov > best_ov:
+            best, best_ov = i, ov
+    return best
+
+
 def join(measurements: list[dict[str, Any]], calls: list[dict[str, Any]], raws: list[RawSpan],
          fbs: list[dict[str, Any]]) -> list[Joined]:
     """Matches each call with the one LLM-looking raw span and the one
-    fusebox span of its service that lie inside it in time (calls are made
-    one at a time, so their intervals do not overlap)."""
+    fusebox span of its service that overlap it most (calls are made one
+    at a time, so their intervals do not overlap). By overlap and not by
+    "lies inside": a span a few ms off the app's clock still joins its
+    call, and the duration cell then says how far off it is, instead of
+    the call looking as if the library had exported nothing."""
     by_id = {c["id"]: c for c in calls}
+    rs: list[list[RawSpan]] = [[] for _ in measurements]
+    fs: list[list[dict[str, Any]]] = [[] for _ in measurements]
+    for r in raws:
+        if looks_llm(r):
+            i = _owner(r.start_unix_nano, r.end_unix_nano, measurements)
+            if i is not None:
+                rs[i].append(r)
+    for f in fbs:
+        i = _owner(f["start_unix_nano"], f["end_unix_nano"], measurements)
+        if i is not None:
+            fs[i].append(f)
     out: list[Joined] = []
-    for m in measurements:
-        rs = [r for r in raws if looks_llm(r) and _inside(r.start_unix_nano, r.end_unix_nano, m)]
-        fs = [f for f in fbs if _inside(f["start_unix_nano"], f["end_unix_nano"], m)]
-        j = Joined(m, by_id[m["id"]], rs[0] if len(rs) == 1 else None, fs[0] if len(fs) == 1 else None)
-        if len(rs) > 1:
-            j.problems.append(f"{len(rs)} LLM spans inside call {m['id']}")
-        if len(fs) > 1:
-            j.problems.append(f"{len(fs)} fusebox spans inside call {m['id']}")
+    for i, m in enumerate(measurements):
+        j = Joined(m, by_id[m["id"]], rs[i][0] if len(rs[i]) == 1 else None, fs[i][0] if len(fs[i]) == 1 else None)
+        if len(rs[i]) > 1:
+            j.problems.append(f"{len(rs[i])} LLM spans joined to call {m['id']}")
+        if len(fs[i]) > 1:
+            j.problems.append(f"{len(fs[i])} fusebox spans joined to call {m['id']}")
         out.append(j)
     return out
 

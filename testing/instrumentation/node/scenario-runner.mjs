@@ -144,13 +144,33 @@ export function loadOpenAI(appUrl) {
   return require('openai');
 }
 
-function nowNs() {
-  // The SDK stamps spans from the same clock (performance.timeOrigin +
-  // performance.now()), so the app's durations and the spans' compare to
-  // well under 1 ms.
-  // Summed as integers: the float sum in ns (about 1.8e18) would be
-  // rounded to 256 ns.
-  return BigInt(Math.round(performance.timeOrigin * 1e3)) * 1000n + BigInt(Math.round(performance.now() * 1e6));
+/**
+ * callClock starts one call's clock the way the SDK stamps a span
+ * (SpanImpl in @opentelemetry/sdk-trace 2.x): the start is Date.now() in
+ * whole ms, later instants are that start plus performance.now()'s
+ * elapsed time. Returns {start_ns, now()}: BigInt Unix ns.
+ *
+ * Why not performance.timeOrigin + performance.now(): Node takes
+ * timeOrigin once, at process start, from two clock reads; a process whose
+ * start was preempted between them keeps an offset of several ms against
+ * Date.now() for its whole life (measured on the 2-core CI machine: one
+ * process in the conformance run had its spans start a few ms before the
+ * app's own start for 55 of its 60 calls, while the other Node process
+ * matched). Anchoring each call on Date.now(), the SDK's own anchor, leaves
+ * only the whole-ms rounding of the span's start (it may start up to 1 ms
+ * after the app's start, never before it while the wall clock does not
+ * step back) and the clock reads' jitter.
+ *
+ * Integers throughout: the float sum in ns (about 1.8e18) would be
+ * rounded to 256 ns.
+ */
+function callClock() {
+  const startNs = BigInt(Date.now()) * 1_000_000n;
+  const p0 = performance.now();
+  return {
+    start_ns: startNs,
+    now: () => startNs + BigInt(Math.round((performance.now() - p0) * 1e6)),
+  };
 }
 
 function readScenario(path) {
@@ -188,7 +208,7 @@ function measurementLine(m) {
   return `${head.slice(0, -1)},"start_ns":${start_ns},"end_ns":${end_ns}}\n`;
 }
 
-async function chat(client, call, headers, m) {
+async function chat(client, call, headers, m, clock) {
   const params = {
     model: call.model,
     messages: [{ role: 'user', content: 'say something' }],
@@ -209,7 +229,7 @@ async function chat(client, call, headers, m) {
   for await (const chunk of stream) {
     const choice = chunk.choices?.[0];
     if (m.ttft_ms === null && choice?.delta?.content) {
-      m.ttft_ms = Number(nowNs() - m.start_ns) / 1e6;
+      m.ttft_ms = Number(clock.now() - m.start_ns) / 1e6;
     }
     if (choice?.finish_reason) m.finish_reason = choice.finish_reason;
     if (chunk.usage) {
@@ -273,10 +293,11 @@ export async function runScenario(openaiModule, tracing) {
       ctx = propagation.setBaggage(ctx, bag.setEntry(VARIANT_KEY, { value: call.variant }));
     }
     const headers = { 'x-fusebox-call': call.id };
-    m.start_ns = nowNs();
+    const clock = callClock();
+    m.start_ns = clock.start_ns;
     try {
       await context.with(ctx, () =>
-        call.operation === 'chat' ? chat(client, { ...call, stream }, headers, m) : embeddings(client, call, headers, m),
+        call.operation === 'chat' ? chat(client, { ...call, stream }, headers, m, clock) : embeddings(client, call, headers, m),
       );
     } catch (e) {
       m.error = true;
@@ -289,7 +310,7 @@ export async function runScenario(openaiModule, tracing) {
         process.stderr.write(`call ${call.id}: ${e?.stack ?? e}\n`);
       }
     }
-    m.end_ns = nowNs();
+    m.end_ns = clock.now();
     fs.appendFileSync(outPath, measurementLine(m));
   }
 
