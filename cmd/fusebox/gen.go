@@ -146,6 +146,16 @@ func cmdGen(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fusebox gen: no Kafka broker answers at %s: %v\n", kf.brokers, err)
 		return exitFailure
 	}
+	var topics []string
+	for _, t := range []string{cfg.SpansTopic, cfg.CorrectionsTopic} {
+		if t != "" {
+			topics = append(topics, t)
+		}
+	}
+	if err := genTopicsReady(ctx, cl, genTopicsTimeout, topics...); err != nil {
+		fmt.Fprintf(stderr, "fusebox gen: %v\n", pipeline.WrapKafkaAuth(err, kf.saslMechanism != ""))
+		return exitFailure
+	}
 	fmt.Fprintf(stderr, "fusebox gen: %s\n", describeGen(&cfg, kf.brokers))
 
 	sum, err := gen.Run(ctx, cfg, cl)
