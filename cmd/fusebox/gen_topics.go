@@ -47,14 +47,14 @@ func genTopicsReady(ctx context.Context, cl *kgo.Client, timeout time.Duration, 
 			if len(missing) == 0 && len(notReady) == 0 {
 				return nil
 			}
-			lastWhy = strings.Join(append(missing, notReady...), "; ")
+			why := append([]string(nil), notReady...)
+			for _, m := range missing {
+				why = append(why, m+" does not exist")
+			}
+			lastWhy = strings.Join(why, "; ")
 			if len(missing) > 0 && !created {
 				created = true
-				names := make([]string, 0, len(missing))
-				for _, m := range missing {
-					names = append(names, strings.SplitN(m, " ", 2)[0])
-				}
-				if refused := createTopics(ctx, adm, names); refused != nil {
+				if refused := createTopics(ctx, adm, missing); refused != nil {
 					return nil // auto-creation at the produce, as before
 				}
 			}
@@ -67,14 +67,14 @@ func genTopicsReady(ctx context.Context, cl *kgo.Client, timeout time.Duration, 
 	}
 }
 
-// topicsNotReady says which of topics are missing and which have a
-// partition without a leader ("<topic> <why>", sorted).
+// topicsNotReady says which of topics are missing (their names) and which
+// are not ready yet ("<topic> <why>"), both sorted.
 func topicsNotReady(td kadm.TopicDetails, topics []string) (missing, notReady []string) {
 	for _, t := range topics {
 		d, ok := td[t]
 		switch {
 		case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
-			missing = append(missing, t+" does not exist")
+			missing = append(missing, t)
 		case d.Err != nil:
 			notReady = append(notReady, fmt.Sprintf("%s: %v", t, d.Err))
 		case len(d.Partitions) == 0:
