@@ -19,7 +19,7 @@ import (
 // auto-creation alone failed records with UNKNOWN_TOPIC_OR_PARTITION on a
 // loaded machine).
 func TestKafkaGenTopicsReadyCreatesMissingTopics(t *testing.T) {
-	k := testharness.StartKafka(t)
+	k := testharness.StartBroker(t)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...))
 	if err != nil {
 		t.Fatal(err)
