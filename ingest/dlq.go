@@ -1,8 +1,6 @@
 package ingest
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"strconv"
 	"strings"
@@ -38,8 +36,8 @@ const (
 	// InvalidSpan.Index.
 	HeaderInvalidSpan = "fusebox.dlq.invalid_span"
 	// HeaderValueOmitted is set, to the original value's length in bytes,
-	// when the broker refused the DLQ record as too large and it was
-	// written again without its value. The source topic, partition and
+	// when the broker refused the DLQ record as too large and the value
+	// was its largest part, so it was written again without it. The source topic, partition and
 	// offset headers still locate the original.
 	HeaderValueOmitted = "fusebox.dlq.value_omitted"
 	// HeaderValueSHA256 is the hex SHA-256 of the omitted value, set with
@@ -47,9 +45,21 @@ const (
 	// source topic, or in the team's own copy).
 	HeaderValueSHA256 = "fusebox.dlq.value_sha256"
 	// HeaderHeadersOmitted is set, to the number of the record's own
-	// headers dropped, when even the record without its value was refused
-	// as too large: then only fusebox's headers are kept.
+	// headers dropped, when the DLQ topic refused the copy as too large
+	// and its own headers were its largest part (see HeaderHeadersOmittedBytes);
+	// fusebox's headers are kept.
 	HeaderHeadersOmitted = "fusebox.dlq.headers_omitted"
+	// HeaderHeadersOmittedBytes is the dropped headers' size: the sum of
+	// their names' and values' lengths, in bytes.
+	HeaderHeadersOmittedBytes = "fusebox.dlq.headers_omitted_bytes"
+	// HeaderKeyOmitted is set, to the key's length in bytes, when the key
+	// was the largest part left of a copy refused as too large.
+	HeaderKeyOmitted = "fusebox.dlq.key_omitted"
+	// HeaderTrimmed is "true" when, with value, own headers and key gone,
+	// the copy was still refused and fusebox's own headers were cut: the
+	// error message to 256 bytes and the HeaderInvalidSpan headers left
+	// out (HeaderInvalidSpans still counts them).
+	HeaderTrimmed = "fusebox.dlq.trimmed"
 )
 
 // DLQMaxBatchBytes caps the consumer's produce batches (its client writes
@@ -69,9 +79,13 @@ const MaxInvalidSpanHeaders = 100
 // maxErrorHeaderBytes caps an error message copied into a header.
 const maxErrorHeaderBytes = 4 << 10
 
-// dlqRecord builds the dead-letter copy of r for err. partial is non-nil
-// when the record's valid spans were delivered.
-func (c *Consumer) dlqRecord(r *kgo.Record, err error, kind ErrorKind, partial *PartialError) *kgo.Record {
+// dlqWriteFor builds the dead-letter copy of r for err, not yet written.
+// partial is non-nil when the record's valid spans were delivered. The
+// record's own headers come first and fusebox's after them; the write
+// remembers how many are the record's own, so a source header whose name
+// starts with "fusebox." (a replayed dead letter's, or anyone's) is still
+// the record's own when the copy must shrink.
+func (c *Consumer) dlqWriteFor(r *kgo.Record, err error, kind ErrorKind, partial *PartialError) *dlqWrite {
 	h := make([]kgo.RecordHeader, 0, len(r.Headers)+10)
 	h = append(h, r.Headers...)
 	add := func(k, v string) { h = append(h, kgo.RecordHeader{Key: k, Value: []byte(v)}) }
@@ -98,7 +112,12 @@ func (c *Consumer) dlqRecord(r *kgo.Record, err error, kind ErrorKind, partial *
 			add(HeaderInvalidSpan, clip(v, maxErrorHeaderBytes))
 		}
 	}
-	return &kgo.Record{Topic: c.cfg.DLQTopic, Key: r.Key, Value: r.Value, Headers: h}
+	return &dlqWrite{
+		c:   c,
+		rec: &kgo.Record{Topic: c.cfg.DLQTopic, Key: r.Key, Value: r.Value, Headers: h},
+		own: len(r.Headers),
+		src: source{topic: r.Topic, partition: r.Partition, offset: r.Offset},
+	}
 }
 
 // clip cuts s to at most n bytes on a rune boundary and makes it valid UTF-8.
@@ -115,25 +134,37 @@ func clip(s string, n int) string {
 }
 
 // dlqWrite is one dead-letter record on its way to durability. It holds one
-// of its batch's waits until the broker acknowledges it.
+// of its batch's waits until the broker acknowledges it, or until every
+// smaller form of it was refused as too large (see shrink).
 type dlqWrite struct {
 	c       *Consumer
 	st      *batchState
 	rec     *kgo.Record
 	attempt int
-	// stage is 0 for the record as it was, 1 without its value, 2 with
-	// fusebox's headers only.
-	stage int
+	// own is how many of rec.Headers, at the front, are the source
+	// record's own headers; fusebox's follow them.
+	own int
+	// trimmed is set once fusebox's own headers were cut (see shrink).
+	trimmed bool
+	src     source
 }
 
-// writeDLQ produces rec and, once it is durable, releases st's wait for it.
-// Failures are retried with backoff (100ms doubling to DLQRetryBackoffMax)
-// until the consumer stops; a record the broker refuses as too large is
-// written once more without its value. A write still failing at shutdown
-// leaves its batch uncommitted, so the source record is read again after a
-// restart.
-func (c *Consumer) writeDLQ(st *batchState, rec *kgo.Record) {
-	w := &dlqWrite{c: c, st: st, rec: rec}
+// source locates the record a dead letter copies.
+type source struct {
+	topic     string
+	partition int32
+	offset    int64
+}
+
+// writeDLQ produces w's record for st and, once it is durable, releases
+// st's wait for it. Failures are retried with backoff (100ms doubling to
+// DLQRetryBackoffMax) until the consumer stops; a record the broker (or the
+// client's batch cap) refuses as too large is never retried as is: it is
+// written smaller (see shrink), and given up, loudly, when even its
+// smallest form is refused. A write still failing at shutdown leaves its
+// batch uncommitted, so the source record is read again after a restart.
+func (c *Consumer) writeDLQ(st *batchState, w *dlqWrite) {
+	w.st = st
 	w.produce()
 }
 
@@ -152,37 +183,23 @@ func (w *dlqWrite) done(_ *kgo.Record, err error) {
 			"source_topic", w.st.p.topic, "source_partition", w.st.p.id, "err", err)
 		return
 	}
-	if tooLarge := errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge); tooLarge && w.stage < 2 {
-		// Retrying the same bytes can never succeed. First drop the value
-		// (keeping its size and digest); if that is still refused, the
-		// record's own headers are what is too big: keep only fusebox's.
-		// fusebox's headers are bounded (maxErrorHeaderBytes,
-		// MaxInvalidSpanHeaders), so the second form always fits 1 MB.
-		w.stage++
-		if w.stage == 1 {
-			orig := len(w.rec.Value)
-			sum := sha256.Sum256(w.rec.Value)
-			w.rec = &kgo.Record{Topic: w.rec.Topic, Key: w.rec.Key, Headers: append(w.rec.Headers[:len(w.rec.Headers):len(w.rec.Headers)],
-				kgo.RecordHeader{Key: HeaderValueOmitted, Value: []byte(strconv.Itoa(orig))},
-				kgo.RecordHeader{Key: HeaderValueSHA256, Value: []byte(hex.EncodeToString(sum[:]))})}
-			c.stats.dlqValueOmitted.Add(1)
-			c.log.Error("ingest: DLQ topic refused the record as too large; writing it without its value (size and SHA-256 in headers)",
-				"dlq_topic", w.rec.Topic, "value_bytes", orig, "err", err)
-		} else {
-			var own, kept []kgo.RecordHeader
-			for _, h := range w.rec.Headers {
-				if strings.HasPrefix(h.Key, "fusebox.") {
-					kept = append(kept, h)
-				} else {
-					own = append(own, h)
-				}
-			}
-			kept = append(kept, kgo.RecordHeader{Key: HeaderHeadersOmitted, Value: []byte(strconv.Itoa(len(own)))})
-			w.rec = &kgo.Record{Topic: w.rec.Topic, Headers: kept}
-			c.log.Error("ingest: DLQ topic refused the record without its value as too large; writing fusebox's headers only",
-				"dlq_topic", w.rec.Topic, "headers_dropped", len(own), "err", err)
+	if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) {
+		// Retrying the same bytes can never succeed.
+		if part, ok := w.shrink(); ok {
+			c.stats.dlqOmitted(part)
+			c.log.Error("ingest: DLQ topic refused the dead letter as too large; writing it again without its "+part+" (what was dropped is described in fusebox.dlq.* headers)",
+				"dlq_topic", w.rec.Topic, "source_topic", w.src.topic, "source_partition", w.src.partition, "source_offset", w.src.offset, "err", err)
+			time.AfterFunc(0, w.produce) // never Produce from inside a produce callback
+			return
 		}
-		time.AfterFunc(0, w.produce) // never Produce from inside a produce callback
+		// Even the smallest form was refused (a DLQ topic whose
+		// max.message.bytes is below a few KiB). Waiting cannot help
+		// and would stall the source partition's commits, so the dead
+		// letter is given up: loudly, with where its record is.
+		c.stats.dlqUnwritable.Add(1)
+		c.log.Error("ingest: dead letter NOT written: the DLQ topic refused even its smallest form as too large; the source record is only in its source topic (raise the DLQ topic's max.message.bytes)",
+			"dlq_topic", w.rec.Topic, "source_topic", w.src.topic, "source_partition", w.src.partition, "source_offset", w.src.offset, "err", err)
+		w.st.p.dlqDone(w.st)
 		return
 	}
 	w.attempt++

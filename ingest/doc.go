@@ -96,7 +96,12 @@
 // The write uses the client's idempotent producer; failures are retried with
 // backoff and hold back the commit of the source partition, so no bad
 // record is ever skipped without a trace. A record the DLQ topic refuses as
-// too large is written once more without its value (HeaderValueOmitted).
+// too large is written again without its largest part — value, own headers
+// or key (HeaderValueOmitted, HeaderHeadersOmitted, HeaderKeyOmitted) —
+// until it fits, then with fusebox's headers cut (HeaderTrimmed); one
+// refused even then is given up, logged at ERROR with its source offset and
+// counted (Stats.DLQUnwritable), so that a write that cannot succeed never
+// stalls its partition.
 // Records that decode to zero LLM spans are not errors: they are delivered
 // with empty Spans and their Stats, so their offsets advance.
 package ingest

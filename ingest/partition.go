@@ -213,7 +213,7 @@ func (p *partition) build(ch chunk) *Batch {
 		Records: make([]Record, 0, len(recs)),
 	}
 	var (
-		dead                        []*kgo.Record
+		dead                        []*dlqWrite
 		spans, corrections, skipped int64
 	)
 	delivered := func(r *Record) {
@@ -247,7 +247,7 @@ func (p *partition) build(ch chunk) *Batch {
 			p.c.stats.invalidSpans.Add(int64(len(pe.Invalid)))
 			p.c.stats.deadLetter(kind, true)
 			p.c.noteReject(&p.rejects, r, kind, true, err, time.Now())
-			dead = append(dead, p.c.dlqRecord(r, err, kind, pe))
+			dead = append(dead, p.c.dlqWriteFor(r, err, kind, pe))
 			continue
 		}
 		b.Records[len(b.Records)-1] = Record{}
@@ -262,7 +262,7 @@ func (p *partition) build(ch chunk) *Batch {
 		p.c.stats.deadLetter(kind, false)
 		p.c.noteReject(&p.rejects, r, kind, false, err, time.Now())
 		b.DeadLettered++
-		dead = append(dead, p.c.dlqRecord(r, err, kind, nil))
+		dead = append(dead, p.c.dlqWriteFor(r, err, kind, nil))
 	}
 	st := &batchState{
 		p:       p,

@@ -36,6 +36,15 @@ type Stats struct {
 	// failed attempts that were retried; DLQValueOmitted the records written
 	// without their value because the DLQ topic refused their size.
 	DLQWritten, DLQRetries, DLQValueOmitted int64
+	// DLQOmitted counts the parts dropped from dead letters the DLQ topic
+	// refused as too large, by part (OmittedValue, OmittedHeaders,
+	// OmittedKey, OmittedDetails); a dead letter can lose several.
+	DLQOmitted map[string]int64
+	// DLQUnwritable counts dead letters given up because the DLQ topic
+	// refused even their smallest form (each logged at ERROR with its
+	// source topic, partition and offset): their records are only in their
+	// source topics.
+	DLQUnwritable int64
 	// DecoderPanics counts decoder panics (each a malformed DLQ record).
 	DecoderPanics int64
 	// Batches counts batches handed to handlers.
@@ -70,17 +79,19 @@ type PartitionLag struct {
 }
 
 type counters struct {
-	recordsIn                         map[string]*atomic.Int64
-	spans, invalidSpans, skipped      atomic.Int64
-	corrections                       atomic.Int64
-	malformed, invalid, tooLarge      atomic.Int64
-	future                            atomic.Int64
-	partial                           atomic.Int64
-	dlqWritten, dlqRetries            atomic.Int64
-	dlqValueOmitted                   atomic.Int64
-	decoderPanics, batches            atomic.Int64
-	commits, commitErrors, fetchError atomic.Int64
-	pauses                            atomic.Int64
+	recordsIn                          map[string]*atomic.Int64
+	spans, invalidSpans, skipped       atomic.Int64
+	corrections                        atomic.Int64
+	malformed, invalid, tooLarge       atomic.Int64
+	future                             atomic.Int64
+	partial                            atomic.Int64
+	dlqWritten, dlqRetries             atomic.Int64
+	dlqValueOmitted, dlqHeadersOmitted atomic.Int64
+	dlqKeyOmitted, dlqTrimmed          atomic.Int64
+	dlqUnwritable                      atomic.Int64
+	decoderPanics, batches             atomic.Int64
+	commits, commitErrors, fetchError  atomic.Int64
+	pauses                             atomic.Int64
 }
 
 func newCounters(topics []string) *counters {
@@ -100,6 +111,20 @@ func (c *counters) batch(topic string, records, spans, corrections, skipped int6
 	c.spans.Add(spans)
 	c.corrections.Add(corrections)
 	c.skipped.Add(skipped)
+}
+
+// dlqOmitted counts one part dropped from a dead letter (see shrink).
+func (c *counters) dlqOmitted(part string) {
+	switch part {
+	case OmittedValue:
+		c.dlqValueOmitted.Add(1)
+	case OmittedHeaders:
+		c.dlqHeadersOmitted.Add(1)
+	case OmittedKey:
+		c.dlqKeyOmitted.Add(1)
+	default:
+		c.dlqTrimmed.Add(1)
+	}
 }
 
 func (c *counters) deadLetter(k ErrorKind, partial bool) {
@@ -134,14 +159,17 @@ func (c *Consumer) Stats() Stats {
 		DLQWritten:          s.dlqWritten.Load(),
 		DLQRetries:          s.dlqRetries.Load(),
 		DLQValueOmitted:     s.dlqValueOmitted.Load(),
-		DecoderPanics:       s.decoderPanics.Load(),
-		Batches:             s.batches.Load(),
-		Commits:             s.commits.Load(),
-		CommitErrors:        s.commitErrors.Load(),
-		FetchErrors:         s.fetchError.Load(),
-		Pauses:              s.pauses.Load(),
-		Unkeyed:             c.unkeyed.unkeyedCounts(),
-		TimingsDropped:      c.dropped.snapshot(),
+		DLQOmitted: map[string]int64{OmittedValue: s.dlqValueOmitted.Load(), OmittedHeaders: s.dlqHeadersOmitted.Load(),
+			OmittedKey: s.dlqKeyOmitted.Load(), OmittedDetails: s.dlqTrimmed.Load()},
+		DLQUnwritable:  s.dlqUnwritable.Load(),
+		DecoderPanics:  s.decoderPanics.Load(),
+		Batches:        s.batches.Load(),
+		Commits:        s.commits.Load(),
+		CommitErrors:   s.commitErrors.Load(),
+		FetchErrors:    s.fetchError.Load(),
+		Pauses:         s.pauses.Load(),
+		Unkeyed:        c.unkeyed.unkeyedCounts(),
+		TimingsDropped: c.dropped.snapshot(),
 	}
 	for t, n := range s.recordsIn {
 		out.RecordsIn[t] = n.Load()

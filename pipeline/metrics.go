@@ -118,6 +118,12 @@ func (p *Pipeline) collect(s *observe.Snapshot) {
 		extra("fusebox_offset_commits_total", "Offset commit requests.", observe.CounterSample, float64(st.Commits), stage)
 		extra("fusebox_offset_commit_errors_total", "Failed offset commit requests.", observe.CounterSample, float64(st.CommitErrors), stage)
 		extra("fusebox_fetch_errors_total", "Partition errors returned by fetches.", observe.CounterSample, float64(st.FetchErrors), stage)
+		extra("fusebox_dlq_write_retries_total", "Failed dead-letter writes that were retried (the source partition's commit waits for them).", observe.CounterSample, float64(st.DLQRetries), stage)
+		for _, part := range []string{ingest.OmittedValue, ingest.OmittedHeaders, ingest.OmittedKey, ingest.OmittedDetails} {
+			extra("fusebox_dlq_omitted_total", "Parts dropped from dead letters the DLQ topic refused as too large, by part (value, headers: the record's own, key, details: fusebox's error text cut); each drop is described in the dead letter's fusebox.dlq.* headers.",
+				observe.CounterSample, float64(st.DLQOmitted[part]), stage, observe.Label{Name: "part", Value: part})
+		}
+		extra("fusebox_dlq_unwritable_total", "Dead letters NOT written because the DLQ topic refused even their smallest form; each is logged at ERROR with its source topic, partition and offset.", observe.CounterSample, float64(st.DLQUnwritable), stage)
 		extra("fusebox_paused_partitions", "Owned partitions paused because too many records await acknowledgement.", observe.GaugeSample, float64(st.PausedPartitions), stage)
 		if c.stage == "router" {
 			extra("fusebox_spans_decoded_total", "Valid LLM spans decoded from the span topics.", observe.CounterSample, float64(st.Spans))

@@ -138,6 +138,8 @@ func TestKafkaRunServesMetrics(t *testing.T) {
 		`fusebox_dlq_records_total{kind="malformed"}`:                            1,
 		`fusebox_dlq_records_total{kind="partial"}`:                              0,
 		`fusebox_dlq_records_total{kind="too_large"}`:                            0,
+		`fusebox_dlq_unwritable_total{stage="router"}`:                           0,
+		`fusebox_dlq_omitted_total{part="value",stage="router"}`:                 0,
 		`fusebox_spans_decoded_total`:                                            float64(sum.Spans),
 		`fusebox_spans_skipped_total`:                                            float64(sum.OtherSpans),
 		`fusebox_duplicates_total`:                                               0,
