@@ -172,6 +172,10 @@ func (p *Pipeline) collect(s *observe.Snapshot) {
 		extra("fusebox_breaker_starved_targets", "Half-open targets whose probes are too few to judge them (a full probe window of the SLO that tripped them was insufficient_data): they neither close nor re-trip while the traffic stays that thin; per SLO, a series seen once stays, at 0 when none.",
 			observe.GaugeSample, float64(n), observe.Label{Name: "slo", Value: slo})
 	}
+	for part, n := range p.CheckpointBytes() {
+		extra("fusebox_checkpoint_bytes", "Size of the newest checkpoint of an owned keyed partition (the snapshot, before chunking), in bytes: it grows with the live keys and their windows.",
+			observe.GaugeSample, float64(n), observe.Label{Name: "partition", Value: strconv.Itoa(int(part))})
+	}
 	extra("fusebox_checkpoints_total", "Keyed-partition checkpoints (sinks flushed, state saved, input acknowledged).", observe.CounterSample, float64(p.keyed.Checkpoints()))
 
 	p.tr.noSamples.collect(s)

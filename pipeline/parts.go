@@ -41,6 +41,10 @@ type Parts struct {
 	// deployments the store skipped, for /metrics (New's:
 	// statestore.Store.Foreign). Nil: counted as 0.
 	StateForeign func() int64
+	// StateSizes, when set, gives the newest checkpoint's size in bytes
+	// per keyed partition, for /metrics (New's: statestore.Store.Sizes).
+	// Nil: no fusebox_checkpoint_bytes.
+	StateSizes func() map[int32]int
 	// Signer signs every fuse command; nil publishes them unsigned.
 	Signer engine.Signer
 	// Producer is the router's client for the keyed topic; it must use
@@ -173,7 +177,7 @@ func open(ctx context.Context, o Options) (_ Parts, _ opened, err error) {
 	clients = append(clients, stateCl)
 	store := statestore.New(stateCl, f.Topics.State, f.Kafka.Brokers, kopt...)
 	store.SetDeployment(f.Deployment(), LegacyState(f), o.Logger.With("component", "statestore"))
-	parts.Store, parts.StateForeign = store, store.Foreign
+	parts.Store, parts.StateForeign, parts.StateSizes = store, store.Foreign, store.Sizes
 	parts.Signer = o.Signer
 
 	if parts.Producer, err = kgo.NewClient(append(slices.Clone(kopt), kgo.RecordPartitioner(kgo.ManualPartitioner()),

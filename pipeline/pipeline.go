@@ -59,7 +59,8 @@ type Pipeline struct {
 
 	router          *router.Router
 	keyed           *engine.Keyed
-	foreignState    func() int64 // Parts.StateForeign
+	foreignState    func() int64         // Parts.StateForeign
+	stateSizes      func() map[int32]int // Parts.StateSizes
 	source, keyedIn Consumer
 	release         func()                 // Parts.Close
 	leave           func(groups ...string) // Parts.Leave
@@ -130,7 +131,7 @@ func Assemble(ctx context.Context, f *config.File, parts Parts, log *slog.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Pipeline{cfg: f, log: log, tr: newTracker(), foreignState: parts.StateForeign, release: parts.Close, leave: parts.Leave}
+	p := &Pipeline{cfg: f, log: log, tr: newTracker(), foreignState: parts.StateForeign, stateSizes: parts.StateSizes, release: parts.Close, leave: parts.Leave}
 	p.tr.log = log.With("component", "breaker")
 	p.tr.noSamples.log = log.With("component", "slo")
 	p.sinks = append(slices.Clone(parts.Sinks), p.tr.sink()) // last: counts what every sink accepted
@@ -330,6 +331,23 @@ func (p *Pipeline) KeyedConsumer() Consumer { return p.keyedIn }
 // topic).
 func (p *Pipeline) ForeignRecords() (keyed, state int64) {
 	return p.keyed.ForeignRecords(), p.stateForeign()
+}
+
+// CheckpointBytes returns, per keyed partition this process owns, the size
+// in bytes of its newest checkpoint (written, or read at the restore); nil
+// when the state store does not report sizes (Parts.StateSizes).
+func (p *Pipeline) CheckpointBytes() map[int32]int {
+	if p.stateSizes == nil {
+		return nil
+	}
+	owned := p.keyed.Partitions()
+	out := map[int32]int{}
+	for part, n := range p.stateSizes() {
+		if _, ok := owned[part]; ok {
+			out[part] = n
+		}
+	}
+	return out
 }
 
 // stateForeign is the state store's count of other deployments'

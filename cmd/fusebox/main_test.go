@@ -33,6 +33,9 @@ const envAsMain = "FUSEBOX_TEST_AS_MAIN"
 // testharness.Main, which stops the ClickHouse server the CLI tests share.
 func TestMain(m *testing.M) {
 	if os.Getenv(envAsMain) == "1" {
+		if os.Getenv(envPlantLeak) != "" {
+			go plantLeak()
+		}
 		main()
 		return
 	}
@@ -170,7 +173,7 @@ func helpTargets() [][]string {
 		out = append(out, []string{c.name})
 	}
 	return append(out, []string{"config", "check"}, []string{"config", "diff"}, []string{"openslo", "export"}, []string{"openslo", "import"},
-		[]string{"bench", "tail-accuracy"}, []string{"bench", "false-trips"}, []string{"bench", "sequential"}, []string{"bench", "loop"})
+		[]string{"bench", "tail-accuracy"}, []string{"bench", "false-trips"}, []string{"bench", "sequential"}, []string{"bench", "loop"}, []string{"bench", "soak"})
 }
 
 // lineWriter hands the lines written to it to a channel, for reading the

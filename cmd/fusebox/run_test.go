@@ -163,6 +163,7 @@ func TestKafkaRunServesMetrics(t *testing.T) {
 		`fusebox_processing_latency_seconds_count`,
 		`fusebox_sink_records_total{destination="fusebox.fuse",sink="kafka"}`,
 		`fusebox_checkpoints_total`,
+		`fusebox_checkpoint_bytes{partition="0"}`,
 		`fusebox_evaluations_total`,
 	} {
 		if m[series] <= 0 {

@@ -87,6 +87,19 @@ func (s *Store) SetDeployment(dep string, legacy bool, log *slog.Logger) {
 	}
 }
 
+// Sizes returns, per partition, the size in bytes of the newest checkpoint
+// this store wrote or read (the snapshot, before chunking); partitions it
+// never saw are absent. Safe to call at any time.
+func (s *Store) Sizes() map[int32]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[int32]int, len(s.gen))
+	for p, m := range s.gen {
+		out[p] = m.Bytes
+	}
+	return out
+}
+
 // Foreign is how many checkpoint records of other deployments Load skipped.
 func (s *Store) Foreign() int64 { return s.foreign.Load() }
 
