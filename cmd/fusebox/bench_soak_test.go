@@ -56,8 +56,8 @@ slos:
 // function that doubles at each GC, may look like plateaus over 45 s).
 func TestSoakCatchesAPlantedLeak(t *testing.T) {
 	for _, c := range []struct {
-		name string
-		env  []string
+		name      string
+		env       []string
 		want, may []string
 	}{{"clean", nil, nil, nil}, {"leak", []string{envPlantLeak + "=1"}, []string{"rss"}, []string{"heap_goal"}}} {
 		t.Run(c.name, func(t *testing.T) {
