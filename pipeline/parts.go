@@ -193,8 +193,14 @@ func open(ctx context.Context, o Options) (_ Parts, _ opened, err error) {
 		}
 		return c, nil
 	}
-	if instanceID != "" {
+	switch {
+	case instanceID != "" && f.Kafka.LeaveOnShutdown:
 		parts.Leave = func(groups ...string) { leaveGroups(admin, instanceID, groups, o.Logger) }
+	case instanceID != "":
+		parts.Leave = func(groups ...string) {
+			o.Logger.Info("static member keeps its place in its groups (kafka.leave_on_shutdown: false): its partitions wait for it to come back, or for its session timeout",
+				"groups", groups, "instance_id", instanceID)
+		}
 	}
 	// The producer and the state client close last (New closed them in
 	// this order before the parts existed).

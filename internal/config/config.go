@@ -114,6 +114,14 @@ type Kafka struct {
 	// a compose service replica); "auto" uses the host name. Default ""
 	// (dynamic membership). `fusebox run --instance-id` overrides it.
 	InstanceID string `yaml:"instance_id"`
+	// LeaveOnShutdown makes a static member (InstanceID set) leave its
+	// groups at a clean shutdown (SIGTERM), so the other processes take its
+	// partitions over at once: right when it shuts down for good (scale
+	// in). false keeps its place for the session timeout (45s): right for
+	// a rolling restart, where it comes back within seconds to the same
+	// partitions and nothing is reassigned twice. Default true. Without
+	// InstanceID a member always leaves.
+	LeaveOnShutdown bool `yaml:"leave_on_shutdown"`
 	TLS        TLS    `yaml:"tls"`
 	SASL       SASL   `yaml:"sasl"`
 }
@@ -345,7 +353,7 @@ type Log struct {
 func Default() File {
 	g := schemas.DefaultLimits()
 	return File{
-		Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, Group: "fusebox", ClientID: "fusebox"},
+		Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, Group: "fusebox", ClientID: "fusebox", LeaveOnShutdown: true},
 		Topics: Topics{
 			Spans: []string{"otlp_spans"}, SpanEncoding: "auto", Corrections: []string{"fusebox.corrections"}, Logs: []string{"otlp_logs"},
 			Keyed: "fusebox.keyed", KeyedPartitions: 12, State: "fusebox.state",
