@@ -122,8 +122,8 @@ type Kafka struct {
 	// partitions and nothing is reassigned twice. Default true. Without
 	// InstanceID a member always leaves.
 	LeaveOnShutdown bool `yaml:"leave_on_shutdown"`
-	TLS        TLS    `yaml:"tls"`
-	SASL       SASL   `yaml:"sasl"`
+	TLS             TLS  `yaml:"tls"`
+	SASL            SASL `yaml:"sasl"`
 }
 
 // TLS configures a TLS client.
