@@ -13,7 +13,6 @@ import (
 	"github.com/fusebox-dev/fusebox/fuse/fuseschema"
 	"github.com/fusebox-dev/fusebox/internal/sim/traffic"
 	"github.com/fusebox-dev/fusebox/internal/testharness"
-	"github.com/fusebox-dev/fusebox/pipeline"
 )
 
 // fuseFollower reads a fuse topic from its start for as long as the test
@@ -75,16 +74,9 @@ func TestKafkaFuseGuardRepairWindow(t *testing.T) {
 	// In the past: Apache Kafka refuses timestamps more than an hour ahead.
 	publish(t, k, sc, time.Now().Add(-20*time.Minute).Truncate(time.Minute), 15*time.Minute)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	p, err := pipeline.New(ctx, pipeline.Options{Config: cfg, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
+	p, stop := startPipelineWith(t, cfg, nil, nil)
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("Run: %v", err)
 		}
 	}()

@@ -395,8 +395,15 @@ func writeClusterConfig(t *testing.T, dir string, brokers []string) string {
 // cancels it and returns Run's error.
 func startClusterPipeline(t *testing.T, cfg *config.File, onCheckpoint func(int32, int64)) (*pipeline.Pipeline, func() error) {
 	t.Helper()
+	return startPipelineWith(t, cfg, onCheckpoint, clusterGroupOpts())
+}
+
+// startPipelineWith is startClusterPipeline with the groups' client
+// options kopts.
+func startPipelineWith(t *testing.T, cfg *config.File, onCheckpoint func(int32, int64), kopts []kgo.Opt) (*pipeline.Pipeline, func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	p, err := pipeline.New(ctx, pipeline.Options{Config: cfg, Logger: testLogger(t), KgoOpts: clusterGroupOpts(), OnCheckpoint: onCheckpoint})
+	p, err := pipeline.New(ctx, pipeline.Options{Config: cfg, Logger: testLogger(t), KgoOpts: kopts, OnCheckpoint: onCheckpoint})
 	if err != nil {
 		cancel()
 		t.Fatal(err)

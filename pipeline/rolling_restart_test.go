@@ -1,7 +1,6 @@
 package pipeline_test
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -28,30 +27,8 @@ func startRollingMember(t *testing.T, base *config.File, id string, onCheckpoint
 	cfg := *base
 	cfg.Kafka.InstanceID = id
 	cfg.Kafka.LeaveOnShutdown = false
-	ctx, cancel := context.WithCancel(context.Background())
-	p, err := pipeline.New(ctx, pipeline.Options{Config: &cfg, Logger: testLogger(t), OnCheckpoint: onCheckpoint,
-		KgoOpts: []kgo.Opt{kgo.SessionTimeout(rollingSessionTimeout), kgo.HeartbeatInterval(300 * time.Millisecond), kgo.RebalanceTimeout(10 * time.Second)}})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	var once sync.Once
-	var runErr error
-	stop := func() error {
-		once.Do(func() {
-			cancel()
-			select {
-			case runErr = <-done:
-			case <-time.After(60 * time.Second):
-				runErr = fmt.Errorf("pipeline %s did not stop within 60s", id)
-			}
-		})
-		return runErr
-	}
-	t.Cleanup(func() { _ = stop() })
-	return p, stop
+	return startPipelineWith(t, &cfg, onCheckpoint,
+		[]kgo.Opt{kgo.SessionTimeout(rollingSessionTimeout), kgo.HeartbeatInterval(300 * time.Millisecond), kgo.RebalanceTimeout(10 * time.Second)})
 }
 
 // ownedKeyed returns the keyed partitions p owns now, sorted.
