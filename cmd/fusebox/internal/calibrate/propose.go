@@ -93,7 +93,12 @@ const (
 //     the observed range is noted; min_samples the larger of 50 and a
 //     tenth of the median scope key's calls per window.
 //   - breaker: a rule per SLO kind, cool_down the longest window a rule
-//     waits on (no shorter than 5m).
+//     waits on (no shorter than 5m). Decay and the corrections' model-level
+//     rate (correction_rate) get a degrade to the model with the most calls
+//     in the recording, their SLO split in two: one matching every other
+//     model (degrade to it), one matching that model itself (trip: a
+//     degrade to itself would change nothing); with one model only, a
+//     trip.
 func Propose(in *Input, cfg Config) (Proposal, error) {
 	cfg.defaults()
 	if len(in.Spans) == 0 {
@@ -206,6 +211,11 @@ func Propose(in *Input, cfg Config) (Proposal, error) {
 		return xs[len(xs)/2]
 	}
 	hasRule := map[string]bool{"tail": true, "burnrate": true}
+	// Decay and a model-level correction spike are acted on by a degrade
+	// to the recording's busiest model, and by a trip on that model's own
+	// keys (a degrade to itself would do nothing).
+	fallback, others := fallbackModel(perKey)
+	var rules []string
 	coolDown := 5 * time.Minute
 	coolDown = max(coolDown, tailWindow)
 
@@ -241,8 +251,9 @@ func Propose(in *Input, cfg Config) (Proposal, error) {
 		minS := max(30, int(math.Ceil(med/10)))
 		fmt.Fprintf(&y, "  # decay: alpha = %g / (1000 x %g evaluations per key-day); median key %.0f scores per window\n",
 			cfg.FalseTrips, perDay(decayEvery), med)
-		fmt.Fprintf(&y, "  - name: alignment-decay\n    decay: {metric: alignment, alpha: %s, min_samples: %d}\n", fmtNum(a), minS)
-		note("alignment-decay: alpha %s, min_samples %d (verdicts only: no breaker rule, a degrade needs a fallback model)", fmtNum(a), minS)
+		body := fmt.Sprintf("decay: {metric: alignment, alpha: %s, min_samples: %d}", fmtNum(a), minS)
+		rules = append(rules, actionSLOs(&y, "alignment-decay", "decay", "", body, fallback, others)...)
+		note("alignment-decay: alpha %s, min_samples %d; %s", fmtNum(a), minS, actionNote(fallback, others))
 	}
 	if len(in.Corrections) > 0 {
 		a := alpha(correctionsEvery, 1, 0.001)
@@ -252,8 +263,9 @@ func Propose(in *Input, cfg Config) (Proposal, error) {
 		minR := max(50, int(math.Ceil(med/10)))
 		fmt.Fprintf(&y, "  # corrections: observed rate %.3g%%, max_rate 3x it (at least 5%%); alpha = %g / (1000 x %g); median key %.0f responses per window\n",
 			100*rate, cfg.FalseTrips, perDay(correctionsEvery), med)
-		fmt.Fprintf(&y, "  - name: user-corrections\n    corrections: {max_rate: %s, alpha: %s, min_responses: %d}\n", fmtNum(maxRate), fmtNum(a), minR)
-		note("user-corrections: max_rate %s, alpha %s, min_responses %d", fmtNum(maxRate), fmtNum(a), minR)
+		body := fmt.Sprintf("corrections: {max_rate: %s, alpha: %s, min_responses: %d}", fmtNum(maxRate), fmtNum(a), minR)
+		rules = append(rules, actionSLOs(&y, "user-corrections", "corrections", "correction_rate", body, fallback, others)...)
+		note("user-corrections: max_rate %s, alpha %s, min_responses %d; %s", fmtNum(maxRate), fmtNum(a), minR, actionNote(fallback, others))
 		hasRule["corrections"] = true
 		coolDown = max(coolDown, correctionsWindow)
 	}
@@ -267,6 +279,9 @@ func Propose(in *Input, cfg Config) (Proposal, error) {
 	}
 	if hasRule["corrections"] {
 		y.WriteString("    - {processor: corrections, metric: canary_correction_rate, action: rollback}\n")
+	}
+	for _, r := range rules {
+		y.WriteString("    - " + r + "\n")
 	}
 	note("breaker: cool_down %s", fmtDuration(coolDown))
 	p.YAML = y.String()
