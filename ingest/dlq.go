@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"errors"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -53,7 +54,9 @@ const (
 	// their names' and values' lengths, in bytes.
 	HeaderHeadersOmittedBytes = "fusebox.dlq.headers_omitted_bytes"
 	// HeaderKeyOmitted is set, to the key's length in bytes, when the key
-	// was the largest part left of a copy refused as too large.
+	// was the largest part left of a copy refused as too large; the key is
+	// then "<source topic>/<partition>/<offset>" (not none: a compacted
+	// DLQ topic refuses keyless records).
 	HeaderKeyOmitted = "fusebox.dlq.key_omitted"
 	// HeaderTrimmed is "true" when, with value, own headers and key gone,
 	// the copy was still refused and fusebox's own headers were cut: the
@@ -67,8 +70,8 @@ const (
 // Kafka's default message.max.bytes (1,048,588). A larger cap lets the
 // client put two records that each fit into one batch the broker refuses
 // whole (both would lose their values); a record larger than the cap is
-// refused by the client itself and written without its value (see
-// HeaderValueOmitted). A DLQ topic configured for bigger records can take
+// refused by the client itself and written without its largest part (see
+// dlqWrite.shrink). A DLQ topic configured for bigger records can take
 // them whole with ClientOpts(kgo.ProducerBatchMaxBytes(n)).
 const DLQMaxBatchBytes = 1_000_012
 
@@ -115,8 +118,10 @@ func (c *Consumer) dlqWriteFor(r *kgo.Record, err error, kind ErrorKind, partial
 	return &dlqWrite{
 		c:   c,
 		rec: &kgo.Record{Topic: c.cfg.DLQTopic, Key: r.Key, Value: r.Value, Headers: h},
-		own: len(r.Headers),
-		src: source{topic: r.Topic, partition: r.Partition, offset: r.Offset},
+		own:    len(r.Headers),
+		src:    source{topic: r.Topic, partition: r.Partition, offset: r.Offset},
+		kind:   kind,
+		reason: err.Error(),
 	}
 }
 
@@ -146,8 +151,18 @@ type dlqWrite struct {
 	own int
 	// trimmed is set once fusebox's own headers were cut (see shrink).
 	trimmed bool
-	src     source
+	// smallestTries counts the writes of the smallest form refused.
+	smallestTries int
+	src           source
+	// kind and reason are why the record was dead-lettered (for the log
+	// line of a dead letter given up).
+	kind   ErrorKind
+	reason string
 }
+
+// smallestRetries is how many times the smallest form of a dead letter is
+// written again, after a random delay, before it is given up.
+const smallestRetries = 3
 
 // source locates the record a dead letter copies.
 type source struct {
@@ -192,13 +207,24 @@ func (w *dlqWrite) done(_ *kgo.Record, err error) {
 			time.AfterFunc(0, w.produce) // never Produce from inside a produce callback
 			return
 		}
-		// Even the smallest form was refused (a DLQ topic whose
-		// max.message.bytes is below a few KiB). Waiting cannot help
-		// and would stall the source partition's commits, so the dead
-		// letter is given up: loudly, with where its record is.
+		// Even the smallest form was refused. It may have shared its
+		// batch with other shrunk dead letters (a DLQ topic whose
+		// max.message.bytes is below a batch of them: the broker refuses
+		// the whole batch): try it again alone-ish, after a random delay
+		// of up to a second, smallestRetries times.
+		if w.smallestTries < smallestRetries {
+			w.smallestTries++
+			time.AfterFunc(time.Duration(100+rand.IntN(900))*time.Millisecond, w.produce)
+			return
+		}
+		// Refused every time (a DLQ topic limited to a few hundred
+		// bytes). Waiting cannot help and would stall the source
+		// partition's commits, so the dead letter is given up: loudly,
+		// with where its record is and why it was dead-lettered.
 		c.stats.dlqUnwritable.Add(1)
 		c.log.Error("ingest: dead letter NOT written: the DLQ topic refused even its smallest form as too large; the source record is only in its source topic (raise the DLQ topic's max.message.bytes)",
-			"dlq_topic", w.rec.Topic, "source_topic", w.src.topic, "source_partition", w.src.partition, "source_offset", w.src.offset, "err", err)
+			"dlq_topic", w.rec.Topic, "source_topic", w.src.topic, "source_partition", w.src.partition, "source_offset", w.src.offset,
+			"kind", w.kind, "error", clip(w.reason, trimmedErrorBytes), "err", err)
 		w.st.p.dlqDone(w.st)
 		return
 	}

@@ -104,11 +104,12 @@ func TestKafkaDeadLetterOversized(t *testing.T) {
 				header(d, HeaderHeadersOmitted), len(errs), firstOr(errs), d.Value)
 		}
 	}
-	// A 2 MB key goes; the value stays.
+	// A 2 MB key is replaced by the source's topic/partition/offset; the
+	// value stays.
 	if d := bySource["4"]; d == nil {
 		t.Error("no dead letter for the record with a 2 MB key (offset 4)")
-	} else if len(d.Key) != 0 || header(d, HeaderKeyOmitted) != strconv.Itoa(len(bigKey.Key)) || string(d.Value) != "malformed:key" {
-		t.Errorf("key record: key %d bytes, key_omitted %q, value %q; want no key, %d, the value", len(d.Key), header(d, HeaderKeyOmitted), d.Value, len(bigKey.Key))
+	} else if string(d.Key) != "in/0/4" || header(d, HeaderKeyOmitted) != strconv.Itoa(len(bigKey.Key)) || string(d.Value) != "malformed:key" {
+		t.Errorf("key record: key %.20q (%d bytes), key_omitted %q, value %q; want in/0/4, %d, the value", d.Key, len(d.Key), header(d, HeaderKeyOmitted), d.Value, len(bigKey.Key))
 	}
 	// 1.6 MB value and 1.2 MB headers: the value goes first, then the
 	// headers (the copy without its value is still 1.2 MB).
@@ -153,10 +154,11 @@ var longErrDecoder = DecoderFunc(func(ts int64, h []Header, value []byte, out *R
 })
 
 // TestKafkaDeadLetterTrimmedOrUnwritable: DLQ topics whose
-// max.message.bytes is tiny. At 1,500 B a dead letter with a 4 KiB error
-// message is written with fusebox's headers trimmed (the message cut to
-// 256 B, fusebox.dlq.trimmed). At 120 B nothing fits: the dead letter is
-// given up — counted, logged at ERROR with the source offset — and the
+// max.message.bytes is tiny. At 1,500 B three dead letters with a 4 KiB
+// error message each, from one chunk, are written with fusebox's headers
+// trimmed (the message cut to 256 B, fusebox.dlq.trimmed), though
+// together they exceed the limit. At 120 B nothing fits: the dead letters
+// are given up — counted, logged at ERROR with the source offset — and the
 // partition goes on: the good records after it are delivered and the
 // offset committed past it, not stalled behind a write that cannot succeed.
 func TestKafkaDeadLetterTrimmedOrUnwritable(t *testing.T) {
@@ -177,36 +179,57 @@ func TestKafkaDeadLetterTrimmedOrUnwritable(t *testing.T) {
 			s := &sink{}
 			in := "in-" + c.dlq
 			pub := newPublisher(t, k, in)
-			pub.publish(t, msg(0, "a", []byte("ok:1")), msg(0, "b", []byte("long:x"), kafka.Header{Key: "team.trace", Value: []byte("t1")}), msg(0, "c", []byte("ok:3")))
+			// Three dead letters in one chunk: shrunk together, they
+			// are re-produced together and can share a batch over
+			// the limit that each fits alone.
+			pub.publish(t, msg(0, "a", []byte("ok:1")), msg(0, "b", []byte("long:x"), kafka.Header{Key: "team.trace", Value: []byte("t1")}),
+				msg(0, "b2", []byte("long:y")), msg(0, "b3", []byte("long:z")), msg(0, "c", []byte("ok:5")))
 			r := start(t, k, group, SpanTopics(), CorrectionTopics(), TopicDecoder(in, longErrDecoder),
 				DLQTopic(c.dlq), Handlers(s.factory), Logger(log), DLQRetryBackoffMax(200*time.Millisecond))
 			testharness.Eventually(t, 60*time.Second, "good records delivered", func() bool { return s.count() == 2 })
 			testharness.Eventually(t, 60*time.Second, "offset committed past the dead letter", func() bool {
-				return committed(t, k, group, in)[0] == 3
+				return committed(t, k, group, in)[0] == 5
 			})
 			st := r.c.Stats()
 			if c.writable {
-				dead := k.ReadAll(t, c.dlq, 1, 20*time.Second)
-				if len(dead) != 1 {
-					t.Fatalf("DLQ holds %d records, want 1", len(dead))
+				dead := k.ReadAll(t, c.dlq, 3, 20*time.Second)
+				if len(dead) != 3 {
+					t.Fatalf("DLQ holds %d records, want 3 (given up: %d)", len(dead), st.DLQUnwritable)
 				}
-				d := dead[0]
-				if header(d, HeaderTrimmed) != "true" || len(header(d, HeaderError)) > trimmedErrorBytes || !strings.HasPrefix(header(d, HeaderError), "malformed") ||
-					header(d, HeaderSourceOffset) != "1" || header(d, HeaderErrorField) != "body" {
-					t.Errorf("trimmed dead letter: trimmed %q, error %d bytes %.30q, source offset %q, field %q",
-						header(d, HeaderTrimmed), len(header(d, HeaderError)), header(d, HeaderError), header(d, HeaderSourceOffset), header(d, HeaderErrorField))
+				// Retried after random delays: in any order.
+				seen := map[string]bool{}
+				for i, d := range dead {
+					seen[header(d, HeaderSourceOffset)] = true
+					if header(d, HeaderTrimmed) != "true" || len(header(d, HeaderError)) > trimmedErrorBytes || !strings.HasPrefix(header(d, HeaderError), "malformed") ||
+						header(d, HeaderErrorField) != "body" {
+						t.Errorf("trimmed dead letter %d: trimmed %q, error %d bytes %.30q, source offset %q, field %q", i,
+							header(d, HeaderTrimmed), len(header(d, HeaderError)), header(d, HeaderError), header(d, HeaderSourceOffset), header(d, HeaderErrorField))
+					}
 				}
-				if st.DLQOmitted[OmittedDetails] != 1 || st.DLQUnwritable != 0 {
-					t.Errorf("DLQOmitted[details] %d, DLQUnwritable %d; want 1, 0", st.DLQOmitted[OmittedDetails], st.DLQUnwritable)
+				if !seen["1"] || !seen["2"] || !seen["3"] {
+					t.Errorf("trimmed dead letters of source offsets %v, want 1, 2, 3", seen)
+				}
+				if st.DLQOmitted[OmittedDetails] != 3 || st.DLQUnwritable != 0 {
+					t.Errorf("DLQOmitted[details] %d, DLQUnwritable %d; want 3, 0", st.DLQOmitted[OmittedDetails], st.DLQUnwritable)
 				}
 				return
 			}
-			if st.DLQUnwritable != 1 || st.DLQRetries != 0 {
-				t.Errorf("DLQUnwritable %d, DLQRetries %d; want 1, 0", st.DLQUnwritable, st.DLQRetries)
+			if st.DLQUnwritable != 3 || st.DLQRetries != 0 {
+				t.Errorf("DLQUnwritable %d, DLQRetries %d; want 3, 0", st.DLQUnwritable, st.DLQRetries)
 			}
 			lines := logs.lines(t, "ingest: dead letter NOT written")
-			if len(lines) != 1 || lines[0]["level"] != "ERROR" || lines[0]["source_offset"] != float64(1) || lines[0]["source_topic"] != in {
-				t.Errorf("log lines for the unwritable dead letter: %v; want one ERROR naming %s, offset 1", lines, in)
+			if len(lines) != 3 {
+				t.Fatalf("log lines for the unwritable dead letters: %v; want 3", lines)
+			}
+			offsets := map[float64]bool{}
+			for _, l := range lines {
+				offsets[l["source_offset"].(float64)] = true
+				if l["level"] != "ERROR" || l["source_topic"] != in || l["kind"] != string(KindMalformed) || !strings.HasPrefix(l["error"].(string), "malformed") {
+					t.Errorf("log line for an unwritable dead letter: %v; want ERROR naming %s, its kind and error", l, in)
+				}
+			}
+			if !offsets[1] || !offsets[2] || !offsets[3] {
+				t.Errorf("unwritable dead letters logged for offsets %v, want 1, 2, 3", offsets)
 			}
 		})
 	}

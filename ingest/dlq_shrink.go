@@ -55,8 +55,10 @@ func (w *dlqWrite) shrink() (part string, ok bool) {
 			HeaderHeadersOmittedBytes, strconv.Itoa(ownBytes))
 		w.own = 0
 		part = OmittedHeaders
-	case len(r.Key) > 0:
-		next.Key = nil
+	case len(r.Key) > 0 && len(r.Key) > len(w.src.key()):
+		// Replaced, not dropped: a compacted DLQ topic refuses keyless
+		// records.
+		next.Key = []byte(w.src.key())
 		headers = appendHeaders(headers, HeaderKeyOmitted, strconv.Itoa(len(r.Key)))
 		part = OmittedKey
 	case !w.trimmed:
@@ -79,6 +81,12 @@ func (w *dlqWrite) shrink() (part string, ok bool) {
 	next.Headers = headers
 	w.rec = next
 	return part, true
+}
+
+// key is the short key a dead letter whose key was too large gets:
+// "<topic>/<partition>/<offset>" of its source record.
+func (s source) key() string {
+	return s.topic + "/" + strconv.Itoa(int(s.partition)) + "/" + strconv.FormatInt(s.offset, 10)
 }
 
 // appendHeaders returns h with the key/value pairs kv appended, never

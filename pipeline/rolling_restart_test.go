@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,18 +83,35 @@ func TestKafkaRollingRestartKeepsAssignmentsAndVerdicts(t *testing.T) {
 	for i, id := range ids {
 		procs[i], stops[i] = startRollingMember(t, cfg, id, onCheckpoint(id, i+1))
 	}
-	// Every keyed partition is owned before the first restart; what was
+	// Every process owns keyed partitions, every partition is owned, and
+	// the assignment has held for 3 s before the first restart; what was
 	// checkpointed while the group formed does not count as a move.
-	if !testharness.Poll(60*time.Second, func() bool {
+	assignment := func() string {
+		var b strings.Builder
 		n := 0
 		for _, p := range procs {
-			n += len(ownedKeyed(p))
+			own := ownedKeyed(p)
+			if len(own) == 0 {
+				return ""
+			}
+			n += len(own)
+			fmt.Fprint(&b, own)
 		}
-		return n == int(cfg.Topics.KeyedPartitions)
-	}) {
-		t.Fatalf("the three processes do not own the %d keyed partitions after 60s:%s", cfg.Topics.KeyedPartitions, tl.String())
+		if n != int(cfg.Topics.KeyedPartitions) {
+			return ""
+		}
+		return b.String()
 	}
-	time.Sleep(time.Second) // a checkpoint of each partition by its owner
+	stable, since := "", time.Now()
+	if !testharness.Poll(90*time.Second, func() bool {
+		if a := assignment(); a == "" || a != stable {
+			stable, since = a, time.Now()
+			return false
+		}
+		return time.Since(since) >= 3*time.Second
+	}) {
+		t.Fatalf("no stable assignment of the %d keyed partitions over the three processes after 90s (last %q):%s", cfg.Topics.KeyedPartitions, stable, tl.String())
+	}
 	ckMu.Lock()
 	clear(checkpointers)
 	ckMu.Unlock()
@@ -134,19 +152,23 @@ func TestKafkaRollingRestartKeepsAssignmentsAndVerdicts(t *testing.T) {
 		t.Fatalf("%d verdicts of the uninterrupted run still missing after 90s (e.g. %s):%s", n, ex, tl.String())
 	}
 	ends := cp.waitDrained(t, k, col, 60*time.Second)
-	for i, stop := range stops {
-		if err := stop(); err != nil {
-			t.Fatalf("%s stopping: %v", ids[i], err)
-		}
-	}
-	cp.requireCovers(t, ends)
+	// Judged before the final stops: stopped one after another without
+	// leaving, the last ones could see the first ones' partitions once
+	// their session times out.
 	ckMu.Lock()
 	for part, by := range checkpointers {
 		if len(by) != 1 {
 			t.Errorf("keyed partition %d was checkpointed by %v: it moved during the rolling restart", part, slices.Sorted(maps.Keys(by)))
 		}
 	}
+	clear(checkpointers)
 	ckMu.Unlock()
+	for i, stop := range stops {
+		if err := stop(); err != nil {
+			t.Fatalf("%s stopping: %v", ids[i], err)
+		}
+	}
+	cp.requireCovers(t, ends)
 	for i, p := range procs {
 		if st := p.Keyed().Stats(); st.LateSpans != 0 || st.LateCorrections != 0 {
 			t.Errorf("%s counted %d late spans and %d late corrections after its restart", ids[i], st.LateSpans, st.LateCorrections)

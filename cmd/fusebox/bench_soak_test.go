@@ -66,6 +66,7 @@ func TestSoakCatchesAPlantedLeak(t *testing.T) {
 			o.Command = []string{os.Args[0]}
 			o.Env = append([]string{envAsMain + "=1"}, c.env...)
 			o.ConfigYAML = soakTestYAML
+			o.LogPath = t.TempDir() + "/fusebox.log"
 			o.Duration, o.Every, o.WarmUp, o.Rate = 45*time.Second, 1500*time.Millisecond, 12*time.Second, 50
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()

@@ -30,7 +30,9 @@ var allSeries = []series{
 	{"goroutines", "", func(s *Sample) float64 { return s.Goroutines }, 10, 0.1, true},
 	{"fds", "", func(s *Sample) float64 { return s.FDs }, 5, 0.1, true},
 	{"checkpoint", "MiB", func(s *Sample) float64 { return s.Checkpoint }, 0.25 * mib, 0.1, true},
-	{"gc_pause_max", "ms", func(s *Sample) float64 { return s.GCPauseMax }, 0.010, 1, true},
+	// The longest of the last 256 pauses: a running maximum until 256 GCs
+	// have run, so a staircase, not a trend; reported only.
+	{"gc_pause_max", "ms", func(s *Sample) float64 { return s.GCPauseMax }, 0.010, 1, false},
 	{"event_time_lag", "s", func(s *Sample) float64 { return s.Lag }, 30, 0.5, true},
 	{"verdicts", "", func(s *Sample) float64 { return s.Verdicts }, 0, 0, false},
 }
@@ -80,10 +82,12 @@ func judge(s series, samples []Sample, warmUp float64) SeriesResult {
 	rose := r.LastMin > r.FirstMax+margin
 	rising := err == nil && fit.Low > 0
 	r.Grows = rose && rising
-	r.Why = fmt.Sprintf("last third's min %.4g vs first third's max %.4g + margin %.4g; second half's slope %.3g/min (95%% low %.3g)",
-		r.LastMin, r.FirstMax, margin, r.Slope, r.SlopeLow)
+	u := func(v float64) string { return fmt.Sprintf("%.4g %s", scale(s.Unit, v), s.Unit) }
+	r.Why = fmt.Sprintf("last third's min %s vs first third's max %s + margin %s; second half's slope %s/min (95%% low %s)",
+		u(r.LastMin), u(r.FirstMax), u(margin), u(r.Slope), u(r.SlopeLow))
 	if err != nil {
-		r.Why += " (slope: " + err.Error() + ")"
+		r.Why = "not judged: " + r.Why + " (slope: " + err.Error() + ")"
+		r.Grows = false
 	}
 	return r
 }

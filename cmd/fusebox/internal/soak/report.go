@@ -35,7 +35,7 @@ func (r *Result) WriteTable(w io.Writer) {
 			fmt.Fprintf(w, ", ×%.0f for %v from %.0f%%", o.Burst, o.BurstFor, o.BurstAt*100)
 		}
 	}
-	fmt.Fprintf(w, "), %d calls, %d samples every %v, warm-up %v.\n\n", r.Calls, len(r.Samples), o.Every, o.WarmUp)
+	fmt.Fprintf(w, "), %d calls, %d samples every %v (%d failed), warm-up %v.\n\n", r.Calls, len(r.Samples), o.Every, r.FailedSamples, o.WarmUp)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "series\tunit\tstart\tend\tmax\tverdict")
 	for _, s := range r.Series {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -31,6 +32,9 @@ type Result struct {
 	Exit error
 	// LogPath holds the child's stderr.
 	LogPath string
+	// FailedSamples counts samples that failed (a scrape that timed out);
+	// the soak goes on unless maxFailedSamples fail in a row.
+	FailedSamples int
 	Options Options
 }
 
@@ -47,6 +51,10 @@ func (r *Result) Grew() []string {
 
 // errExited is the child's exit before the soak ended.
 var errExited = errors.New("soak: fusebox exited")
+
+// maxFailedSamples is how many samples in a row may fail before the soak
+// gives up on the process.
+const maxFailedSamples = 5
 
 // readyTimeout bounds the wait for the child's /readyz.
 const readyTimeout = 2 * time.Minute
@@ -99,7 +107,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.LogPath = o.LogPath
 	if res.LogPath == "" {
-		res.LogPath = filepath.Join(dir, "fusebox.log")
+		res.LogPath = filepath.Join(dir, "fusebox.log") // kept: the report names it
+	} else {
+		defer os.RemoveAll(dir)
 	}
 	logf, err := os.Create(res.LogPath)
 	if err != nil {
@@ -150,11 +160,26 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	start := time.Now()
 	tick := time.NewTicker(o.Every)
 	defer tick.Stop()
+	failedInARow := 0
 	sampleNow := func() error {
 		smp, err := s.sample(ctx, time.Since(start))
 		if err != nil {
-			return err
+			// One slow or failed scrape is reported, not fatal: a
+			// process that stops answering fails the soak after
+			// maxFailedSamples in a row. Its goroutines are saved when
+			// it serves pprof (http.pprof), to see where it hangs.
+			res.FailedSamples++
+			failedInARow++
+			if o.Progress != nil {
+				fmt.Fprintf(o.Progress, "%8s  sample failed (%d in a row): %v\n", time.Since(start).Round(time.Second), failedInARow, err)
+			}
+			saveGoroutines(hc, "http://"+listen+"/debug/pprof/goroutine?debug=2", fmt.Sprintf("%s.goroutines.%d", res.LogPath, res.FailedSamples))
+			if failedInARow >= maxFailedSamples {
+				return fmt.Errorf("soak: %d samples in a row failed, the last: %w", failedInARow, err)
+			}
+			return nil
 		}
+		failedInARow = 0
 		res.Samples = append(res.Samples, smp)
 		if o.Progress != nil {
 			writeProgress(o.Progress, &smp, f.produced.Load())
@@ -256,4 +281,23 @@ func createSources(ctx context.Context, brokers []string, cfg *config.File) erro
 		}
 	}
 	return nil
+}
+
+// saveGoroutines writes the goroutine dump at url to path, if the process
+// serves it; errors are ignored (a diagnosis, not a measurement).
+func saveGoroutines(hc *http.Client, url, path string) {
+	resp, err := hc.Get(url)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = io.Copy(f, resp.Body)
 }

@@ -3,7 +3,7 @@ package soak
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
+	"encoding/binary"
 	"sync/atomic"
 	"time"
 
@@ -24,7 +24,7 @@ type feeder struct {
 	o           *Options
 	cl          *kgo.Client
 	spans, corr string
-	produced    atomic.Int64 // LLM calls acknowledged
+	produced    atomic.Int64 // LLM calls produced (handed to the client)
 	failed      atomic.Pointer[error]
 }
 
@@ -40,7 +40,12 @@ func (f *feeder) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("soak: the traffic: %w", err)
 	}
-	rng := rand.New(rand.NewPCG(f.o.Seed, 0x50a4))
+	// Thinning is by trace, so a kept correction's call is kept too (and
+	// a trace's spans stay together): a trace is kept when its id, read
+	// as a fraction of 2^64, is below the share kept.
+	kept := func(id schemas.TraceID, keep float64) bool {
+		return float64(binary.BigEndian.Uint64(id[8:]))/(1<<64) < keep
+	}
 	names := schemas.DefaultAttributeNames()
 	done := func(r *kgo.Record, err error) {
 		if err != nil {
@@ -56,13 +61,13 @@ func (f *feeder) run(ctx context.Context) error {
 		var spans []schemas.Span
 		calls := int64(0)
 		for _, s := range b.Spans {
-			if rng.Float64() < keep {
+			if kept(s.TraceID, keep) {
 				spans = append(spans, s)
 				calls++
 			}
 		}
 		for _, s := range b.Other {
-			if rng.Float64() < keep {
+			if kept(s.TraceID, keep) {
 				spans = append(spans, s)
 			}
 		}
@@ -72,7 +77,7 @@ func (f *feeder) run(ctx context.Context) error {
 			spans = spans[n:]
 		}
 		for _, c := range b.Corrections {
-			if rng.Float64() >= keep {
+			if !kept(c.TraceID, keep) {
 				continue
 			}
 			v, err := schemas.EncodeCorrection(c)
