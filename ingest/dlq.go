@@ -116,8 +116,8 @@ func (c *Consumer) dlqWriteFor(r *kgo.Record, err error, kind ErrorKind, partial
 		}
 	}
 	return &dlqWrite{
-		c:   c,
-		rec: &kgo.Record{Topic: c.cfg.DLQTopic, Key: r.Key, Value: r.Value, Headers: h},
+		c:      c,
+		rec:    &kgo.Record{Topic: c.cfg.DLQTopic, Key: r.Key, Value: r.Value, Headers: h},
 		own:    len(r.Headers),
 		src:    source{topic: r.Topic, partition: r.Partition, offset: r.Offset},
 		kind:   kind,

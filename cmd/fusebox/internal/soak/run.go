@@ -35,7 +35,7 @@ type Result struct {
 	// FailedSamples counts samples that failed (a scrape that timed out);
 	// the soak goes on unless maxFailedSamples fail in a row.
 	FailedSamples int
-	Options Options
+	Options       Options
 }
 
 // Grew lists the series that grew.

@@ -2,8 +2,8 @@ package soak
 
 import (
 	"context"
-	"fmt"
 	"encoding/binary"
+	"fmt"
 	"sync/atomic"
 	"time"
 
