@@ -114,6 +114,9 @@ func cmdCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	for _, n := range p.Notes {
 		fmt.Fprintln(stdout, "  "+n)
 	}
+	for _, n := range p.NoAction {
+		fmt.Fprintf(stderr, "fusebox calibrate: no breaker rule for %s\n", n)
+	}
 	if *out == "-" {
 		fmt.Fprint(stdout, p.YAML)
 	} else if err := os.WriteFile(*out, []byte(p.YAML), 0o644); err != nil {

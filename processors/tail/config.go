@@ -54,30 +54,54 @@ type Config struct {
 	// of the configuration hash (MarshalJSON), so that no file written
 	// before it existed changes its config version.
 	NoSamplesEvaluations int `yaml:"no_samples_evaluations"`
+	// Level is the confidence level of each verdict's two-sided interval
+	// [Lower, Upper], in (0, 1). A window breaches when Lower exceeds the
+	// budget: with the true P-quantile at or below the budget, an
+	// evaluation breaches falsely with probability at most (1-Level)/2
+	// (2.5% at the default, asymptotically: the GPD profile interval's
+	// coverage). Overlapping windows repeat a breach, so the breaker's
+	// k-of-n rule does not divide that rate: over a key-day of 1,440
+	// evaluations the worst case (a key whose P-quantile sits exactly at
+	// the budget) is 1,440 x (1-Level)/2 false breaches. `fusebox
+	// calibrate` sets Level from its false-trip target (1 - 2 x target /
+	// (1,000 x evaluations per key-day)) and budgets with a margin above
+	// every recorded window. Default 0.95. Like NoSamplesEvaluations it is
+	// left out of the configuration hash at its default.
+	Level float64 `yaml:"level"`
 }
 
 // DefaultNoSamplesEvaluations is NoSamplesEvaluations' default.
 const DefaultNoSamplesEvaluations = processors.DefaultNoSamplesEvaluations
 
+// DefaultLevel is Level's default.
+const DefaultLevel = 0.95
+
 // MarshalJSON is the configuration hash's view of c (the config version
-// in every verdict id): NoSamplesEvaluations at its default is left out.
+// in every verdict id): NoSamplesEvaluations and Level at their defaults
+// are left out, so that no file written before they existed changes its
+// config version.
 func (c Config) MarshalJSON() ([]byte, error) {
-	type plain Config
-	if c.NoSamplesEvaluations != DefaultNoSamplesEvaluations {
-		return json.Marshal(plain(c))
+	noSamples, level := c.NoSamplesEvaluations, c.Level
+	if noSamples == DefaultNoSamplesEvaluations {
+		noSamples = 0
+	}
+	if level == DefaultLevel {
+		level = 0
 	}
 	return json.Marshal(struct {
-		Metric            processors.Metric
-		IncludeErrors     bool
-		P                 float64
-		Budget            float64
-		Window            time.Duration
-		Every             time.Duration
-		ThresholdQuantile float64
-		MinExceedances    int
-		MinSamples        int
-		MaxSamplesPerSlot int
-	}{c.Metric, c.IncludeErrors, c.P, c.Budget, c.Window, c.Every, c.ThresholdQuantile, c.MinExceedances, c.MinSamples, c.MaxSamplesPerSlot})
+		Metric               processors.Metric
+		IncludeErrors        bool
+		P                    float64
+		Budget               float64
+		Window               time.Duration
+		Every                time.Duration
+		ThresholdQuantile    float64
+		MinExceedances       int
+		MinSamples           int
+		MaxSamplesPerSlot    int
+		NoSamplesEvaluations int     `json:",omitempty"`
+		Level                float64 `json:",omitempty"`
+	}{c.Metric, c.IncludeErrors, c.P, c.Budget, c.Window, c.Every, c.ThresholdQuantile, c.MinExceedances, c.MinSamples, c.MaxSamplesPerSlot, noSamples, level})
 }
 
 // DefaultConfig returns the defaults listed on Config (Budget is left 0:
@@ -93,6 +117,7 @@ func DefaultConfig() Config {
 		MinSamples:           200,
 		MaxSamplesPerSlot:    20000,
 		NoSamplesEvaluations: DefaultNoSamplesEvaluations,
+		Level:                DefaultLevel,
 	}
 }
 
@@ -114,5 +139,6 @@ func (c *Config) Validate() error {
 	k.Fail(c.MinSamples < 1, "min_samples", "must be positive")
 	k.Fail(c.MaxSamplesPerSlot < 100, "max_samples_per_slot", "must be at least 100")
 	k.Fail(c.NoSamplesEvaluations < 1, "no_samples_evaluations", "must be at least 1")
+	k.Fail(!(c.Level > 0 && c.Level < 1), "level", "must be in (0, 1), e.g. 0.95")
 	return k.Err()
 }

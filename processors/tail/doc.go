@@ -32,10 +32,13 @@
 //     duration_ms gives "p999_duration_ms", 0.99 on ttft_ms "p99_ttft_ms".
 //   - Value: the P-quantile estimate, in the metric's unit (ms, or ms/token
 //     for tpot_ms). Threshold: Budget. Lower/Upper: the interval at
-//     IntervalLevel 0.95.
+//     Config.Level (default 0.95).
 //   - Status: insufficient_data when fewer than MinSamples values were kept
 //     (Value 0, Method "none"); breach when Lower > Budget; warn when
-//     Value > Budget; ok otherwise.
+//     Value > Budget; ok otherwise — unless that decision rests on the
+//     window's largest value alone: the window without it decides when it
+//     is milder, and the detail one_call is 1 (one call is not an
+//     incident: it would repeat in every overlapping window).
 //   - Method: "gpd_mle_profile", "gpd_mle_delta" or "empirical_quantile".
 //   - N: the values the estimate used (kept).
 //   - Details, in order: xi, sigma (0 for empirical_quantile), threshold_u,

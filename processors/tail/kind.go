@@ -23,8 +23,8 @@ func (c *Config) Metrics() []string { return []string{MetricName(*c)} }
 
 // Summary names the quantile, the budget, the window and the interval.
 func (c *Config) Summary() string {
-	return fmt.Sprintf("tail %s budget %g (breach when the 95%% interval's lower bound exceeds it) over %v every %v",
-		MetricName(*c), c.Budget, c.Window, c.Every)
+	return fmt.Sprintf("tail %s budget %g (breach when the %g%% interval's lower bound exceeds it, on more than one call) over %v every %v",
+		MetricName(*c), c.Budget, 100*c.Level, c.Window, c.Every)
 }
 
 // StateShape: the metric, whether failed calls count, the window, the

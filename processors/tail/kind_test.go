@@ -10,7 +10,7 @@ import (
 // TestKindStateShape: every Config field shapes the windows (it is in
 // Config.StateShape) or only judges them (it is listed here).
 func TestKindStateShape(t *testing.T) {
-	proctest.CheckStateShape(t, Kind(), "P", "Budget", "ThresholdQuantile", "MinExceedances", "MinSamples", "NoSamplesEvaluations")
+	proctest.CheckStateShape(t, Kind(), "P", "Budget", "ThresholdQuantile", "MinExceedances", "MinSamples", "NoSamplesEvaluations", "Level")
 }
 
 // TestKindMetrics: Metrics lists what the processor emits, for another

@@ -57,7 +57,7 @@ func New(meta processors.Meta, cfg Config) (*Processor, error) {
 		P:                 cfg.P,
 		ThresholdQuantile: cfg.ThresholdQuantile,
 		MinExceedances:    cfg.MinExceedances,
-		Level:             IntervalLevel,
+		Level:             cfg.Level,
 		Interval:          stats.IntervalProfile,
 	}
 	if err := tcfg.Validate(); err != nil {
@@ -76,8 +76,9 @@ func New(meta processors.Meta, cfg Config) (*Processor, error) {
 	}, nil
 }
 
-// IntervalLevel is the confidence level of every verdict's [Lower, Upper].
-const IntervalLevel = 0.95
+// IntervalLevel is the default confidence level of a verdict's [Lower,
+// Upper] (Config.Level).
+const IntervalLevel = DefaultLevel
 
 // MetricName is the verdict metric, for the p-quantile of the metric: "p"
 // followed by p in percent with the decimal point dropped, "_", then the

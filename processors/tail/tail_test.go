@@ -34,6 +34,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"min exceedances", func(c *Config) { c.MinExceedances = 5 }, "min_exceedances"},
 		{"min samples", func(c *Config) { c.MinSamples = 0 }, "min_samples"},
 		{"cap", func(c *Config) { c.MaxSamplesPerSlot = 10 }, "max_samples_per_slot"},
+		{"level", func(c *Config) { c.Level = 1 }, "level"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -30,11 +30,18 @@ const (
 	DetailUpperUnbounded = "upper_unbounded"    // 1: Upper is a stand-in, the data do not bound the quantile above
 	DetailSampleRate     = "sample_rate"        // fraction of the window's spans kept (1: all)
 	DetailMinSamples     = "min_samples"        // insufficient_data only: the configured minimum
+	// DetailWithoutLargest is the P-quantile estimate of the window without
+	// its largest value, on every verdict whose full window was not ok (see
+	// withoutLargest); DetailOneCall is 1 when that decided the verdict's
+	// status (milder than the full window's), 0 otherwise.
+	DetailWithoutLargest = "without_largest"
+	DetailOneCall        = "one_call"
 )
 
 // decide is the decision rule: breach when the interval's lower bound
-// exceeds the budget (the quantile is above budget with 97.5% confidence),
-// warn when only the estimate does, ok otherwise.
+// exceeds the budget (the quantile is above budget with (1+Level)/2
+// confidence, 97.5% at the default), warn when only the estimate does, ok
+// otherwise.
 func decide(estimate, lower, budget float64) schemas.Status {
 	switch {
 	case lower > budget:
@@ -71,6 +78,15 @@ func (p *Processor) judge(v *schemas.Verdict, samples []window.Sample, n int64, 
 	v.Lower, v.Upper, v.IntervalLevel = est.Lower, est.Upper, est.Level
 	v.Method = est.Method
 	v.Status = decide(est.Estimate, est.Lower, p.cfg.Budget)
+	// The evidence is the full window's: taken before oneCall refits.
+	var evidence *schemas.Evidence
+	if est.Method != stats.MethodEmpirical && est.NExceed > 0 {
+		evidence = &schemas.Evidence{Exceedances: p.exceedances()}
+	}
+	var rule []schemas.Detail
+	if v.Status != schemas.StatusOK {
+		rule = p.withoutLargest(v)
+	}
 	unbounded := 0.0
 	if est.UpperUnbounded {
 		unbounded = 1
@@ -86,9 +102,53 @@ func (p *Processor) judge(v *schemas.Verdict, samples []window.Sample, n int64, 
 		{Name: DetailUpperUnbounded, Value: unbounded},
 		{Name: DetailSampleRate, Value: rate},
 	}
-	if est.Method != stats.MethodEmpirical && est.NExceed > 0 {
-		v.Evidence = &schemas.Evidence{Exceedances: p.exceedances()}
+	v.Details = append(v.Details, rule...)
+	v.Evidence = evidence
+}
+
+// withoutLargest is the rule that one call is not an incident: a window
+// whose decision (status, breach or warn) rests on its largest value alone
+// takes the decision of the same window without that value, when that is
+// milder. Why: a 10-minute window that slides
+// every minute holds one extreme call for 10 evaluations, so without this
+// rule a single call near the timeout breaches 10 times and trips a
+// 3-of-10 breaker at any traffic rate. A real shift of the tail moves
+// many calls and survives the removal of one. It costs a second fit, on
+// windows that are not ok only. p.values holds the window's values (in the
+// estimator's order). It returns the details without_largest and
+// one_call, or none when the window has one value or no fit.
+func (p *Processor) withoutLargest(v *schemas.Verdict) []schemas.Detail {
+	if len(p.values) <= 1 {
+		return nil
 	}
+	top := 0
+	for i, x := range p.values {
+		if x > p.values[top] {
+			top = i
+		}
+	}
+	last := len(p.values) - 1
+	p.values[top], p.values[last] = p.values[last], p.values[top]
+	est, err := p.est.Estimate(p.values[:last], p.tcfg)
+	if err != nil {
+		return nil
+	}
+	oneCall := 0.0
+	if without := decide(est.Estimate, est.Lower, p.cfg.Budget); severity(without) < severity(v.Status) {
+		v.Status, oneCall = without, 1
+	}
+	return []schemas.Detail{{Name: DetailWithoutLargest, Value: est.Estimate}, {Name: DetailOneCall, Value: oneCall}}
+}
+
+// severity orders the decisions: ok < warn < breach.
+func severity(s schemas.Status) int {
+	switch s {
+	case schemas.StatusBreach:
+		return 2
+	case schemas.StatusWarn:
+		return 1
+	}
+	return 0
 }
 
 // exceedances thins the sorted excesses x − u of the latest fit (the

@@ -59,6 +59,14 @@ func TestCalibrateShapes(t *testing.T) {
 			{"latency tail", "tail", 40 * m, 60 * m, is(key("initech", "chat", "gpt-4o", "baseline")), slowTail},
 			{"provider errors", "burnrate", 80 * m, 100 * m, is(key("initech", "batch", "gpt-4o", "baseline")), failing},
 		}},
+		{heterogeneousShape(), []incident{
+			// A fast tenant's tail: the budget the slow tenant drives must
+			// not hide it.
+			{"latency tail", "tail", 20 * m, 80 * m, is(key("acme", "chat", "gpt-4o", "baseline")), slowTail},
+		}},
+		{outlierShape(), []incident{
+			{"latency tail", "tail", 20 * m, 80 * m, is(key("globex", "chat", "gpt-4o", "baseline")), slowTail},
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.sh.name, func(t *testing.T) {
@@ -78,6 +86,19 @@ func TestCalibrateShapes(t *testing.T) {
 			clean.Print(&out)
 			if n := clean.Trips(); n != 0 {
 				t.Errorf("%d trips on clean traffic:\n%s", n, out.String())
+			}
+			// Warn means something: a clean key of another seed is ok in
+			// at least 99% of its judged tail evaluations.
+			judgedTail, warnTail := 0, 0
+			for _, s := range clean.SLOs {
+				if s.Processor == "tail" {
+					judgedTail += s.ByStatus[schemas.StatusOK] + s.ByStatus[schemas.StatusWarn] + s.ByStatus[schemas.StatusBreach]
+					warnTail += s.ByStatus[schemas.StatusWarn]
+				}
+			}
+			t.Logf("%s: clean traffic of another seed: tail warn in %d of %d judged evaluations", tc.sh.name, warnTail, judgedTail)
+			if judgedTail == 0 || float64(warnTail) > 0.01*float64(judgedTail) {
+				t.Errorf("tail: %d warn of %d judged evaluations on clean traffic: want at most 1%%", warnTail, judgedTail)
 			}
 			// The proposed scaling thresholds (verdicts only, no rule):
 			// no clean window of another seed is a scale-out.
@@ -185,5 +206,40 @@ func TestRounding(t *testing.T) {
 		if got := c.f(c.x); math.Abs(got-c.want) > 1e-12*c.want {
 			t.Errorf("round(%v) = %v, want %v", c.x, got, c.want)
 		}
+	}
+}
+
+// TestProposalReplaysCleanOnItsRecording is issue 24's "its replay on the
+// recording it was made from shows 0 trips, always": on every shape the
+// tests know — including one tenant at 2x the others' latency and
+// isolated calls near the timeout — the proposal run on its own recording
+// trips nothing and no tail SLO warns or breaches (budgets lie above every
+// key's every window), and the notes say which key drives a budget.
+func TestProposalReplaysCleanOnItsRecording(t *testing.T) {
+	for _, sh := range []shape{timeoutShape(), zipfShape(), burstyShape(), heterogeneousShape(), outlierShape()} {
+		t.Run(sh.name, func(t *testing.T) {
+			in := sh.generate(t, 11, 2*time.Hour, nil)
+			p, err := Propose(in, Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := RunFile("proposed/own", []byte(p.YAML), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			rep.Print(&out)
+			if n := rep.Trips(); n != 0 {
+				t.Errorf("%d trips on the recording the proposal was made from:\n%s\n%s", n, p.YAML, out.String())
+			}
+			for _, s := range rep.SLOs {
+				if s.Processor == "tail" && s.ByStatus[schemas.StatusWarn]+s.ByStatus[schemas.StatusBreach] != 0 {
+					t.Errorf("%s: %d warn and %d breach on its own recording", s.SLO, s.ByStatus[schemas.StatusWarn], s.ByStatus[schemas.StatusBreach])
+				}
+			}
+			if sh.name == "one-tenant-2x" && !strings.Contains(strings.Join(p.Notes, "\n"), "driven by slowco/") {
+				t.Errorf("no note names the slow tenant as the budgets' driver:\n%s", strings.Join(p.Notes, "\n"))
+			}
+		})
 	}
 }

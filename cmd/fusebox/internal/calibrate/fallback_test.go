@@ -3,6 +3,7 @@ package calibrate
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,5 +97,33 @@ func TestProposalActsOnDecayAndCorrections(t *testing.T) {
 	if !hasRule(rules, "decay", "alignment-decay", "", schemas.ActionTrip, "") ||
 		!hasRule(rules, "corrections", "user-corrections", "correction_rate", schemas.ActionTrip, "") {
 		t.Errorf("one model: want trips on decay and correction_rate:\n%s", one.YAML)
+	}
+}
+
+// TestEverySLOHasARuleOrSaysWhy: on every shape, each SLO of the proposal
+// is acted on by a breaker rule of its processor (naming it, or naming no
+// SLO), or is listed in NoAction with the reason — nothing is detected
+// and silently never commanded.
+func TestEverySLOHasARuleOrSaysWhy(t *testing.T) {
+	for _, sh := range []shape{timeoutShape(), burstyShape(), heterogeneousShape()} {
+		in := sh.generate(t, 4, time.Hour, nil)
+		p, err := Propose(in, Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := config.Parse("proposed.yaml", []byte(p.YAML))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range f.SLOs {
+			sec, _ := s.Processor()
+			acted := slices.ContainsFunc(f.Breaker.Rules, func(r breaker.Rule) bool {
+				return r.Processor == sec.Kind.Name && (r.SLO == "" || r.SLO == s.Name)
+			})
+			said := slices.ContainsFunc(p.NoAction, func(n string) bool { return strings.HasPrefix(n, s.Name+" ") })
+			if acted == said {
+				t.Errorf("%s: SLO %s (%s): acted on %v, in NoAction %v: want exactly one\n%s", sh.name, s.Name, sec.Kind.Name, acted, said, p.YAML)
+			}
+		}
 	}
 }

@@ -50,6 +50,11 @@ type Proposal struct {
 	YAML     string   // the SLO file
 	Duration float64  // seconds of event time the input covers
 	Notes    []string // how each number was derived, one line each
+	// NoAction names each proposed SLO that no breaker rule acts on, and
+	// why, one line each (`fusebox calibrate` prints them on stderr): a
+	// user who follows the proposal must know what is detected but never
+	// commanded.
+	NoAction []string
 }
 
 // Processor windows and cadences the proposal uses (the processors'
@@ -116,7 +121,7 @@ func Propose(in *Input, cfg Config) (Proposal, error) {
 	// Per-key counts, and the groups the tail SLOs are made of: service,
 	// model and operation (gen_ai.operation.name; chat and embeddings of
 	// one model have latencies orders of magnitude apart).
-	type group struct{ service, model, operation string }
+	type group = tailGroup
 	clean := map[group][]float64{}
 	perKey := map[schemas.Key]int{}
 	perKeyAlign := map[schemas.Key]int{}
@@ -149,7 +154,14 @@ func Propose(in *Input, cfg Config) (Proposal, error) {
 	slices.SortFunc(groups, func(a, b group) int {
 		return strings.Compare(a.service+"\x00"+a.model+"\x00"+a.operation, b.service+"\x00"+b.model+"\x00"+b.operation)
 	})
-	for _, g := range groups {
+	level, levelAlpha := tailLevel(cfg.FalseTrips)
+	fmt.Fprintf(&y, "  # tail: level %s: a key at its budget breaches falsely in at most %g of its evaluations (%.3g per 1,000 key-days of %g evaluations; overlapping windows get no credit)\n",
+		fmtLevel(level), levelAlpha, 1000*levelAlpha*float64(24*time.Hour/tailEvery), float64(24*time.Hour/tailEvery))
+	windows, err := probeTail(in, groups)
+	if err != nil {
+		return Proposal{}, err
+	}
+	for gi, g := range groups {
 		v := clean[g]
 		est, err := stats.TailQuantile(v, stats.DefaultTailConfig())
 		if err != nil {
@@ -161,6 +173,18 @@ func Propose(in *Input, cfg Config) (Proposal, error) {
 			upper = 2 * est.Estimate
 			basis = "2x the estimate (the data do not bound it above)"
 		}
+		// The budget lies above every key's every window (as the tail
+		// processor decides on it, one-call rule included), not only above
+		// the pooled P99.9: keys of one group differ (one tenant's calls
+		// run longer), and a budget below one key's normal windows would
+		// warn and breach on it all day.
+		w := windows[gi]
+		driver := ""
+		if w.value > upper {
+			upper = w.value
+			basis = fmt.Sprintf("the largest window of %d, %s at %s", w.windows, w.key, time.Unix(0, w.end).UTC().Format(time.RFC3339))
+			driver = fmt.Sprintf("; driven by %s", w.key)
+		}
 		budget := roundUp2(upper * (1 + cfg.Margin))
 		name := sloName("latency", g.service, g.model)
 		match := fmt.Sprintf("service: [%s], model: [%s]", yamlStr(g.service), yamlStr(g.model))
@@ -168,11 +192,26 @@ func Propose(in *Input, cfg Config) (Proposal, error) {
 			name = sloName("latency", g.service, g.model, g.operation)
 			match += fmt.Sprintf(", operation: [%s]", yamlStr(g.operation))
 		}
-		fmt.Fprintf(&y, "  # %s/%s %s: %d successful calls, P99.9 %.0f ms [%.0f, %.0f] (%s); budget = %s x %.2f\n",
-			g.service, g.model, cmp.Or(g.operation, "(no operation)"), len(v), est.Estimate, est.Lower, est.Upper, est.Method, basis, 1+cfg.Margin)
-		fmt.Fprintf(&y, "  - name: %s\n    match: {%s}\n    tail: {metric: duration_ms, include_errors: false, p: 0.999, budget: %s}\n",
-			name, match, fmtNum(budget))
-		note("%s: budget %s ms (P99.9 %.0f ms, %s %.0f ms, n=%d)", name, fmtNum(budget), est.Estimate, basis, upper, len(v))
+		fmt.Fprintf(&y, "  # %s/%s %s: %d successful calls, P99.9 %.0f ms [%.0f, %.0f] (%s); largest key window %.0f ms (%d windows); budget = %s x %.2f\n",
+			g.service, g.model, cmp.Or(g.operation, "(no operation)"), len(v), est.Estimate, est.Lower, est.Upper, est.Method, w.value, w.windows, basis, 1+cfg.Margin)
+		fmt.Fprintf(&y, "  - name: %s\n    match: {%s}\n    tail: {metric: duration_ms, include_errors: false, p: 0.999, budget: %s, level: %s}\n",
+			name, match, fmtNum(budget), fmtLevel(level))
+		note("%s: budget %s ms (P99.9 %.0f ms, %s %.0f ms, n=%d%s), level %s", name, fmtNum(budget), est.Estimate, basis, upper, len(v), driver, fmtLevel(level))
+		// Tenants far faster than the group's slowest get a budget of their
+		// own beside the group's (which still covers every tenant, new ones
+		// too): the slow tenant's budget would hide their tail.
+		if fast, top := w.fastTenants(cfg.Margin); len(fast) > 0 && driver != "" {
+			fb := roundUp2(top * (1 + cfg.Margin))
+			quoted := make([]string, len(fast))
+			for i, tn := range fast {
+				quoted[i] = yamlStr(tn)
+			}
+			fmt.Fprintf(&y, "  # the %d tenants below: largest window %.0f ms, more than %.0f%% under %s's; budget = it x %.2f\n",
+				len(fast), top, 100*cfg.Margin, w.key.Tenant, 1+cfg.Margin)
+			fmt.Fprintf(&y, "  - name: %s-tenants\n    match: {tenant: [%s], %s}\n    tail: {metric: duration_ms, include_errors: false, p: 0.999, budget: %s, level: %s}\n",
+				name, strings.Join(quoted, ", "), match, fmtNum(fb), fmtLevel(level))
+			note("%s-tenants: budget %s ms for %d tenants whose largest window %.0f ms is more than the margin under %s's", name, fmtNum(fb), len(fast), top, w.key.Tenant)
+		}
 	}
 
 	// Burn rate.
@@ -269,8 +308,12 @@ func Propose(in *Input, cfg Config) (Proposal, error) {
 		hasRule["corrections"] = true
 		coolDown = max(coolDown, correctionsWindow)
 	}
-	if err := proposeScaling(in, cfg, &y, note); err != nil {
+	scaled, err := proposeScaling(in, cfg, &y, note)
+	if err != nil {
 		return Proposal{}, err
+	}
+	if scaled {
+		p.NoAction = append(p.NoAction, "capacity (scaling): verdicts only — a scale-out is an action to wire to your autoscaler deliberately; add {processor: scaling, action: scale_out} to the breaker's rules to command it")
 	}
 	fmt.Fprintf(&y, "breaker:\n  # cool_down: the longest window a rule waits on (%s)\n  cool_down: %s\n  rules:\n", coolDown, fmtDuration(coolDown))
 	y.WriteString("    - {processor: tail, action: trip}\n    - {processor: burnrate, metric: burn_rate_page, action: trip}\n")
@@ -342,6 +385,12 @@ func niceUp(x float64) float64 {
 
 func fmtNum(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
 
+// fmtLevel writes a level near 1 with every digit it has (0.9999988:
+// fmtNum would round it to 0.999999), to 12 decimals.
+func fmtLevel(x float64) string {
+	return strconv.FormatFloat(math.Round(x*1e12)/1e12, 'f', -1, 64)
+}
+
 func fmtDur(sec float64) string { return time.Duration(sec * 1e9).Round(time.Second).String() }
 
 // fmtDuration writes d as the config's durations are written (5m, 1h).
@@ -397,10 +446,11 @@ breaker: {rules: []}
 
 // proposeScaling replays in through the scaling processor (the engine's
 // worker, as run builds it) and writes the capacity SLO.
-func proposeScaling(in *Input, cfg Config, y *strings.Builder, note func(string, ...any)) error {
+// It reports whether it wrote one (not when no window was judged).
+func proposeScaling(in *Input, cfg Config, y *strings.Builder, note func(string, ...any)) (bool, error) {
 	wc, _, err := replay.ParseWorkerConfig("scaling-probe.yaml", []byte(scalingProbeFile))
 	if err != nil {
-		return fmt.Errorf("calibrate: scaling probe: %w", err)
+		return false, fmt.Errorf("calibrate: scaling probe: %w", err)
 	}
 	var sds, ents, ns []float64
 	_, err = replay.StreamBatches(wc, batches(in), func(o schemas.Output) {
@@ -425,10 +475,10 @@ func proposeScaling(in *Input, cfg Config, y *strings.Builder, note func(string,
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("calibrate: scaling probe: %w", err)
+		return false, fmt.Errorf("calibrate: scaling probe: %w", err)
 	}
 	if len(sds) == 0 {
-		return nil // no window judged: no proposal
+		return false, nil // no window judged: no proposal
 	}
 	slices.Sort(ns)
 	minS := max(50, int(math.Ceil(ns[len(ns)/2]/10)))
@@ -448,5 +498,5 @@ func proposeScaling(in *Input, cfg Config, y *strings.Builder, note func(string,
 	}
 	fmt.Fprintf(y, "  - name: capacity\n    scaling: {stddev_budget_ms: %s, entropy_high: 0.8, entropy_low: 0.5, min_samples: %d}\n", fmtNum(budget), minS)
 	note("capacity: stddev_budget_ms %s (largest clean window %.0f ms), min_samples %d (verdicts only)", fmtNum(budget), slices.Max(sds), minS)
-	return nil
+	return true, nil
 }

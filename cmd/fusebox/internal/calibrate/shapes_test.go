@@ -199,3 +199,40 @@ func burstyShape() shape {
 			return 0.05
 		}}
 }
+
+// heterogeneousShape: six tenants on two models, one of them (slowco)
+// with calls twice as long as the others' on both: one SLO per
+// (service, model) holds keys whose P99.9 differ by 2x.
+func heterogeneousShape() shape {
+	var keys []shapeKey
+	for _, tn := range []string{"acme", "globex", "initech", "umbrella", "hooli", "slowco"} {
+		for mi, m := range []string{"gpt-4o", "claude-3-7"} {
+			med := 800 + 200*float64(mi)
+			if tn == "slowco" {
+				med *= 2
+			}
+			keys = append(keys, shapeKey{key(tn, "chat", m, "baseline"), 1.5, med})
+		}
+	}
+	return shape{name: "one-tenant-2x", keys: keys,
+		latency: func(r *rand.Rand, k *shapeKey) (float64, bool) {
+			return k.median * math.Exp(0.45*r.NormFloat64()), r.Float64() < 0.002
+		}}
+}
+
+// outlierShape: clean lognormal calls with isolated extreme ones — 1 in
+// 10,000 calls succeeds just under a 60 s timeout (55-59.9 s) — on four
+// tenants of one model: about one such call per key every 45 minutes.
+func outlierShape() shape {
+	var keys []shapeKey
+	for _, tn := range []string{"acme", "globex", "initech", "umbrella"} {
+		keys = append(keys, shapeKey{key(tn, "chat", "gpt-4o", "baseline"), 4, 900})
+	}
+	return shape{name: "isolated-extreme-calls", keys: keys,
+		latency: func(r *rand.Rand, k *shapeKey) (float64, bool) {
+			if r.Float64() < 1e-4 {
+				return 55000 + 4900*r.Float64(), false
+			}
+			return k.median * math.Exp(0.4*r.NormFloat64()), r.Float64() < 0.001
+		}}
+}
