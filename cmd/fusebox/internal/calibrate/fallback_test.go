@@ -1,6 +1,8 @@
 package calibrate
 
 import (
+	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -15,23 +17,44 @@ import (
 // alignedInput is 2 h of calls of three models (gpt-4o-mini the busiest)
 // carrying alignment scores, with corrections of 2% of them.
 func alignedInput(models map[string]float64) *Input {
-	rng := rand.New(rand.NewPCG(9, 10))
+	return alignedInputWith(9, models, nil, nil)
+}
+
+// alignedInputWith is alignedInput with a seed and, when not nil, an
+// alignment shift and a correction probability per model at t seconds
+// from the start (incidents).
+func alignedInputWith(seed uint64, models map[string]float64, shift, corrected func(model string, t float64) float64) *Input {
+	rng := rand.New(rand.NewPCG(seed, 10))
 	in := &Input{}
 	start := shapeStart.UnixNano()
 	n := 0
-	for model, rate := range models {
+	names := make([]string, 0, len(models))
+	for m := range models {
+		names = append(names, m)
+	}
+	slices.Sort(names)
+	for _, model := range names {
+		rate := models[model]
 		for _, tenant := range []string{"acme", "globex"} {
 			k := schemas.Key{Tenant: tenant, Service: "chat", Model: model, Variant: "baseline"}
 			for t := 0.0; t < 7200; t += rng.ExpFloat64() / rate {
 				end := start + int64(t*1e9)
 				d := 800 * (0.5 + rng.Float64())
+				a := 0.8 + 0.1*rng.Float64()
+				if shift != nil {
+					a += shift(model, t)
+				}
 				s := schemas.Span{Key: k, StartUnixNano: end - int64(d*1e6), EndUnixNano: end, DurationMs: d,
-					Alignment: 0.8 + 0.1*rng.Float64(), Has: schemas.HasAlignment}
-				s.TraceID[0], s.TraceID[1], s.TraceID[2] = byte(n), byte(n>>8), byte(n>>16)
+					Alignment: clamp01(a), Has: schemas.HasAlignment}
+				s.TraceID[0], s.TraceID[1], s.TraceID[2], s.TraceID[3] = byte(n), byte(n>>8), byte(n>>16), byte(seed)
 				n++
 				in.Spans = append(in.Spans, s)
-				if rng.Float64() < 0.02 {
-					in.Corrections = append(in.Corrections, schemas.Correction{SchemaVersion: 1, EventID: "c" + time.Duration(end).String(),
+				p := 0.02
+				if corrected != nil {
+					p = corrected(model, t)
+				}
+				if rng.Float64() < p {
+					in.Corrections = append(in.Corrections, schemas.Correction{SchemaVersion: 1, EventID: fmt.Sprintf("c%d-%d", seed, n),
 						TimeUnixNano: end + int64(time.Second), Tenant: tenant, TraceID: s.TraceID, Kind: "reject"})
 				}
 			}
@@ -39,6 +62,70 @@ func alignedInput(models map[string]float64) *Input {
 	}
 	in.Sort()
 	return in
+}
+
+// TestDecayAndCorrectionIncidentsCommanded: calibrated on 2 h of clean
+// scored traffic (seed 9), the proposal trips nothing on 2 h of another
+// seed, and on a third seed commands an alignment decline of gpt-4o's
+// keys (−0.2 over the hour from 30 min: decay, a degrade to the busiest
+// model) and a correction spike on claude-3-7 (2% → 15% from 40 min:
+// corrections' correction_rate, a degrade); the delays are logged.
+func TestDecayAndCorrectionIncidentsCommanded(t *testing.T) {
+	models := map[string]float64{"gpt-4o-mini": 3, "gpt-4o": 1, "claude-3-7": 1}
+	p, err := Propose(alignedInput(models), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clean, err := RunFile("proposed/clean", []byte(p.YAML), alignedInputWith(21, models, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	clean.Print(&out)
+	if n := clean.Trips(); n != 0 {
+		t.Errorf("%d trips on clean scored traffic of another seed:\n%s", n, out.String())
+	}
+	decline := func(model string, t float64) float64 {
+		if model != "gpt-4o" || t < 1800 {
+			return 0
+		}
+		return -0.2 * min(1, (t-1800)/3600)
+	}
+	spike := func(model string, t float64) float64 {
+		if model == "claude-3-7" && t >= 2400 {
+			return 0.15
+		}
+		return 0.02
+	}
+	inc, err := RunFile("proposed/incidents", []byte(p.YAML), alignedInputWith(22, models, decline, spike))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inc.Print(&out)
+	for _, want := range []struct {
+		processor, model string
+		start            time.Duration
+	}{{"decay", "gpt-4o", 30 * time.Minute}, {"corrections", "claude-3-7", 40 * time.Minute}} {
+		found := false
+		for _, s := range inc.SLOs {
+			if s.Processor != want.processor {
+				continue
+			}
+			for _, tg := range s.TripTargets {
+				if tg.Model == want.model && !found {
+					found = true
+					delay := time.Duration(s.FirstTrip - shapeStart.Add(want.start).UnixNano())
+					t.Logf("%s on %s commanded by %s, first command %s after the start", want.processor, want.model, s.SLO, delay.Round(time.Minute))
+				}
+				if tg.Model != want.model {
+					t.Errorf("%s commanded %v, which no incident touched", s.SLO, tg)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s incident on %s not commanded:\n%s\n%s", want.processor, want.model, p.YAML, out.String())
+		}
+	}
 }
 
 // rulesOf parses the proposal and returns its breaker rules.

@@ -59,7 +59,6 @@ func (sh *shape) generate(t testing.TB, seed uint64, d time.Duration, incs []inc
 
 // file is the shape's traffic as OTLP/JSON lines of up to 100 spans.
 func (sh *shape) file(seed uint64, d time.Duration, incs []incident) []byte {
-	r := rand.New(rand.NewPCG(seed, 0x18))
 	var spans []schemas.Span
 	var file bytes.Buffer
 	names := schemas.DefaultAttributeNames()
@@ -70,6 +69,29 @@ func (sh *shape) file(seed uint64, d time.Duration, incs []incident) []byte {
 			spans = spans[:0]
 		}
 	}
+	sh.each(seed, d, incs, func(s *schemas.Span) {
+		spans = append(spans, *s)
+		if len(spans) == 100 {
+			flush()
+		}
+	}, flush)
+	return file.Bytes()
+}
+
+// input is the shape's traffic as spans, sorted, without the OTLP/JSON
+// round trip generate makes (for the long studies: the engine sees the
+// same spans, decoding aside).
+func (sh *shape) input(seed uint64, d time.Duration, incs []incident) *Input {
+	var in Input
+	sh.each(seed, d, incs, func(s *schemas.Span) { in.Spans = append(in.Spans, *s) }, func() {})
+	in.Sort()
+	return &in
+}
+
+// each calls span for every call of d of the shape's traffic with seed,
+// the incidents applied, and second after each second of it.
+func (sh *shape) each(seed uint64, d time.Duration, incs []incident, span func(*schemas.Span), second func()) {
+	r := rand.New(rand.NewPCG(seed, 0x18))
 	for sec := time.Duration(0); sec < d; sec += time.Second {
 		mult := 1.0
 		if sh.rate != nil {
@@ -103,15 +125,11 @@ func (sh *shape) file(seed uint64, d time.Duration, incs []incident) []byte {
 					}
 				}
 				s.Derive()
-				spans = append(spans, s)
-				if len(spans) == 100 {
-					flush()
-				}
+				span(&s)
 			}
 		}
-		flush()
+		second()
 	}
-	return file.Bytes()
 }
 
 func poisson(r *rand.Rand, lambda float64) int {
