@@ -63,10 +63,14 @@ type Config struct {
 	// k-of-n rule does not divide that rate: over a key-day of 1,440
 	// evaluations the worst case (a key whose P-quantile sits exactly at
 	// the budget) is 1,440 x (1-Level)/2 false breaches. `fusebox
-	// calibrate` sets Level from its false-trip target (1 - 2 x target /
-	// (1,000 x evaluations per key-day)) and budgets with a margin above
-	// every recorded window. Default 0.95. Like NoSamplesEvaluations it is
-	// left out of the configuration hash at its default.
+	// calibrate` sets Level from its false-trip target: 1 - 2a, a = target
+	// / (1,000 x evaluations per key-day) rounded down to one significant
+	// digit (0.9999988 for 1 per 1,000 key-days), and budgets with a margin
+	// above every recorded window. At such levels the bound rests on the
+	// profile interval's asymptotic coverage far in its tail, which no test
+	// checks (the false-trip study measures the result instead). Default
+	// 0.95. Like NoSamplesEvaluations it is left out of the configuration
+	// hash at its default.
 	Level float64 `yaml:"level"`
 }
 

@@ -35,10 +35,11 @@
 //     Config.Level (default 0.95).
 //   - Status: insufficient_data when fewer than MinSamples values were kept
 //     (Value 0, Method "none"); breach when Lower > Budget; warn when
-//     Value > Budget; ok otherwise — unless that decision rests on the
-//     window's largest value alone: the window without it decides when it
-//     is milder, and the detail one_call is 1 (one call is not an
-//     incident: it would repeat in every overlapping window).
+//     Value > Budget; ok otherwise — unless one call explains it: in a
+//     window of at least 1/(1-P) values, when the estimate without the
+//     largest value is within the budget and below Lower, the verdict is
+//     ok and the detail one_call is 1 (one call is not an incident: it
+//     would repeat in every overlapping window). See withoutLargest.
 //   - Method: "gpd_mle_profile", "gpd_mle_delta" or "empirical_quantile".
 //   - N: the values the estimate used (kept).
 //   - Details, in order: xi, sigma (0 for empirical_quantile), threshold_u,

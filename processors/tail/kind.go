@@ -2,6 +2,8 @@ package tail
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors"
@@ -23,8 +25,9 @@ func (c *Config) Metrics() []string { return []string{MetricName(*c)} }
 
 // Summary names the quantile, the budget, the window and the interval.
 func (c *Config) Summary() string {
-	return fmt.Sprintf("tail %s budget %g (breach when the %g%% interval's lower bound exceeds it, on more than one call) over %v every %v",
-		MetricName(*c), c.Budget, 100*c.Level, c.Window, c.Every)
+	level := strconv.FormatFloat(math.Round(c.Level*1e12)/1e10, 'f', -1, 64) // percent, without float noise
+	return fmt.Sprintf("tail %s budget %g (breach when the %s%% interval's lower bound exceeds it, unless one call explains it) over %v every %v",
+		MetricName(*c), c.Budget, level, c.Window, c.Every)
 }
 
 // StateShape: the metric, whether failed calls count, the window, the

@@ -134,8 +134,15 @@ func TestConfigJSONWithoutNoSamplesEvaluations(t *testing.T) {
 		t.Errorf("default JSON\n%s\nwant\n%s", b, want)
 	}
 	c.NoSamplesEvaluations = 3
-	if b, _ = json.Marshal(c); !strings.Contains(string(b), `"NoSamplesEvaluations":3`) {
-		t.Errorf("JSON with no_samples_evaluations 3 lacks it: %s", b)
+	if b, _ = json.Marshal(c); !strings.Contains(string(b), `"NoSamplesEvaluations":3`) || strings.Contains(string(b), "Level") {
+		t.Errorf("JSON with no_samples_evaluations 3 lacks it, or has the default level: %s", b)
+	}
+	// The level (added after no_samples_evaluations) likewise: left out at
+	// its default, in the view when set, after the other fields.
+	c.NoSamplesEvaluations = DefaultNoSamplesEvaluations
+	c.Level = 0.9999988
+	if b, _ = json.Marshal(c); string(b) != strings.TrimSuffix(want, "}")+`,"Level":0.9999988}` {
+		t.Errorf("JSON with level 0.9999988: %s", b)
 	}
 }
 

@@ -107,18 +107,30 @@ func (p *Processor) judge(v *schemas.Verdict, samples []window.Sample, n int64, 
 }
 
 // withoutLargest is the rule that one call is not an incident: a window
-// whose decision (status, breach or warn) rests on its largest value alone
-// takes the decision of the same window without that value, when that is
-// milder. Why: a 10-minute window that slides
-// every minute holds one extreme call for 10 evaluations, so without this
-// rule a single call near the timeout breaches 10 times and trips a
-// 3-of-10 breaker at any traffic rate. A real shift of the tail moves
-// many calls and survives the removal of one. It costs a second fit, on
-// windows that are not ok only. p.values holds the window's values (in the
-// estimator's order). It returns the details without_largest and
-// one_call, or none when the window has one value or no fit.
+// that is not ok is ok when its P-quantile estimate without its largest
+// value is within the budget and below the full window's interval — that
+// one value explains the whole overshoot, and moves the estimate further
+// than the interval allows (a point of outsized influence, not sampling
+// noise) — and the detail one_call says so. Why: a 10-minute window
+// that slides every minute holds one extreme call for 10 evaluations, so
+// without this rule a single call near the timeout breaches 10 times and
+// trips a 3-of-10 breaker. A real shift of the tail moves many calls: the
+// window without one of them still estimates a quantile over the budget,
+// or within its interval, and its decision stands unchanged (removing the
+// largest value always lowers the estimate a little: without the second
+// condition a shift that sits near the budget would turn ok).
+//
+// The rule applies only to windows of at least 1/(1-P) kept values (1,000
+// at P99.9): in a smaller one the P-quantile is the largest value or
+// about it, and one call over the budget is what the SLO measures. It
+// covers one call: two extreme calls in one window decide as the window
+// does (at calibrate's level they warn, they do not breach). Under
+// sampling (MaxSamplesPerSlot) the largest value is the largest kept. It
+// costs a second fit, on windows that are not ok only. p.values holds the
+// window's values (in the estimator's order). It returns the details
+// without_largest and one_call, or none when the rule does not apply.
 func (p *Processor) withoutLargest(v *schemas.Verdict) []schemas.Detail {
-	if len(p.values) <= 1 {
+	if float64(len(p.values))*(1-p.cfg.P) < 1 {
 		return nil
 	}
 	top := 0
@@ -134,21 +146,10 @@ func (p *Processor) withoutLargest(v *schemas.Verdict) []schemas.Detail {
 		return nil
 	}
 	oneCall := 0.0
-	if without := decide(est.Estimate, est.Lower, p.cfg.Budget); severity(without) < severity(v.Status) {
-		v.Status, oneCall = without, 1
+	if est.Estimate <= p.cfg.Budget && est.Estimate < v.Lower {
+		v.Status, oneCall = schemas.StatusOK, 1
 	}
 	return []schemas.Detail{{Name: DetailWithoutLargest, Value: est.Estimate}, {Name: DetailOneCall, Value: oneCall}}
-}
-
-// severity orders the decisions: ok < warn < breach.
-func severity(s schemas.Status) int {
-	switch s {
-	case schemas.StatusBreach:
-		return 2
-	case schemas.StatusWarn:
-		return 1
-	}
-	return 0
 }
 
 // exceedances thins the sorted excesses x − u of the latest fit (the

@@ -243,3 +243,27 @@ func TestProposalReplaysCleanOnItsRecording(t *testing.T) {
 		})
 	}
 }
+
+// TestIdenticalTenantsNotSplit: tenants of one latency distribution (the
+// isolated-extreme-calls shape: four tenants, one law) get no SLO of
+// their own, on any of three recordings; the 2x-slow tenant's shape does
+// split, naming the five fast tenants.
+func TestIdenticalTenantsNotSplit(t *testing.T) {
+	same, slow := outlierShape(), heterogeneousShape()
+	for seed := uint64(1); seed <= 3; seed++ {
+		p, err := Propose(same.generate(t, seed, 2*time.Hour, nil), Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(p.YAML, "-tenants") {
+			t.Errorf("seed %d: tenants of one distribution split:\n%s", seed, p.YAML)
+		}
+	}
+	p, err := Propose(slow.generate(t, 1, 2*time.Hour, nil), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(p.YAML, `tenant: ["acme", "globex", "hooli", "initech", "umbrella"]`) {
+		t.Errorf("the 2x-slow tenant's shape did not split off the five fast tenants:\n%s", p.YAML)
+	}
+}

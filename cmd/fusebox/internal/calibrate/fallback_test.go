@@ -192,8 +192,12 @@ func TestProposalActsOnDecayAndCorrections(t *testing.T) {
 // SLO), or is listed in NoAction with the reason — nothing is detected
 // and silently never commanded.
 func TestEverySLOHasARuleOrSaysWhy(t *testing.T) {
+	inputs := map[string]*Input{"scored, with corrections": alignedInput(map[string]float64{"gpt-4o-mini": 3, "gpt-4o": 1})}
 	for _, sh := range []shape{timeoutShape(), burstyShape(), heterogeneousShape()} {
-		in := sh.generate(t, 4, time.Hour, nil)
+		inputs[sh.name] = sh.generate(t, 4, time.Hour, nil)
+	}
+	for name, in := range inputs {
+		sh := struct{ name string }{name}
 		p, err := Propose(in, Config{})
 		if err != nil {
 			t.Fatal(err)

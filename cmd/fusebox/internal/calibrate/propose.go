@@ -157,7 +157,7 @@ func Propose(in *Input, cfg Config) (Proposal, error) {
 	level, levelAlpha := tailLevel(cfg.FalseTrips)
 	fmt.Fprintf(&y, "  # tail: level %s: a key at its budget breaches falsely in at most %g of its evaluations (%.3g per 1,000 key-days of %g evaluations; overlapping windows get no credit)\n",
 		fmtLevel(level), levelAlpha, 1000*levelAlpha*float64(24*time.Hour/tailEvery), float64(24*time.Hour/tailEvery))
-	windows, err := probeTail(in, groups)
+	windows, err := probeTail(in, groups, level)
 	if err != nil {
 		return Proposal{}, err
 	}
@@ -206,11 +206,11 @@ func Propose(in *Input, cfg Config) (Proposal, error) {
 			for i, tn := range fast {
 				quoted[i] = yamlStr(tn)
 			}
-			fmt.Fprintf(&y, "  # the %d tenants below: largest window %.0f ms, more than %.0f%% under %s's; budget = it x %.2f\n",
-				len(fast), top, 100*cfg.Margin, w.key.Tenant, 1+cfg.Margin)
+			fmt.Fprintf(&y, "  # the %d tenants below: typical (median) windows more than %.0f%% under the slowest tenant's; largest window %.0f ms; budget = it x %.2f\n",
+				len(fast), 100*cfg.Margin, top, 1+cfg.Margin)
 			fmt.Fprintf(&y, "  - name: %s-tenants\n    match: {tenant: [%s], %s}\n    tail: {metric: duration_ms, include_errors: false, p: 0.999, budget: %s, level: %s}\n",
 				name, strings.Join(quoted, ", "), match, fmtNum(fb), fmtLevel(level))
-			note("%s-tenants: budget %s ms for %d tenants whose largest window %.0f ms is more than the margin under %s's", name, fmtNum(fb), len(fast), top, w.key.Tenant)
+			note("%s-tenants: budget %s ms for %d tenants whose median window is more than the margin under the slowest tenant's (their largest %.0f ms)", name, fmtNum(fb), len(fast), top)
 		}
 	}
 

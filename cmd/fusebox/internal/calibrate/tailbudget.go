@@ -23,22 +23,33 @@ type windowMax struct {
 	key     schemas.Key // the key whose window it is
 	end     int64       // the window's end (Unix ns)
 	windows int         // windows judged (not insufficient_data)
-	// byTenant is the largest window per tenant (the same measure).
-	byTenant map[string]float64
+	// byTenant is every window's value per tenant (the same measure).
+	byTenant map[string][]float64
 }
 
-// fastTenants are the tenants of a group whose largest window lies more
-// than the margin below the group's largest (sorted, with the largest of
-// their windows): a budget made for the slowest tenant would let their
-// tails grow by that factor unseen, so they get an SLO of their own too.
-// None when the group has one tenant or its tenants are within the margin.
+// fastTenants are the tenants of a group whose typical window (the
+// median of their windows' values) lies more than the margin below the
+// slowest tenant's typical window, sorted, with the largest of their
+// windows: a budget made for the slowest tenant would let their tails
+// grow by that factor unseen, so they get an SLO of their own too. The
+// median, not the maximum: the largest of a hundred windows is too noisy
+// to tell tenants apart (tenants of one distribution would split). None
+// when the group has one tenant or its tenants are within the margin.
 func (w windowMax) fastTenants(margin float64) ([]string, float64) {
+	med := make(map[string]float64, len(w.byTenant))
+	slowest := 0.0
+	for tn, xs := range w.byTenant {
+		ys := slices.Clone(xs)
+		slices.Sort(ys)
+		med[tn] = ys[len(ys)/2]
+		slowest = math.Max(slowest, med[tn])
+	}
 	var names []string
 	top := 0.0
-	for tn, x := range w.byTenant {
-		if x <= w.value/(1+margin) {
+	for tn, m := range med {
+		if m <= slowest/(1+margin) {
 			names = append(names, tn)
-			top = math.Max(top, x)
+			top = math.Max(top, slices.Max(w.byTenant[tn]))
 		}
 	}
 	slices.Sort(names)
@@ -62,13 +73,14 @@ func tailLevel(falseTrips float64) (level, alpha float64) {
 }
 
 // probeTail replays in through one tail SLO per group at the processor's
-// defaults with a budget every window exceeds: every judged window then
-// carries its P99.9 estimate and, by the one-call rule, its estimate
-// without its largest value (detail without_largest). A window stays ok
-// under a budget at or above the smaller of the two, so the largest such
-// value over the keys and windows is the budget's floor: below it some
-// key of the recording would warn or breach.
-func probeTail(in *Input, groups []tailGroup) ([]windowMax, error) {
+// defaults (at the proposed level) with a budget every window exceeds:
+// every judged window then carries its P99.9 estimate, its lower bound
+// and, by the one-call rule, its estimate without its largest value
+// (detail without_largest). A window stays ok under a budget at or above
+// its estimate, or at or above the refit when the rule applies to it, so
+// the largest such value over the keys and windows is the budget's floor:
+// below it some key of the recording would warn or breach.
+func probeTail(in *Input, groups []tailGroup, level float64) ([]windowMax, error) {
 	var y strings.Builder
 	y.WriteString("version: calibrate-tail-probe\nkeys:\n  dimensions: [tenant, service, model, variant]\nslos:\n")
 	for i, g := range groups {
@@ -76,7 +88,7 @@ func probeTail(in *Input, groups []tailGroup) ([]windowMax, error) {
 		if g.operation != "" {
 			match += fmt.Sprintf(", operation: [%s]", yamlStr(g.operation))
 		}
-		fmt.Fprintf(&y, "  - name: probe-%d\n    match: {%s}\n    tail: {metric: duration_ms, include_errors: false, p: 0.999, budget: 1e-9}\n", i, match)
+		fmt.Fprintf(&y, "  - name: probe-%d\n    match: {%s}\n    tail: {metric: duration_ms, include_errors: false, p: 0.999, budget: 1e-9, level: %s}\n", i, match, fmtLevel(level))
 	}
 	y.WriteString("breaker: {rules: []}\n")
 	wc, _, err := replay.ParseWorkerConfig("tail-probe.yaml", []byte(y.String()))
@@ -95,15 +107,19 @@ func probeTail(in *Input, groups []tailGroup) ([]windowMax, error) {
 			if !ok || v.Processor != tail.Name || v.Status == schemas.StatusInsufficientData {
 				continue
 			}
+			// The window is ok under a budget B when its estimate is at most
+			// B, or when the one-call rule applies: the estimate without
+			// its largest value is at most B and below the window's lower
+			// bound (at the proposed level).
 			x := v.Value
-			if w, ok := v.Detail(tail.DetailWithoutLargest); ok {
+			if w, ok := v.Detail(tail.DetailWithoutLargest); ok && w < v.Lower {
 				x = math.Min(x, w)
 			}
 			m := &out[j]
 			if m.byTenant == nil {
-				m.byTenant = map[string]float64{}
+				m.byTenant = map[string][]float64{}
 			}
-			m.byTenant[v.Key.Tenant] = math.Max(m.byTenant[v.Key.Tenant], x)
+			m.byTenant[v.Key.Tenant] = append(m.byTenant[v.Key.Tenant], x)
 			m.windows++
 			if x > m.value {
 				m.value, m.key, m.end = x, v.Key, v.WindowEndUnixNano
