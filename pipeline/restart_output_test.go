@@ -27,6 +27,10 @@ import (
 type clusterOutput struct {
 	verdicts map[string][]byte
 	parsed   map[string]schemas.Verdict
+	// written holds each distinct verdict's first record's timestamp:
+	// when the Kafka sink produced it (the producer's clock; these tests
+	// run fusebox in-process, so the test's clock).
+	written  map[string]time.Time
 	commands map[string][]byte
 	// conflicts lists ids (or command keys) written with two different
 	// values: a replay that did not reproduce its output.
@@ -37,7 +41,7 @@ type clusterOutput struct {
 }
 
 func newClusterOutput(verdictTopic, fuseTopic string) *clusterOutput {
-	return &clusterOutput{verdicts: map[string][]byte{}, parsed: map[string]schemas.Verdict{}, commands: map[string][]byte{},
+	return &clusterOutput{verdicts: map[string][]byte{}, parsed: map[string]schemas.Verdict{}, written: map[string]time.Time{}, commands: map[string][]byte{},
 		verdictTopic: verdictTopic, fuseTopic: fuseTopic}
 }
 
@@ -58,6 +62,7 @@ func (o *clusterOutput) add(t *testing.T, r *kgo.Record) {
 		}
 		o.verdicts[v.ID] = slices.Clone(r.Value)
 		o.parsed[v.ID] = v
+		o.written[v.ID] = r.Timestamp
 	case o.fuseTopic:
 		c, err := schemas.DecodeFuseCommand(r.Value)
 		if err != nil {
