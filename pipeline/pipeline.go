@@ -81,6 +81,8 @@ type Pipeline struct {
 	tr *tracker
 	// sw watches the sinks' health (sinkwatch.go).
 	sw *sinkWatch
+	// kw watches the Kafka brokers (kafkawatch.go); nil without one.
+	kw *KafkaWatch
 }
 
 // InstanceID resolves kafka.instance_id: "auto" is the host name.
@@ -131,7 +133,8 @@ func Assemble(ctx context.Context, f *config.File, parts Parts, log *slog.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Pipeline{cfg: f, log: log, tr: newTracker(), foreignState: parts.StateForeign, stateSizes: parts.StateSizes, release: parts.Close, leave: parts.Leave}
+	p := &Pipeline{cfg: f, log: log, tr: newTracker(), foreignState: parts.StateForeign, stateSizes: parts.StateSizes, release: parts.Close, leave: parts.Leave,
+		kw: parts.Kafka}
 	p.tr.log = log.With("component", "breaker")
 	p.tr.noSamples.log = log.With("component", "slo")
 	p.sinks = append(slices.Clone(parts.Sinks), p.tr.sink()) // last: counts what every sink accepted
@@ -242,6 +245,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	errs := make(chan error, 3)
 	var wg sync.WaitGroup
 	go p.sw.run(ctx)
+	if p.kw != nil {
+		go p.kw.Run(ctx)
+	}
 	for _, run := range []func(context.Context) error{p.router.Run, p.source.Run, p.keyedIn.Run} {
 		wg.Add(1)
 		go func() {
