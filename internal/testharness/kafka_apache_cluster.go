@@ -289,6 +289,17 @@ func (c *ApacheCluster) LeaderOf(t testing.TB, topic string, partition int32) in
 	return p.Leader
 }
 
+// Leaders returns the leader of every partition of topic (-1 for none),
+// as LeaderOf does.
+func (c *ApacheCluster) Leaders(t testing.TB, topic string) map[int32]int32 {
+	t.Helper()
+	out := map[int32]int32{}
+	for p, d := range c.partitions(t, topic) {
+		out[p] = d.Leader
+	}
+	return out
+}
+
 // partitions describes topic's partitions.
 func (c *ApacheCluster) partitions(t testing.TB, topic string) kadm.PartitionDetails {
 	t.Helper()
