@@ -93,9 +93,9 @@ func TestApacheClusterLosesBrokers(t *testing.T) {
 	// logs a step within it.
 	begin := func(name string) {
 		events = append(events, brokerEvent{name: name, at: time.Now()})
-		t.Logf("%6.1fs %s", time.Since(t0).Seconds(), name)
+		t.Logf("%s %6.1fs %s", clock(time.Now()), time.Since(t0).Seconds(), name)
 	}
-	note := func(name string) { t.Logf("%6.1fs %s", time.Since(t0).Seconds(), name) }
+	note := func(name string) { t.Logf("%s %6.1fs %s", clock(time.Now()), time.Since(t0).Seconds(), name) }
 
 	// 1. kill -9 the leader of the keyed and fuse partitions.
 	victim, led := mostLeading(t, c, cfg.Topics.Keyed, cfg.Topics.Fuse)
@@ -111,7 +111,7 @@ func TestApacheClusterLosesBrokers(t *testing.T) {
 		}
 		return true
 	})
-	t.Logf("%6.1fs every partition has a new leader after %v", time.Since(t0).Seconds(), took.Round(10*time.Millisecond))
+	note(fmt.Sprintf("every partition has a new leader after %v", took.Round(10*time.Millisecond)))
 	time.Sleep(2 * time.Second) // run on two brokers for a while
 	killedReason := ready.seen(fmt.Sprintf("broker %d (", victim))
 	note(fmt.Sprintf("restart of broker %d", victim))
@@ -137,7 +137,7 @@ func TestApacheClusterLosesBrokers(t *testing.T) {
 	if end := pubEnd(); end.Before(lastEvent) {
 		t.Errorf("traffic ended %v before the last broker event was over: not every event happened while traffic flowed", lastEvent.Sub(end).Round(time.Millisecond))
 	}
-	t.Logf("%6.1fs broker events over, %d slices published", time.Since(t0).Seconds(), len(traffic))
+	note(fmt.Sprintf("broker events over, %d slices published", len(traffic)))
 
 	if !testharness.Poll(120*time.Second, func() bool {
 		n, _ := col.missing(want, 1<<62)
@@ -359,10 +359,13 @@ func (a *arrivalClock) longestGap(from, to time.Time) time.Duration {
 	return longest
 }
 
+// clock is the wall time of the test's log lines (UTC, as the
+// pipeline's log), so that they can be read beside it.
+func clock(at time.Time) string { return at.UTC().Format("15:04:05.0") }
+
 // readySampler polls Pipeline.Ready every 100 ms and keeps every change.
 type readySampler struct {
 	mu      sync.Mutex
-	t0      time.Time
 	changes []string
 	reasons []string
 	halt    chan struct{}
@@ -370,7 +373,7 @@ type readySampler struct {
 }
 
 func startReadySampler(p *pipeline.Pipeline) *readySampler {
-	r := &readySampler{t0: time.Now(), halt: make(chan struct{}), done: make(chan struct{})}
+	r := &readySampler{halt: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
 		last := "\x00"
@@ -394,7 +397,7 @@ func startReadySampler(p *pipeline.Pipeline) *readySampler {
 			// record a change of what it names only.
 			if key := strings.Join(strings.Fields(stripDurations(now)), " "); key != last {
 				last = key
-				r.changes = append(r.changes, fmt.Sprintf("%.1fs %s", time.Since(r.t0).Seconds(), now))
+				r.changes = append(r.changes, clock(time.Now())+" "+now)
 			}
 			r.mu.Unlock()
 		}
