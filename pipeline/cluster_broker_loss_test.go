@@ -3,6 +3,8 @@ package pipeline_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,6 +73,20 @@ func TestApacheClusterLosesBrokers(t *testing.T) {
 	logs := &logBuffer{}
 	p, stop := startLoggedPipeline(t, cfg, cp.record, logs)
 	ready := startReadySampler(p)
+	t.Cleanup(func() {
+		// A failure is read from the whole log and readiness record, not
+		// their tails: they go to the artifacts directory.
+		if !t.Failed() {
+			return
+		}
+		path := filepath.Join(testharness.ArtifactsDir(t), "cluster-broker-loss.log")
+		out := logs.String() + "\n--- readiness changes ---" + ready.String() + "\n"
+		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+			t.Errorf("write %s: %v", path, err)
+			return
+		}
+		t.Logf("the pipeline's log and readiness record: %s", path)
+	})
 
 	// The topics fusebox created carry the SLO file's replication.
 	adm := kadm.NewClient(k.Client(t))
@@ -131,13 +147,14 @@ func TestApacheClusterLosesBrokers(t *testing.T) {
 	}
 	eventsDone.Store(true)
 	lastEvent := time.Now()
+	note("broker events over")
 	if err := <-published; err != nil {
 		t.Fatalf("publishing: %v", err)
 	}
 	if end := pubEnd(); end.Before(lastEvent) {
 		t.Errorf("traffic ended %v before the last broker event was over: not every event happened while traffic flowed", lastEvent.Sub(end).Round(time.Millisecond))
 	}
-	note(fmt.Sprintf("broker events over, %d slices published", len(traffic)))
+	note(fmt.Sprintf("%d slices published", len(traffic)))
 
 	if !testharness.Poll(120*time.Second, func() bool {
 		n, _ := col.missing(want, 1<<62)
