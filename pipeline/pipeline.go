@@ -2,10 +2,12 @@
 // engine → sinks. Assemble builds the router stage (source topics → keyed
 // topic) and the keyed stage (workers, checkpoints) of a loaded SLO file on
 // Parts given as interfaces — the sinks, the state store, the signer, the
-// consumers — and tracks readiness, sink health and metrics (track.go,
-// sinkwatch.go, metrics.go). New opens those parts from the SLO file first
-// (parts.go: Kafka clients with TLS/SASL and static membership, missing
-// topics, ClickHouse migrations, the configured sinks, the fuse guard beside
+// consumers — and tracks readiness, sink health, the Kafka brokers leading
+// its partitions and metrics (track.go, sinkwatch.go, kafkawatch.go,
+// metrics.go). New opens those parts from the SLO file first (parts.go:
+// Kafka clients with TLS/SASL and static membership, missing topics with
+// the SLO file's replication, weaker existing ones logged (kafka.go),
+// ClickHouse migrations, the configured sinks, the fuse guard beside
 // the Kafka sink, the state topic). It also maps SLO entries to processors
 // through processors/registry (slos.go) and adapts the Kafka client's
 // records to the engine's (keyed_decoder.go). `fusebox run`, `fusebox demo`
