@@ -6,7 +6,9 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/fusebox-dev/fusebox/internal/config"
@@ -88,9 +90,10 @@ type topicSpec struct {
 	configs    map[string]*string
 }
 
-// ensureTopics creates missing topics and checks the partition count of the
-// ones fusebox partitions by hand (keyed and state must agree).
-func ensureTopics(ctx context.Context, adm *kadm.Client, sasl bool, specs []topicSpec) (map[string]int32, error) {
+// ensureTopics creates missing topics, with replicationFactor replicas
+// (-1: the broker's default) and the spec's configs, and returns every
+// topic's partition count (keyed and state must agree).
+func ensureTopics(ctx context.Context, adm *kadm.Client, sasl bool, replicationFactor int16, specs []topicSpec) (map[string]int32, error) {
 	names := make([]string, len(specs))
 	for i, s := range specs {
 		names[i] = s.name
@@ -105,7 +108,7 @@ func ensureTopics(ctx context.Context, adm *kadm.Client, sasl bool, specs []topi
 			counts[s.name] = int32(len(d.Partitions))
 			continue
 		}
-		resp, err := adm.CreateTopic(ctx, s.partitions, -1, s.configs, s.name)
+		resp, err := adm.CreateTopic(ctx, s.partitions, replicationFactor, s.configs, s.name)
 		if err == nil {
 			err = resp.Err
 		}
@@ -133,3 +136,81 @@ func WrapKafkaAuth(err error, sasl bool) error {
 }
 
 func strp(s string) *string { return &s }
+
+// createdTopicConfigs are the configs of a topic fusebox creates: base
+// plus min.insync.replicas when topics.min_insync_replicas is set.
+func createdTopicConfigs(t config.Topics, base map[string]*string) map[string]*string {
+	out := map[string]*string{}
+	for k, v := range base {
+		out[k] = v
+	}
+	if t.MinInsyncReplicas > 0 {
+		out["min.insync.replicas"] = strp(strconv.Itoa(t.MinInsyncReplicas))
+	}
+	return out
+}
+
+// checkReplication logs (WARN), for each of topics that exists with fewer
+// replicas than topics.replication_factor or a lower min.insync.replicas
+// than topics.min_insync_replicas, the topic, the setting, what it has
+// and what the SLO file asks for: fusebox does not alter a topic it did
+// not create, and it runs on a weaker one, but an operator must hear that
+// losing a broker can lose or stop its writes there. It returns the
+// warnings (tests). A failed lookup is logged and skipped: this check
+// never stops a start.
+func checkReplication(ctx context.Context, adm *kadm.Client, t config.Topics, topics []string, log *slog.Logger) []string {
+	if t.ReplicationFactor <= 0 && t.MinInsyncReplicas <= 0 {
+		return nil
+	}
+	var warns []string
+	warn := func(topic, setting string, have, want int) {
+		msg := fmt.Sprintf("topic %s has %s %d, below the %d the SLO file asks for (topics.%s)", topic, setting, have, want,
+			map[string]string{"replication factor": "replication_factor", "min.insync.replicas": "min_insync_replicas"}[setting])
+		warns = append(warns, msg)
+		log.Warn("kafka topic weaker than configured: losing a broker may lose or stop writes to it", "topic", topic, "setting", setting,
+			"have", have, "want", want)
+	}
+	td, err := adm.ListTopics(ctx, topics...)
+	if err != nil {
+		log.Warn("kafka topics: could not check their replication", "err", err)
+		return nil
+	}
+	if want := int(t.ReplicationFactor); want > 0 {
+		for _, topic := range topics {
+			d, ok := td[topic]
+			if !ok || d.Err != nil || len(d.Partitions) == 0 {
+				continue
+			}
+			have := -1
+			for _, p := range d.Partitions {
+				if have < 0 || len(p.Replicas) < have {
+					have = len(p.Replicas)
+				}
+			}
+			if have < want {
+				warn(topic, "replication factor", have, want)
+			}
+		}
+	}
+	if want := t.MinInsyncReplicas; want > 0 {
+		rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
+		if err != nil {
+			log.Warn("kafka topics: could not check their min.insync.replicas", "err", err)
+			return warns
+		}
+		for _, rc := range rcs {
+			if rc.Err != nil {
+				continue
+			}
+			for _, c := range rc.Configs {
+				if c.Key != "min.insync.replicas" {
+					continue
+				}
+				if have, err := strconv.Atoi(c.MaybeValue()); err == nil && have < want {
+					warn(rc.Name, "min.insync.replicas", have, want)
+				}
+			}
+		}
+	}
+	return warns
+}

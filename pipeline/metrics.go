@@ -70,8 +70,9 @@ func StartingMetrics() observe.Source {
 //
 // Once running it is also not ready, saying why, while a keyed partition's
 // watermark stalls with records arriving (time.watermark_stall_evaluations)
-// or a sink is failing: the pipeline is up but not judging, or not
-// delivering, and an orchestrator or an SRE must hear of it.
+// or a sink is failing, or a partition it reads or writes has no
+// reachable Kafka leader (KafkaWatch): the pipeline is up but not judging,
+// or not delivering, and an orchestrator or an SRE must hear of it.
 func (p *Pipeline) Ready() error {
 	err := p.tr.ready(p.cfg.Kafka.Group+".router", p.cfg.Kafka.Group+".engine", p.source.Stats(), p.keyedIn.Stats())
 	var why []string
@@ -81,6 +82,9 @@ func (p *Pipeline) Ready() error {
 	if p.tr.state.Load() == trackerRunning {
 		why = append(why, p.keyed.Stalled()...)
 		why = append(why, p.sw.Failing()...)
+		if p.kw != nil {
+			why = append(why, p.kw.Reasons()...)
+		}
 	}
 	if len(why) == 0 {
 		return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -60,6 +61,10 @@ type Parts struct {
 	// that reports its health). Nil: every sink of Sinks implementing
 	// HealthReporter, named "sink-N".
 	Health map[string]HealthReporter
+	// Kafka, when set, watches the brokers leading the partitions fusebox
+	// reads and writes, for /readyz and the log (New's: every topic of
+	// the SLO file; see KafkaWatch). Nil: not watched.
+	Kafka *KafkaWatch
 	// Leave, when set, is called at a clean shutdown, after both stages
 	// stopped, with their groups (New's: a static member leaves them).
 	Leave func(groups ...string)
@@ -135,14 +140,14 @@ func open(ctx context.Context, o Options) (_ Parts, _ opened, err error) {
 	clients = append(clients, admin)
 	compact := map[string]*string{"cleanup.policy": strp("compact")}
 	specs := []topicSpec{
-		{name: f.Topics.Keyed, partitions: f.Topics.KeyedPartitions},
-		{name: f.Topics.State, partitions: f.Topics.KeyedPartitions, configs: compact},
-		{name: f.Topics.DLQ, partitions: 3},
+		{name: f.Topics.Keyed, partitions: f.Topics.KeyedPartitions, configs: createdTopicConfigs(f.Topics, nil)},
+		{name: f.Topics.State, partitions: f.Topics.KeyedPartitions, configs: createdTopicConfigs(f.Topics, compact)},
+		{name: f.Topics.DLQ, partitions: 3, configs: createdTopicConfigs(f.Topics, nil)},
 	}
 	for _, t := range slices.Concat(f.Topics.Spans, f.Topics.Corrections, LogTopics(f)) {
-		specs = append(specs, topicSpec{name: t, partitions: srcParts})
+		specs = append(specs, topicSpec{name: t, partitions: srcParts, configs: createdTopicConfigs(f.Topics, nil)})
 	}
-	counts, err := ensureTopics(ctx, kadm.NewClient(admin), sasl, specs)
+	counts, err := ensureTopics(ctx, kadm.NewClient(admin), sasl, f.Topics.ReplicationFactor, specs)
 	if err != nil {
 		return Parts{}, op, err
 	}
@@ -154,6 +159,13 @@ func open(ctx context.Context, o Options) (_ Parts, _ opened, err error) {
 	if op, err = openSinks(ctx, o, kopt, &parts); err != nil {
 		return Parts{}, op, err
 	}
+	own := []string{f.Topics.Keyed, f.Topics.State, f.Topics.DLQ}
+	if f.Sinks.Kafka.Enabled {
+		own = append(own, f.Topics.Verdicts, f.Topics.Fuse)
+	}
+	checkReplication(ctx, kadm.NewClient(admin), f.Topics, own, o.Logger.With("component", "kafka"))
+	parts.Kafka = NewKafkaWatch(admin, slices.Concat(own, f.Topics.Spans, f.Topics.Corrections, LogTopics(f)),
+		f.Topics.MinInsyncReplicas, o.Logger.With("component", "kafka"))
 	parts.Health = map[string]HealthReporter{}
 	if op.clickhouse != nil {
 		parts.Health["clickhouse"] = op.clickhouse
@@ -235,6 +247,12 @@ func openSinks(ctx context.Context, o Options, kopt []kgo.Opt, parts *Parts) (op
 		kc.Brokers = f.Kafka.Brokers
 		kc.VerdictTopic, kc.FuseTopic = f.Topics.Verdicts, f.Topics.Fuse
 		kc.VerdictPartitions, kc.FusePartitions = f.Sinks.Kafka.Partitions, f.Sinks.Kafka.Partitions
+		kc.ReplicationFactor = f.Topics.ReplicationFactor
+		if n := f.Topics.MinInsyncReplicas; n > 0 {
+			isr := strconv.Itoa(n)
+			kc.VerdictTopicConfigs = map[string]string{"min.insync.replicas": isr}
+			kc.FuseTopicConfigs = map[string]string{"min.insync.replicas": isr}
+		}
 		if op.kafka, err = kafkasink.New(ctx, kc, kopt...); err != nil {
 			return op, fmt.Errorf("sinks.kafka: %w", err)
 		}

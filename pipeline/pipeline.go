@@ -2,10 +2,12 @@
 // engine → sinks. Assemble builds the router stage (source topics → keyed
 // topic) and the keyed stage (workers, checkpoints) of a loaded SLO file on
 // Parts given as interfaces — the sinks, the state store, the signer, the
-// consumers — and tracks readiness, sink health and metrics (track.go,
-// sinkwatch.go, metrics.go). New opens those parts from the SLO file first
-// (parts.go: Kafka clients with TLS/SASL and static membership, missing
-// topics, ClickHouse migrations, the configured sinks, the fuse guard beside
+// consumers — and tracks readiness, sink health, the Kafka brokers leading
+// its partitions and metrics (track.go, sinkwatch.go, kafkawatch.go,
+// metrics.go). New opens those parts from the SLO file first (parts.go:
+// Kafka clients with TLS/SASL and static membership, missing topics with
+// the SLO file's replication, weaker existing ones logged (kafka.go),
+// ClickHouse migrations, the configured sinks, the fuse guard beside
 // the Kafka sink, the state topic). It also maps SLO entries to processors
 // through processors/registry (slos.go) and adapts the Kafka client's
 // records to the engine's (keyed_decoder.go). `fusebox run`, `fusebox demo`
@@ -81,6 +83,8 @@ type Pipeline struct {
 	tr *tracker
 	// sw watches the sinks' health (sinkwatch.go).
 	sw *sinkWatch
+	// kw watches the Kafka brokers (kafkawatch.go); nil without one.
+	kw *KafkaWatch
 }
 
 // InstanceID resolves kafka.instance_id: "auto" is the host name.
@@ -131,7 +135,8 @@ func Assemble(ctx context.Context, f *config.File, parts Parts, log *slog.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Pipeline{cfg: f, log: log, tr: newTracker(), foreignState: parts.StateForeign, stateSizes: parts.StateSizes, release: parts.Close, leave: parts.Leave}
+	p := &Pipeline{cfg: f, log: log, tr: newTracker(), foreignState: parts.StateForeign, stateSizes: parts.StateSizes, release: parts.Close, leave: parts.Leave,
+		kw: parts.Kafka}
 	p.tr.log = log.With("component", "breaker")
 	p.tr.noSamples.log = log.With("component", "slo")
 	p.sinks = append(slices.Clone(parts.Sinks), p.tr.sink()) // last: counts what every sink accepted
@@ -242,6 +247,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	errs := make(chan error, 3)
 	var wg sync.WaitGroup
 	go p.sw.run(ctx)
+	if p.kw != nil {
+		go p.kw.Run(ctx)
+	}
 	for _, run := range []func(context.Context) error{p.router.Run, p.source.Run, p.keyedIn.Run} {
 		wg.Add(1)
 		go func() {

@@ -165,6 +165,19 @@ type Topics struct {
 	Verdicts string `yaml:"verdicts"` // default fusebox.verdicts
 	Fuse     string `yaml:"fuse"`     // default fusebox.fuse
 	DLQ      string `yaml:"dlq"`      // default fusebox.dlq
+	// ReplicationFactor is the replication factor of the topics fusebox
+	// creates (keyed, state, verdicts, fuse, DLQ, and source topics it
+	// finds missing); -1, the default, leaves it to the broker's
+	// default.replication.factor. Existing topics with fewer replicas are
+	// logged (WARN) at start, naming the topic and the setting: fusebox
+	// does not change a topic it did not create.
+	ReplicationFactor int16 `yaml:"replication_factor"`
+	// MinInsyncReplicas is min.insync.replicas of the topics fusebox
+	// creates: how many replicas must have a write before it is
+	// acknowledged (fusebox's producers ask for acks=all). 0, the default,
+	// leaves it to the broker's min.insync.replicas. Existing topics with a
+	// lower one are logged (WARN) at start, as for ReplicationFactor.
+	MinInsyncReplicas int `yaml:"min_insync_replicas"`
 }
 
 // Keys says what statistics are kept per, and how many.
@@ -357,7 +370,7 @@ func Default() File {
 		Topics: Topics{
 			Spans: []string{"otlp_spans"}, SpanEncoding: "auto", Corrections: []string{"fusebox.corrections"}, Logs: []string{"otlp_logs"},
 			Keyed: "fusebox.keyed", KeyedPartitions: 12, State: "fusebox.state",
-			Verdicts: "fusebox.verdicts", Fuse: "fusebox.fuse", DLQ: "fusebox.dlq",
+			Verdicts: "fusebox.verdicts", Fuse: "fusebox.fuse", DLQ: "fusebox.dlq", ReplicationFactor: -1,
 		},
 		Attributes: schemas.DefaultAttributeNames(),
 		Limits:     g,

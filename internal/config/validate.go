@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net"
 	"slices"
 	"strconv"
@@ -43,6 +44,11 @@ func (f *File) validate(kinds registry.List) []fieldErr {
 	fail(t.SpanEncoding != "otlp_proto" && t.SpanEncoding != "otlp_json" && t.SpanEncoding != "auto",
 		"topics.span_encoding", "must be otlp_proto, otlp_json or auto, got "+strconv.Quote(t.SpanEncoding))
 	fail(t.KeyedPartitions < 1, "topics.keyed_partitions", "must be at least 1")
+	fail(t.ReplicationFactor == 0 || t.ReplicationFactor < -1, "topics.replication_factor",
+		"must be -1 (the broker's default) or at least 1, got "+strconv.Itoa(int(t.ReplicationFactor)))
+	fail(t.MinInsyncReplicas < 0, "topics.min_insync_replicas", "must be 0 (the broker's default) or at least 1, got "+strconv.Itoa(t.MinInsyncReplicas))
+	fail(t.ReplicationFactor > 0 && t.MinInsyncReplicas > int(t.ReplicationFactor), "topics.min_insync_replicas",
+		fmt.Sprintf("%d is more than topics.replication_factor %d: no write could be acknowledged", t.MinInsyncReplicas, t.ReplicationFactor))
 	names := map[string]string{}
 	for _, n := range []struct{ field, topic string }{
 		{"topics.keyed", t.Keyed}, {"topics.state", t.State}, {"topics.verdicts", t.Verdicts},

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -94,6 +95,19 @@ type apacheBroker struct {
 	plainPort, saslPort, ctrlPort int
 	serverProcess
 	startedIn time.Duration
+	// nodeID is node.id (0 means 1, the single broker's). voters, when
+	// set, is controller.quorum.voters of a static quorum (a cluster,
+	// kafka_apache_cluster.go); else the node is a standalone controller.
+	nodeID int
+	voters string
+}
+
+// id is the node's node.id.
+func (b *apacheBroker) id() int {
+	if b.nodeID == 0 {
+		return 1
+	}
+	return b.nodeID
 }
 
 func (b *apacheBroker) addr(port int) string {
@@ -189,8 +203,7 @@ func (b *apacheBroker) writeConfig(c *brokerConfig) error {
 	}
 	props := map[string]string{
 		"process.roles":                                    "broker,controller",
-		"node.id":                                          "1",
-		"controller.quorum.bootstrap.servers":              b.addr(b.ctrlPort),
+		"node.id":                                          strconv.Itoa(b.id()),
 		"controller.listener.names":                        "CONTROLLER",
 		"inter.broker.listener.name":                       "PLAINTEXT",
 		"listeners":                                        strings.Join(listeners, ","),
@@ -227,6 +240,11 @@ func (b *apacheBroker) writeConfig(c *brokerConfig) error {
 		// rolling-restart test on Apache Kafka once in two runs. kfake
 		// deletes nothing by time.
 		"log.retention.ms": "-1",
+	}
+	if b.voters != "" {
+		props["controller.quorum.voters"] = b.voters
+	} else {
+		props["controller.quorum.bootstrap.servers"] = b.addr(b.ctrlPort)
 	}
 	if c.minSessionTimeout > 0 {
 		props["group.min.session.timeout.ms"] = strconv.FormatInt(c.minSessionTimeout.Milliseconds(), 10)
@@ -297,8 +315,13 @@ func (b *apacheBroker) format(c *brokerConfig) error {
 func (b *apacheBroker) formatWithID(c *brokerConfig, id string) error {
 	// "=": a random id may start with "-", which the tool's argument
 	// parser would take for an option.
-	args := append(b.jvmArgs(), "kafka.tools.StorageTool", "format", "--standalone", "--ignore-formatted",
+	args := append(b.jvmArgs(), "kafka.tools.StorageTool", "format", "--ignore-formatted",
 		"--cluster-id="+id, "--config="+filepath.Join(b.dir, "server.properties"))
+	if b.voters == "" {
+		// A single node is its own quorum; a static quorum's voters are
+		// in the config (controller.quorum.voters).
+		args = append(args, "--standalone")
+	}
 	for _, u := range c.sasl {
 		if strings.HasPrefix(u.Mechanism, "SCRAM-") {
 			args = append(args, "--add-scram", fmt.Sprintf("%s=[name=%s,password=%s]", u.Mechanism, u.User, u.Password))
@@ -328,7 +351,7 @@ func (b *apacheBroker) startProcess() error {
 }
 
 // waitReady polls a metadata request on the plaintext listener until the
-// broker lists itself and has a controller.
+// broker lists itself (its node id) and has a controller.
 func (b *apacheBroker) waitReady() error {
 	ctx, cancel := context.WithTimeout(context.Background(), apacheReadyTimeout)
 	defer cancel()
@@ -346,7 +369,7 @@ func (b *apacheBroker) waitReady() error {
 		mctx, mcancel := context.WithTimeout(ctx, 2*time.Second)
 		m, err := adm.BrokerMetadata(mctx)
 		mcancel()
-		if err == nil && len(m.Brokers) > 0 && m.Controller >= 0 {
+		if err == nil && m.Controller >= 0 && slices.ContainsFunc(m.Brokers, func(bm kadm.BrokerDetail) bool { return int(bm.NodeID) == b.id() }) {
 			return nil
 		}
 		if err == nil {
