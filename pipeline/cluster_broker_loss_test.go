@@ -193,7 +193,7 @@ func TestApacheClusterLosesBrokers(t *testing.T) {
 	}
 	for _, l := range logs.lines() {
 		if msg, _ := l["msg"].(string); strings.HasPrefix(msg, "kafka outage") {
-			t.Logf("log: %v %s %v%v", l["time"], msg, l["reasons"], l["lasted"])
+			t.Logf("log: %v %s reasons=%v lasted=%v", l["time"], msg, l["reasons"], l["lasted"])
 		}
 	}
 	t.Logf("readiness changes: %s", ready.String())
