@@ -252,23 +252,7 @@ func startLoggedPipeline(t *testing.T, cfg *config.File, onCheckpoint func(int32
 		cancel()
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	var once sync.Once
-	var runErr error
-	stop := func() error {
-		once.Do(func() {
-			cancel()
-			select {
-			case runErr = <-done:
-			case <-time.After(60 * time.Second):
-				runErr = fmt.Errorf("pipeline did not stop within 60s")
-			}
-		})
-		return runErr
-	}
-	t.Cleanup(func() { _ = stop() })
-	return p, stop
+	return p, runStoppable(t, ctx, cancel, p)
 }
 
 // requireReplicated fails unless every partition of topics has rf

@@ -408,6 +408,14 @@ func startPipelineWith(t *testing.T, cfg *config.File, onCheckpoint func(int32, 
 		cancel()
 		t.Fatal(err)
 	}
+	return p, runStoppable(t, ctx, cancel, p)
+}
+
+// runStoppable runs p under ctx and returns a stop function that cancels
+// it and returns Run's error (an error of its own when Run has not
+// returned within 60 s); the test's cleanup stops it too.
+func runStoppable(t *testing.T, ctx context.Context, cancel context.CancelFunc, p *pipeline.Pipeline) func() error {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
 	var once sync.Once
@@ -424,5 +432,5 @@ func startPipelineWith(t *testing.T, cfg *config.File, onCheckpoint func(int32, 
 		return runErr
 	}
 	t.Cleanup(func() { _ = stop() })
-	return p, stop
+	return stop
 }
