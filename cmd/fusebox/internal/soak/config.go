@@ -14,9 +14,9 @@ import (
 // /debug/pprof/ served (a failed sample saves the goroutines) and
 // fusebox's default checkpoint interval (10s) for the demo's 1s: the demo
 // checkpoints every second so that its view moves, which at 2,000 calls/s
-// writes a 40–60 MiB checkpoint to the state topic every second — a load
-// no deployment runs, and one that a broker on the soak's machine does
-// not carry for an hour.
+// writes checkpoints of up to 90 MiB (every keyed partition's whole
+// state) to the state topic every second — a load no deployment runs, and
+// one that a broker on the soak's machine does not carry for an hour.
 func DefaultConfigYAML() string {
 	r := strings.NewReplacer(
 		"checkpoint_every: 1s", "checkpoint_every: 10s",
