@@ -96,8 +96,8 @@ func TestKafkaRunMetricsAnswerWhileTheBrokerHangs(t *testing.T) {
 	var why string
 	// Scrape for at least 30 s of the freeze, and until a request of
 	// fusebox's to the broker has timed out (at most 120 s; the router
-	// refreshes its metadata every minute): the state the soak's scrapes
-	// timed out in.
+	// refreshes its metadata every 30 s, and its request waits out
+	// franz-go's timeouts): the state the soak's scrapes timed out in.
 	for time.Since(frozen) < 30*time.Second || !failing {
 		if time.Since(frozen) > 120*time.Second {
 			t.Fatalf("no request of fusebox's timed out in %v of a frozen broker (commit errors %v): the broker did not hang; stderr:\n%s",
