@@ -20,7 +20,8 @@ func benchSoak(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			"RSS, GC heap goal, goroutines, open files, checkpoint size, longest recent GC pause and event-time lag\n"+
 			"every --every. After --warm-up, a series grows when its last third's minimum exceeds its first third's\n"+
 			"maximum by a margin and its second half's Theil–Sen slope is positive at 95%. The broker is embedded\n"+
-			"(kfake, in this process) unless --brokers.", stdout)
+			"(kfake, in this process, every record kept in memory: minutes, not the hour) unless --brokers; for the\n"+
+			"hour, Apache Kafka: go run ./internal/testharness/cmd/soakbroker -- fusebox bench soak --brokers {{brokers}}.", stdout)
 	o := soak.DefaultOptions()
 	fs.DurationVar(&o.Duration, "duration", o.Duration, "wall time traffic flows")
 	fs.DurationVar(&o.Every, "every", o.Every, "sampling interval")

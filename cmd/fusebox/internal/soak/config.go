@@ -10,9 +10,17 @@ import (
 
 // DefaultConfigYAML is the demo's SLO file (every processor on: tail,
 // drift, decay, corrections, scaling, burn rate; the breaker's rules),
-// with its own consumer group and the placeholders of Options.ConfigYAML.
+// with its own consumer group, the placeholders of Options.ConfigYAML,
+// /debug/pprof/ served (a failed sample saves the goroutines) and
+// fusebox's default checkpoint interval (10s) for the demo's 1s: the demo
+// checkpoints every second so that its view moves, which at 2,000 calls/s
+// writes checkpoints of up to 90 MiB (every keyed partition's whole
+// state) to the state topic every second — a load no deployment runs, and
+// one that a broker on the soak's machine does not carry for an hour.
 func DefaultConfigYAML() string {
 	r := strings.NewReplacer(
+		"checkpoint_every: 1s", "checkpoint_every: 10s",
+		"\nhttp:\n", "\nhttp:\n  pprof: true\n",
 		"brokers: [127.0.0.1:9092]", "brokers: [{{brokers}}]",
 		"listen: 127.0.0.1:9464", "listen: {{listen}}",
 		"group: fusebox-demo", "group: fusebox-soak",

@@ -93,7 +93,8 @@ func TestRateFollowsTheDayAndTheBurst(t *testing.T) {
 
 func TestRenderNeedsThePlaceholders(t *testing.T) {
 	y, err := render(DefaultConfigYAML(), []string{"a:1", "b:2"}, "127.0.0.1:5")
-	if err != nil || !strings.Contains(y, "brokers: [a:1, b:2]") || !strings.Contains(y, "listen: 127.0.0.1:5") || !strings.Contains(y, "group: fusebox-soak") {
+	if err != nil || !strings.Contains(y, "brokers: [a:1, b:2]") || !strings.Contains(y, "listen: 127.0.0.1:5") || !strings.Contains(y, "group: fusebox-soak") ||
+		!strings.Contains(y, "checkpoint_every: 10s") || !strings.Contains(y, "  pprof: true\n") {
 		t.Errorf("rendered the demo's file: %v\n%s", err, y)
 	}
 	if _, err := render("slos: []", nil, ""); !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), "{{brokers}}") {

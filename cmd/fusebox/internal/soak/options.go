@@ -17,7 +17,11 @@ type Options struct {
 	// Env is added to the child's environment (os.Environ() first).
 	Env []string
 	// Brokers are the Kafka seeds; empty starts an embedded kfake broker in
-	// this process (not measured).
+	// this process (not measured), which keeps every record in memory —
+	// each checkpoint too, with no compaction for an hour — so that this
+	// process grows by about the state topic's write rate: fine for
+	// minutes, not for the hour (docs/performance.md runs that on Apache
+	// Kafka, internal/testharness/cmd/soakbroker).
 	Brokers []string
 	// ConfigYAML is the SLO file, with "{{brokers}}" and "{{listen}}"
 	// replaced by the brokers and a free loopback address for /metrics.
