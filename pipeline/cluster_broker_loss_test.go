@@ -49,6 +49,10 @@ import (
 // TestKafka... test; it runs in the go part of scripts/test, where
 // FUSEBOX_REQUIRE_APACHE_KAFKA=1 makes a missing Java a failure.
 func TestApacheClusterLosesBrokers(t *testing.T) {
+	// Parallel: 150-195 s of mostly waiting (live pacing, elections); it
+	// overlaps the package's other parallel tests instead of adding to the
+	// go part's wall time.
+	t.Parallel()
 	// The uninterrupted run on kfake (the same verdicts as on Apache Kafka:
 	// TestKafkaVerdictsOnApacheEqualKfake), not clusterReference: that
 	// takes its broker from StartBroker, which only TestKafka... tests
