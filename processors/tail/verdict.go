@@ -32,8 +32,8 @@ const (
 	DetailMinSamples     = "min_samples"        // insufficient_data only: the configured minimum
 	// DetailWithoutLargest is the P-quantile estimate of the window without
 	// its largest value, on every verdict whose full window was not ok (see
-	// withoutLargest); DetailOneCall is 1 when that decided the verdict's
-	// status (milder than the full window's), 0 otherwise.
+	// withoutLargest); DetailOneCall is 1 when the one-call rule made the
+	// verdict ok, 0 otherwise.
 	DetailWithoutLargest = "without_largest"
 	DetailOneCall        = "one_call"
 )
@@ -78,7 +78,7 @@ func (p *Processor) judge(v *schemas.Verdict, samples []window.Sample, n int64, 
 	v.Lower, v.Upper, v.IntervalLevel = est.Lower, est.Upper, est.Level
 	v.Method = est.Method
 	v.Status = decide(est.Estimate, est.Lower, p.cfg.Budget)
-	// The evidence is the full window's: taken before oneCall refits.
+	// The evidence is the full window's: taken before withoutLargest refits.
 	var evidence *schemas.Evidence
 	if est.Method != stats.MethodEmpirical && est.NExceed > 0 {
 		evidence = &schemas.Evidence{Exceedances: p.exceedances()}
