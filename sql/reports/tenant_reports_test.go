@@ -1,11 +1,13 @@
 package reports_test
 
 import (
+	"context"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/fusebox-dev/fusebox/internal/testharness"
+	"github.com/fusebox-dev/fusebox/internal/ui"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/fusebox-dev/fusebox/sql/reports"
 )
@@ -201,4 +203,51 @@ func TestTenantReportsHandComputed(t *testing.T) {
 	compare(t, run(t, conn, reports.SLACredit, args), handCreditColumns, handCredit)
 	args.CreditExponent, args.CreditCap = 1, 0.4
 	compare(t, run(t, conn, reports.SLACredit, args), handCreditColumns, handCreditLinearCapped)
+}
+
+// TestTenantMatrixPageEqualsReport: the live page's matrix (internal/ui's
+// Store.Tenants) of the random fixtures' verdicts and commands in the
+// range equals tenant_slo_health on ClickHouse for the same range, cell
+// by cell: the page and the report share their definitions.
+func TestTenantMatrixPageEqualsReport(t *testing.T) {
+	ch := testharness.StartClickHouse(t)
+	f := makeFixtures(rand.New(rand.NewPCG(7, 11)))
+	conn := load(t, ch, f)
+	args := reports.DefaultArgs()
+	args.From, args.To = from, to
+	tab := run(t, conn, reports.TenantSLOHealth, args)
+
+	st, err := ui.NewStore(ui.Config{MaxPoints: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out schemas.Output
+	for _, v := range f.verdicts {
+		if inRange(v.WindowEndUnixNano) {
+			out.Verdicts = append(out.Verdicts, v)
+		}
+	}
+	for _, c := range f.commands {
+		if inRange(c.IssuedAtUnixNano) {
+			out.Commands = append(out.Commands, c)
+		}
+	}
+	_ = st.Write(context.Background(), out)
+	m := st.Tenants(args.Objective)
+	var want [][]any
+	for _, r := range m.Rows {
+		want = append(want, []any{r.Tenant, r.SLO, r.StepS, r.EvaluatedMinutes, r.MinutesOut, r.Compliance, r.BudgetMinutes,
+			r.BudgetMinutesLeft, r.BudgetRemaining, r.BreachEvaluations, r.BreachEpisodes, r.Incidents, r.FuseCommands})
+	}
+	if len(want) != 6 {
+		t.Fatalf("the page's matrix: %d cells, want 2 tenants × 3 SLOs", len(want))
+	}
+	incidents := 0
+	for _, r := range m.Rows {
+		incidents += r.Incidents
+	}
+	if incidents == 0 {
+		t.Fatal("no incident in the page's matrix: the fixture's commands are not counted")
+	}
+	compare(t, tab, handHealthColumns, want)
 }

@@ -27,7 +27,9 @@
 --                      verdict of the SLO in the range. Today's incident id is the breaker's:
 --                      correlation_ids[1], one per target from its trip to its close, and the SLOs are
 --                      its 'slo:NAME' correlation ids. An incidents table joins in by giving the
---                      incident_targets subquery below rows of the same shape.
+--                      incident_targets subquery below rows of the same shape: (incident, slo, and a
+--                      target pattern per key of the incident, e.g. its records' breaching keys by
+--                      ARRAY JOIN, with target and version naming the record).
 --   fuse_commands      the commands counted in incidents (distinct target and version)
 --
 -- Parameters (bound client-side):
