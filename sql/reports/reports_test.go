@@ -428,6 +428,9 @@ func TestReports(t *testing.T) {
 			[]string{"metric", "tenant", "service", "model", "variant", "evaluations", "breaches", "breach_share", "max_statistic"}, want)
 	})
 
+	t.Run("tenant_slo_health", func(t *testing.T) { pageEqualsReport(t, conn, f) })
+	t.Run("sla_credit", func(t *testing.T) { creditEqualsGo(t, conn, f) })
+
 	t.Run("correction_rate_by_variant", func(t *testing.T) {
 		type gk struct{ model, variant string }
 		sums := map[gk]*[2]int64{}

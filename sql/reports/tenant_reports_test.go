@@ -1,10 +1,15 @@
 package reports_test
 
 import (
+	"cmp"
 	"context"
-	"math/rand/v2"
+	"math"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/internal/ui"
@@ -192,12 +197,13 @@ func handArgs() reports.Args {
 }
 
 // TestTenantReportsHandComputed runs tenant_slo_health and sla_credit on
-// ClickHouse (18.16 by the harness) over the hand fixture, loaded with the
-// random fixtures (and, like them, inserted twice), and compares every
-// cell with the values computed by hand above.
+// ClickHouse (18.16 by the harness) over the hand fixture (inserted twice,
+// a replay) and compares every cell with the values computed by hand
+// above. (TestDumpForCurrentEngine runs them beside the random fixtures,
+// and the pytest checks the same values there.)
 func TestTenantReportsHandComputed(t *testing.T) {
 	ch := testharness.StartClickHouse(t)
-	conn := load(t, ch, makeFixtures(rand.New(rand.NewPCG(7, 11))))
+	conn := load(t, ch, fixtures{})
 	args := handArgs()
 	compare(t, run(t, conn, reports.TenantSLOHealth, args), handHealthColumns, handHealth)
 	compare(t, run(t, conn, reports.SLACredit, args), handCreditColumns, handCredit)
@@ -205,14 +211,11 @@ func TestTenantReportsHandComputed(t *testing.T) {
 	compare(t, run(t, conn, reports.SLACredit, args), handCreditColumns, handCreditLinearCapped)
 }
 
-// TestTenantMatrixPageEqualsReport: the live page's matrix (internal/ui's
-// Store.Tenants) of the random fixtures' verdicts and commands in the
-// range equals tenant_slo_health on ClickHouse for the same range, cell
-// by cell: the page and the report share their definitions.
-func TestTenantMatrixPageEqualsReport(t *testing.T) {
-	ch := testharness.StartClickHouse(t)
-	f := makeFixtures(rand.New(rand.NewPCG(7, 11)))
-	conn := load(t, ch, f)
+// pageEqualsReport: the live page's matrix (internal/ui's Store.Tenants)
+// of the random fixtures' verdicts and commands in the range equals
+// tenant_slo_health on ClickHouse for the same range, cell by cell: the
+// page and the report share their definitions (TestReports runs it).
+func pageEqualsReport(t *testing.T, conn driver.Conn, f fixtures) {
 	args := reports.DefaultArgs()
 	args.From, args.To = from, to
 	tab := run(t, conn, reports.TenantSLOHealth, args)
@@ -250,4 +253,124 @@ func TestTenantMatrixPageEqualsReport(t *testing.T) {
 		t.Fatal("no incident in the page's matrix: the fixture's commands are not counted")
 	}
 	compare(t, tab, handHealthColumns, want)
+}
+
+// creditInGo computes sla_credit of the random fixtures in Go, from the
+// definitions in sla_credit.sql, with the formula's parameters (TestReports
+// compares it with the report, at a cap some credits reach). step_s is the
+// page matrix's (the same definition, checked by pageEqualsReport).
+func creditInGo(f fixtures, steps map[string]int64, base, exponent, cap float64) [][]any {
+	type pair struct{ tenant, slo string }
+	type slot struct {
+		out, judged, priced bool
+		ratio               float64
+	}
+	slots := map[pair]map[int64]*slot{}
+	for _, v := range f.verdicts {
+		if v.SLO == "" || v.Processor == "effect" || v.Key.Tenant == "*" || !inRange(v.WindowEndUnixNano) {
+			continue
+		}
+		p := pair{v.Key.Tenant, v.SLO}
+		if slots[p] == nil {
+			slots[p] = map[int64]*slot{}
+		}
+		sec := v.WindowEndUnixNano / 1e9
+		s := slots[p][sec]
+		if s == nil {
+			s = &slot{}
+			slots[p][sec] = s
+		}
+		switch v.Status {
+		case schemas.StatusBreach:
+			s.out, s.judged = true, true
+			if v.Threshold != 0 {
+				s.priced = true
+				s.ratio = math.Max(s.ratio, math.Abs(v.Value-v.Threshold)/math.Abs(v.Threshold))
+			}
+		case schemas.StatusOK, schemas.StatusWarn:
+			s.judged = true
+		}
+	}
+	type row struct {
+		p      pair
+		credit float64
+		vals   []any
+	}
+	var rows []row
+	for p, byEnd := range slots {
+		var evaluated, out, unpriced int
+		var severity, maxRatio float64
+		for _, s := range byEnd {
+			if s.judged {
+				evaluated++
+			}
+			if s.out {
+				out++
+				if s.priced {
+					severity += math.Pow(s.ratio, exponent)
+					maxRatio = math.Max(maxRatio, s.ratio)
+				} else {
+					unpriced++
+				}
+			}
+		}
+		if evaluated == 0 {
+			continue
+		}
+		step := float64(steps[p.slo])
+		uncapped := base * severity * step / 3600
+		credit := uncapped
+		if cap > 0 {
+			credit = math.Min(credit, cap)
+		}
+		rows = append(rows, row{p, credit, []any{p.tenant, p.slo, steps[p.slo], float64(evaluated) * step / 60, float64(out) * step / 60,
+			float64(unpriced) * step / 60, float64(out) * step / 3600, maxRatio, uncapped, credit}})
+	}
+	slices.SortFunc(rows, func(a, b row) int {
+		return cmp.Or(cmp.Compare(b.credit, a.credit), strings.Compare(a.p.tenant, b.p.tenant), strings.Compare(a.p.slo, b.p.slo))
+	})
+	var want [][]any
+	for _, r := range rows {
+		want = append(want, r.vals)
+	}
+	return want
+}
+
+// creditEqualsGo runs sla_credit on the random fixtures with a formula
+// other than the default and compares it with creditInGo.
+func creditEqualsGo(t *testing.T, conn driver.Conn, f fixtures) {
+	t.Helper()
+	args := reports.DefaultArgs()
+	args.From, args.To = from, to
+	args.CreditBase, args.CreditExponent = 3, 1.5
+	st, err := ui.NewStore(ui.Config{MaxPoints: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out schemas.Output
+	for _, v := range f.verdicts {
+		if inRange(v.WindowEndUnixNano) {
+			out.Verdicts = append(out.Verdicts, v)
+		}
+	}
+	_ = st.Write(context.Background(), out)
+	steps := map[string]int64{}
+	for _, r := range st.Tenants(0.999).Rows {
+		steps[r.SLO] = r.StepS
+	}
+	// The cap: the third largest uncapped credit, so that some are capped
+	// and some not.
+	uncapped := creditInGo(f, steps, args.CreditBase, args.CreditExponent, 0)
+	args.CreditCap = math.Round(uncapped[2][8].(float64)*1000) / 1000
+	want := creditInGo(f, steps, args.CreditBase, args.CreditExponent, args.CreditCap)
+	capped := 0
+	for _, w := range want {
+		if w[9].(float64) == args.CreditCap {
+			capped++
+		}
+	}
+	if len(want) != 6 || capped == 0 || capped == len(want) {
+		t.Fatalf("fixture: %d rows, %d capped: want 6 with some capped and some not", len(want), capped)
+	}
+	compare(t, run(t, conn, reports.SLACredit, args), handCreditColumns, want)
 }
