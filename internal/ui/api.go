@@ -206,13 +206,15 @@ func (s *Store) Fuse() FuseResponse {
 // pattern, for observe.Options.Routes.
 func (s *Store) Routes() map[string]http.Handler {
 	return map[string]http.Handler{
-		"GET /{$}":            http.RedirectHandler("/ui/", http.StatusFound),
-		"GET /ui":             http.RedirectHandler("/ui/", http.StatusMovedPermanently),
-		"GET /ui/":            assetHandler(),
-		"GET /api/ui/keys":    http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Keys()) }),
-		"GET /api/ui/fuse":    http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Fuse()) }),
-		"GET /api/ui/key":     http.HandlerFunc(s.serveKey),
+		// the tenant SLO health matrix (tenants.go)
 		"GET /api/ui/tenants": http.HandlerFunc(s.serveTenants),
+
+		"GET /{$}":         http.RedirectHandler("/ui/", http.StatusFound),
+		"GET /ui":          http.RedirectHandler("/ui/", http.StatusMovedPermanently),
+		"GET /ui/":         assetHandler(),
+		"GET /api/ui/keys": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Keys()) }),
+		"GET /api/ui/fuse": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Fuse()) }),
+		"GET /api/ui/key":  http.HandlerFunc(s.serveKey),
 	}
 }
 

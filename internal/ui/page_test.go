@@ -116,7 +116,8 @@ func TestPageNoSamplesInChromium(t *testing.T) {
 // fixture (handOutput) with ?objective=0.9 in headless Chromium: the
 // matrix has a cell per tenant and SLO with the values computed by hand
 // (wantHandMatrix), coloured by the budget left, and "–" where a tenant has
-// no verdict of an SLO; an empty store says so instead.
+// no verdict of an SLO; an empty store says so instead. (The matrix spans
+// the page above the key list: Section reads it up to the next section.)
 func TestPageTenantMatrixInChromium(t *testing.T) {
 	c := testharness.StartChromium(t)
 	st, err := ui.NewStore(ui.Config{})
@@ -127,8 +128,8 @@ func TestPageTenantMatrixInChromium(t *testing.T) {
 	defer srv.Close()
 	dom := c.DumpDOM(t, srv.URL+"/ui/", 3*time.Second)
 	sec := uitest.Section(dom, "section", "tenants")
-	if ps := uitest.Elements(sec, "p", map[string]string{"class": "empty"}); len(ps) != 1 || !strings.Contains(ps[0].Text, "no SLO verdicts yet") {
-		t.Errorf("the matrix of an empty store: %v, want a \"no SLO verdicts yet\" note", ps)
+	if ps := uitest.Elements(sec, "p", map[string]string{"data-empty": "tenants"}); len(ps) != 1 || !strings.Contains(ps[0].Text, "no SLO verdicts") {
+		t.Errorf("the matrix of an empty store: %v, want a \"no SLO verdicts\" note", ps)
 	}
 
 	_ = st.Write(context.Background(), handOutput())

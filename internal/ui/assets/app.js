@@ -361,7 +361,8 @@ async function refresh() {
     }
     const objective = new URLSearchParams(location.search).get("objective");
     const tenants = await getJSON("/api/ui/tenants" + (objective ? `?objective=${encodeURIComponent(objective)}` : ""));
-    fill("tenants", tenants.rows.length ? [tenantMatrix(tenants)] : [], "no SLO verdicts yet: the matrix fills with the first evaluations");
+    fill("tenants", [tenants.rows.length ? tenantMatrix(tenants) :
+      el("p", { class: "empty", "data-empty": "tenants" }, "no data yet: no SLO verdicts, the matrix fills with the first evaluations")]);
     const detailResp = sel ? await getJSON(`/api/ui/key?${keyQuery(sel)}`) : null;
     render(sel, detailResp, fuse);
     document.body.dataset.state = "ready";
