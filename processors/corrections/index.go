@@ -1,44 +1,49 @@
 package corrections
 
 import (
+	"encoding/binary"
+	"math/bits"
+
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
 // spanIndex finds the span a correction corrects: every indexed span is on
-// a list by trace id, a list by (tenant, gen_ai.response.id) and a list by
-// (tenant, session id), and on a min-heap by (end time, span hash) that
-// decides eviction.
+// a list by (tenant, trace id), a list by (tenant, gen_ai.response.id) and
+// a list by (tenant, session id), and on a min-heap by (end time, span
+// hash) that decides eviction. The lists are keyed by 64-bit fingerprints
+// of those pairs (see fingerprint), not by the strings: an entry holds no
+// string and no span, and a map lookup hashes one uint64.
 //
 // Bounded: at most max entries. When full, a span older (by end time, then
 // hash) than every indexed one is not indexed; otherwise the oldest indexed
 // span is evicted. So the indexed set is the max newest spans seen, whatever
 // their arrival order. Time eviction (evictBefore) runs at evaluations.
 //
-// Memory: ~170 bytes per entry (a 104-byte entry, a 24-byte heap item and
-// two map slots), so the default cap of 1,000,000 spans is ~170 MB per
-// partition worker at most;
-// in steady state the index holds the spans of the last JoinWindow.
+// Memory: ~80 bytes per entry, a 24-byte heap item and up to three map
+// slots (~20 bytes each: an 8-byte fingerprint and a 4-byte index, at the
+// maps' load), so the default cap of 1,000,000 spans is ~170 MB per
+// partition worker at most; in steady state the index holds the spans of
+// the last JoinWindow.
 type spanIndex struct {
 	max       int
 	entries   []entry // slab; free slots are on the free list
 	free      []int32
 	heap      []heapItem
-	byTrace   map[schemas.TraceID]int32 // head of the trace list
-	bySession map[sessionKey]int32      // head of the session list
-	byResp    map[sessionKey]int32      // head of the response-id list (tenant, response id)
+	byTrace   map[uint64]int32 // head of the (tenant, trace id) list
+	bySession map[uint64]int32 // head of the (tenant, session id) list
+	byResp    map[uint64]int32 // head of the (tenant, response id) list
 	// evicted counts spans evicted (or not indexed) because of the cap.
 	evicted int64
 }
 
-type sessionKey struct{ tenant, session string }
-
+// entry is an indexed span: its end time, hash and key, and the
+// fingerprints of its join ids (0: none).
 type entry struct {
 	end     int64
 	h       uint64
-	trace   schemas.TraceID
-	session string
-	resp    string // gen_ai.response.id
-	tenant  string // the span's own tenant (the key may not keep it)
+	trace   uint64 // fingerprint of (tenant, trace id)
+	session uint64 // of (tenant, session id)
+	resp    uint64 // of (tenant, gen_ai.response.id)
 	ks      *keyState
 	// neighbours on the trace and session lists (doubly linked, so an
 	// eviction unlinks in O(1)); -1 ends a list.
@@ -56,7 +61,7 @@ type heapItem struct {
 }
 
 func newSpanIndex(max int) *spanIndex {
-	return &spanIndex{max: max, byTrace: map[schemas.TraceID]int32{}, bySession: map[sessionKey]int32{}, byResp: map[sessionKey]int32{}}
+	return &spanIndex{max: max, byTrace: map[uint64]int32{}, bySession: map[uint64]int32{}, byResp: map[uint64]int32{}}
 }
 
 func (x *spanIndex) len() int { return len(x.heap) }
@@ -91,28 +96,26 @@ func (x *spanIndex) add(e entry) {
 		x.entries = append(x.entries, entry{})
 	}
 	e.nextTrace, e.nextSession, e.prevTrace, e.prevSession, e.nextResp, e.prevResp = -1, -1, -1, -1, -1, -1
-	if !e.trace.IsZero() {
+	if e.trace != 0 {
 		if head, ok := x.byTrace[e.trace]; ok {
 			e.nextTrace = head
 			x.entries[head].prevTrace = idx
 		}
 		x.byTrace[e.trace] = idx
 	}
-	if e.session != "" {
-		sk := sessionKey{e.tenant, e.session}
-		if head, ok := x.bySession[sk]; ok {
+	if e.session != 0 {
+		if head, ok := x.bySession[e.session]; ok {
 			e.nextSession = head
 			x.entries[head].prevSession = idx
 		}
-		x.bySession[sk] = idx
+		x.bySession[e.session] = idx
 	}
-	if e.resp != "" {
-		rk := sessionKey{e.tenant, e.resp}
-		if head, ok := x.byResp[rk]; ok {
+	if e.resp != 0 {
+		if head, ok := x.byResp[e.resp]; ok {
 			e.nextResp = head
 			x.entries[head].prevResp = idx
 		}
-		x.byResp[rk] = idx
+		x.byResp[e.resp] = idx
 	}
 	e.ks.refs++
 	x.entries[idx] = e
@@ -129,7 +132,7 @@ func (x *spanIndex) evictBefore(t int64) {
 // remove unlinks entry idx from its lists and frees it.
 func (x *spanIndex) remove(idx int32) {
 	e := &x.entries[idx]
-	if !e.trace.IsZero() {
+	if e.trace != 0 {
 		if e.nextTrace >= 0 {
 			x.entries[e.nextTrace].prevTrace = e.prevTrace
 		}
@@ -142,7 +145,7 @@ func (x *spanIndex) remove(idx int32) {
 			delete(x.byTrace, e.trace)
 		}
 	}
-	if e.session != "" {
+	if e.session != 0 {
 		if e.nextSession >= 0 {
 			x.entries[e.nextSession].prevSession = e.prevSession
 		}
@@ -150,12 +153,12 @@ func (x *spanIndex) remove(idx int32) {
 		case e.prevSession >= 0:
 			x.entries[e.prevSession].nextSession = e.nextSession
 		case e.nextSession >= 0:
-			x.bySession[sessionKey{e.tenant, e.session}] = e.nextSession
+			x.bySession[e.session] = e.nextSession
 		default:
-			delete(x.bySession, sessionKey{e.tenant, e.session})
+			delete(x.bySession, e.session)
 		}
 	}
-	if e.resp != "" {
+	if e.resp != 0 {
 		if e.nextResp >= 0 {
 			x.entries[e.nextResp].prevResp = e.prevResp
 		}
@@ -163,9 +166,9 @@ func (x *spanIndex) remove(idx int32) {
 		case e.prevResp >= 0:
 			x.entries[e.prevResp].nextResp = e.nextResp
 		case e.nextResp >= 0:
-			x.byResp[sessionKey{e.tenant, e.resp}] = e.nextResp
+			x.byResp[e.resp] = e.nextResp
 		default:
-			delete(x.byResp, sessionKey{e.tenant, e.resp})
+			delete(x.byResp, e.resp)
 		}
 	}
 	e.ks.refs--
@@ -173,31 +176,33 @@ func (x *spanIndex) remove(idx int32) {
 	x.free = append(x.free, idx)
 }
 
-// find returns the entry a correction at tc of tenant joins: among the
-// spans on the trace list (else, when that finds none, the response-id
-// list, else the session list)
-// of the same tenant that ended in [tc-join, tc], the latest, ties broken
-// by the smallest span hash. -1 when none.
-func (x *spanIndex) find(tenant string, trace schemas.TraceID, resp, session string, tc, join int64) int32 {
+// find returns the entry a correction at tc joins, given the fingerprints
+// of its (tenant, trace id), (tenant, response id) and (tenant, session id)
+// (0: none): among the spans on the trace list (else, when that finds
+// none, the response-id list, else the session list) that ended in
+// [tc-join, tc], the latest, ties broken by the smallest span hash. -1 when
+// none. The tenant is part of each fingerprint, so a list holds one
+// tenant's spans (see fingerprint for collisions).
+func (x *spanIndex) find(trace, resp, session uint64, tc, join int64) int32 {
 	best := int32(-1)
-	if !trace.IsZero() {
+	if trace != 0 {
 		if head, ok := x.byTrace[trace]; ok {
 			for j := head; j >= 0; j = x.entries[j].nextTrace {
-				best = x.better(best, j, tenant, tc, join)
+				best = x.better(best, j, tc, join)
 			}
 		}
 	}
-	if best < 0 && resp != "" {
-		if head, ok := x.byResp[sessionKey{tenant, resp}]; ok {
+	if best < 0 && resp != 0 {
+		if head, ok := x.byResp[resp]; ok {
 			for j := head; j >= 0; j = x.entries[j].nextResp {
-				best = x.better(best, j, tenant, tc, join)
+				best = x.better(best, j, tc, join)
 			}
 		}
 	}
-	if best < 0 && session != "" {
-		if head, ok := x.bySession[sessionKey{tenant, session}]; ok {
+	if best < 0 && session != 0 {
+		if head, ok := x.bySession[session]; ok {
 			for j := head; j >= 0; j = x.entries[j].nextSession {
-				best = x.better(best, j, tenant, tc, join)
+				best = x.better(best, j, tc, join)
 			}
 		}
 	}
@@ -205,9 +210,9 @@ func (x *spanIndex) find(tenant string, trace schemas.TraceID, resp, session str
 }
 
 // better returns j when it qualifies and beats best, else best.
-func (x *spanIndex) better(best, j int32, tenant string, tc, join int64) int32 {
+func (x *spanIndex) better(best, j int32, tc, join int64) int32 {
 	e := &x.entries[j]
-	if e.tenant != tenant || e.end > tc || e.end < tc-join {
+	if e.end > tc || e.end < tc-join {
 		return best
 	}
 	if best < 0 {
@@ -218,6 +223,77 @@ func (x *spanIndex) better(best, j int32, tenant string, tc, join int64) int32 {
 		return j
 	}
 	return best
+}
+
+// Fingerprint domains: the three lists' ids are hashed apart.
+const (
+	fpTrace   = 0x74 // 't'
+	fpSession = 0x73 // 's'
+	fpResp    = 0x72 // 'r'
+)
+
+// tenantSeed is the part of every fingerprint of tenant's ids that
+// depends on the tenant alone, computed once per span or correction.
+func tenantSeed(tenant string) uint64 { return absorb(0x243f6a8885a308d3, tenant) }
+
+// fingerprint is a 64-bit hash of (domain, tenant, id), never 0 (0 means
+// no id); "" has no fingerprint. The hash is fixed (no per-process seed:
+// snapshots hold fingerprints): 8 bytes at a time folded by a 64x64→128-bit
+// multiply (wyhash's mixing), each string's length absorbed first.
+//
+// Collisions: two different (tenant, id) pairs with one fingerprint share a
+// list, and a correction of one could join the other's span. For ids that
+// are not chosen to collide, the chance that a correction's fingerprint
+// meets another live id's is at most L/2^64 with L live ids of that list
+// (≤ MaxIndexedSpans): 5.4e-14 per correction at the default cap of
+// 1,000,000, once in ~10^13 corrections. Ids are not verified (that would
+// mean keeping them); fingerprints are not keyed, so a tenant that crafts
+// colliding ids can only misattribute among the spans of its own tenant's
+// seed unless it also collides tenantSeed, a 64-bit preimage.
+func fingerprint(seed uint64, domain byte, id string) uint64 {
+	if id == "" {
+		return 0
+	}
+	return nonZero(absorb(seed^uint64(domain)<<56, id))
+}
+
+// traceFingerprint is fingerprint of a trace id (16 bytes; zero: none).
+func traceFingerprint(seed uint64, t schemas.TraceID) uint64 {
+	if t.IsZero() {
+		return 0
+	}
+	h := mum(seed^fpTrace<<56^binary.LittleEndian.Uint64(t[:8]), 0xa0761d6478bd642f)
+	return nonZero(mum(h^binary.LittleEndian.Uint64(t[8:]), 0xe7037ed1a0b428db))
+}
+
+func nonZero(h uint64) uint64 {
+	if h == 0 {
+		return 1
+	}
+	return h
+}
+
+// absorb folds s into h: its length, then 8 bytes at a time, then the
+// tail.
+func absorb(h uint64, s string) uint64 {
+	h = mum(h^uint64(len(s)), 0x8ebc6af09c88c6e3)
+	for len(s) >= 8 {
+		v := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		h = mum(v^0xa0761d6478bd642f, h^0xe7037ed1a0b428db)
+		s = s[8:]
+	}
+	var v uint64
+	for i := range len(s) {
+		v |= uint64(s[i]) << (8 * i)
+	}
+	return mum(v^0x589965cc75374cc3, h^0x1d8e4e27c47d124f)
+}
+
+// mum is the xor of the two halves of the 128-bit product.
+func mum(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	return hi ^ lo
 }
 
 func (x *spanIndex) push(it heapItem) {
