@@ -285,7 +285,7 @@ func (p *Processor) joinPending(now int64) {
 		start := processors.FloorTo(c.tc, p.every)
 		seed := tenantSeed(c.tenant)
 		if j := p.index.find(traceFingerprint(seed, c.trace), fingerprint(seed, fpResp, c.resp), fingerprint(seed, fpSession, c.session), c.tc, p.join); j >= 0 {
-			e := &p.index.entries[j]
+			e := p.index.at(j)
 			sl := e.ks.slot(start)
 			if e.corrected {
 				sl.repeats++

@@ -271,7 +271,7 @@ func TestIndexCapKeepsNewestWhateverTheOrder(t *testing.T) {
 			t.Fatalf("indexed %d evicted %d, want 1000 and 2000", n, ev)
 		}
 		for _, it := range p.index.heap {
-			if p.index.entries[it.idx].end < spans[2000].EndUnixNano {
+			if p.index.at(it.idx).end < spans[2000].EndUnixNano {
 				t.Fatal("an old span survived the cap")
 			}
 		}

@@ -19,19 +19,22 @@ import (
 // span is evicted. So the indexed set is the max newest spans seen, whatever
 // their arrival order. Time eviction (evictBefore) runs at evaluations.
 //
-// Memory: ~80 bytes per entry, a 24-byte heap item and up to three map
-// slots (~20 bytes each: an 8-byte fingerprint and a 4-byte index, at the
-// maps' load), so the default cap of 1,000,000 spans is ~170 MB per
+// Memory: ~80 bytes per entry, a 24-byte heap item and up to three table
+// slots (16 bytes each at a load of 3/8 to 3/4: ~21–43 bytes per id), so the default cap of 1,000,000 spans is ~170 MB per
 // partition worker at most; in steady state the index holds the spans of
 // the last JoinWindow.
 type spanIndex struct {
-	max       int
-	entries   []entry // slab; free slots are on the free list
+	max int
+	// entries is a slab in pages of entryPage (entry i at
+	// entries[i/entryPage][i%entryPage]): growing it allocates a page and
+	// never copies the entries; free slots are on the free list.
+	entries   [][]entry
+	size      int32 // slots in the slab
 	free      []int32
 	heap      []heapItem
-	byTrace   map[uint64]int32 // head of the (tenant, trace id) list
-	bySession map[uint64]int32 // head of the (tenant, session id) list
-	byResp    map[uint64]int32 // head of the (tenant, response id) list
+	byTrace   fpTable // head of the (tenant, trace id) list
+	bySession fpTable // head of the (tenant, session id) list
+	byResp    fpTable // head of the (tenant, response id) list
 	// evicted counts spans evicted (or not indexed) because of the cap.
 	evicted int64
 }
@@ -60,9 +63,13 @@ type heapItem struct {
 	idx int32
 }
 
-func newSpanIndex(max int) *spanIndex {
-	return &spanIndex{max: max, byTrace: map[uint64]int32{}, bySession: map[uint64]int32{}, byResp: map[uint64]int32{}}
-}
+// entryPage is the slab's page size in entries (80 KiB pages).
+const entryPage = 1024
+
+func newSpanIndex(max int) *spanIndex { return &spanIndex{max: max} }
+
+// at returns entry i.
+func (x *spanIndex) at(i int32) *entry { return &x.entries[i/entryPage][i%entryPage] }
 
 func (x *spanIndex) len() int { return len(x.heap) }
 
@@ -92,33 +99,33 @@ func (x *spanIndex) add(e entry) {
 		idx = x.free[n-1]
 		x.free = x.free[:n-1]
 	} else {
-		idx = int32(len(x.entries))
-		x.entries = append(x.entries, entry{})
+		idx = x.size
+		if idx%entryPage == 0 {
+			x.entries = append(x.entries, make([]entry, entryPage))
+		}
+		x.size++
 	}
 	e.nextTrace, e.nextSession, e.prevTrace, e.prevSession, e.nextResp, e.prevResp = -1, -1, -1, -1, -1, -1
 	if e.trace != 0 {
-		if head, ok := x.byTrace[e.trace]; ok {
+		if head, ok := x.byTrace.swap(e.trace, idx); ok {
 			e.nextTrace = head
-			x.entries[head].prevTrace = idx
+			x.at(head).prevTrace = idx
 		}
-		x.byTrace[e.trace] = idx
 	}
 	if e.session != 0 {
-		if head, ok := x.bySession[e.session]; ok {
+		if head, ok := x.bySession.swap(e.session, idx); ok {
 			e.nextSession = head
-			x.entries[head].prevSession = idx
+			x.at(head).prevSession = idx
 		}
-		x.bySession[e.session] = idx
 	}
 	if e.resp != 0 {
-		if head, ok := x.byResp[e.resp]; ok {
+		if head, ok := x.byResp.swap(e.resp, idx); ok {
 			e.nextResp = head
-			x.entries[head].prevResp = idx
+			x.at(head).prevResp = idx
 		}
-		x.byResp[e.resp] = idx
 	}
 	e.ks.refs++
-	x.entries[idx] = e
+	*x.at(idx) = e
 	x.push(heapItem{end: e.end, h: e.h, idx: idx})
 }
 
@@ -131,44 +138,44 @@ func (x *spanIndex) evictBefore(t int64) {
 
 // remove unlinks entry idx from its lists and frees it.
 func (x *spanIndex) remove(idx int32) {
-	e := &x.entries[idx]
+	e := x.at(idx)
 	if e.trace != 0 {
 		if e.nextTrace >= 0 {
-			x.entries[e.nextTrace].prevTrace = e.prevTrace
+			x.at(e.nextTrace).prevTrace = e.prevTrace
 		}
 		switch {
 		case e.prevTrace >= 0:
-			x.entries[e.prevTrace].nextTrace = e.nextTrace
+			x.at(e.prevTrace).nextTrace = e.nextTrace
 		case e.nextTrace >= 0:
-			x.byTrace[e.trace] = e.nextTrace
+			x.byTrace.set(e.trace, e.nextTrace)
 		default:
-			delete(x.byTrace, e.trace)
+			x.byTrace.del(e.trace)
 		}
 	}
 	if e.session != 0 {
 		if e.nextSession >= 0 {
-			x.entries[e.nextSession].prevSession = e.prevSession
+			x.at(e.nextSession).prevSession = e.prevSession
 		}
 		switch {
 		case e.prevSession >= 0:
-			x.entries[e.prevSession].nextSession = e.nextSession
+			x.at(e.prevSession).nextSession = e.nextSession
 		case e.nextSession >= 0:
-			x.bySession[e.session] = e.nextSession
+			x.bySession.set(e.session, e.nextSession)
 		default:
-			delete(x.bySession, e.session)
+			x.bySession.del(e.session)
 		}
 	}
 	if e.resp != 0 {
 		if e.nextResp >= 0 {
-			x.entries[e.nextResp].prevResp = e.prevResp
+			x.at(e.nextResp).prevResp = e.prevResp
 		}
 		switch {
 		case e.prevResp >= 0:
-			x.entries[e.prevResp].nextResp = e.nextResp
+			x.at(e.prevResp).nextResp = e.nextResp
 		case e.nextResp >= 0:
-			x.byResp[e.resp] = e.nextResp
+			x.byResp.set(e.resp, e.nextResp)
 		default:
-			delete(x.byResp, e.resp)
+			x.byResp.del(e.resp)
 		}
 	}
 	e.ks.refs--
@@ -186,22 +193,22 @@ func (x *spanIndex) remove(idx int32) {
 func (x *spanIndex) find(trace, resp, session uint64, tc, join int64) int32 {
 	best := int32(-1)
 	if trace != 0 {
-		if head, ok := x.byTrace[trace]; ok {
-			for j := head; j >= 0; j = x.entries[j].nextTrace {
+		if head, ok := x.byTrace.get(trace); ok {
+			for j := head; j >= 0; j = x.at(j).nextTrace {
 				best = x.better(best, j, tc, join)
 			}
 		}
 	}
 	if best < 0 && resp != 0 {
-		if head, ok := x.byResp[resp]; ok {
-			for j := head; j >= 0; j = x.entries[j].nextResp {
+		if head, ok := x.byResp.get(resp); ok {
+			for j := head; j >= 0; j = x.at(j).nextResp {
 				best = x.better(best, j, tc, join)
 			}
 		}
 	}
 	if best < 0 && session != 0 {
-		if head, ok := x.bySession[session]; ok {
-			for j := head; j >= 0; j = x.entries[j].nextSession {
+		if head, ok := x.bySession.get(session); ok {
+			for j := head; j >= 0; j = x.at(j).nextSession {
 				best = x.better(best, j, tc, join)
 			}
 		}
@@ -211,14 +218,14 @@ func (x *spanIndex) find(trace, resp, session uint64, tc, join int64) int32 {
 
 // better returns j when it qualifies and beats best, else best.
 func (x *spanIndex) better(best, j int32, tc, join int64) int32 {
-	e := &x.entries[j]
+	e := x.at(j)
 	if e.end > tc || e.end < tc-join {
 		return best
 	}
 	if best < 0 {
 		return j
 	}
-	b := &x.entries[best]
+	b := x.at(best)
 	if e.end > b.end || (e.end == b.end && e.h < b.h) {
 		return j
 	}

@@ -77,7 +77,7 @@ func (p *Processor) encode(e *snapcodec.Encoder) {
 		live = append(live, it.idx)
 	}
 	slices.SortFunc(live, func(a, b int32) int {
-		ea, eb := &x.entries[a], &x.entries[b]
+		ea, eb := x.at(a), x.at(b)
 		if c := compareEntries(ea, eb); c != 0 {
 			return c
 		}
@@ -85,7 +85,7 @@ func (p *Processor) encode(e *snapcodec.Encoder) {
 	})
 	e.Count(len(live))
 	for _, j := range live {
-		en := &x.entries[j]
+		en := x.at(j)
 		e.I64(en.end)
 		e.U64(en.h)
 		e.U64(en.trace)

@@ -1,0 +1,51 @@
+package corrections
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestFPTableMatchesMap: random swaps, sets and deletes against a Go map,
+// with keys drawn from a small range (long probe runs, wrap-around at the
+// array's end, deletions inside runs) and through growing and shrinking.
+func TestFPTableMatchesMap(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var tb fpTable
+	ref := map[uint64]int32{}
+	for step := range 200000 {
+		span := uint64(64)
+		if step > 100000 {
+			span = 5000
+		}
+		k := 1 + r.Uint64N(span)
+		if step%7 == 0 {
+			k = k<<40 | 1 // same low bits: one long probe run
+		}
+		switch op := r.IntN(10); {
+		case op < 5:
+			v := int32(r.IntN(1000))
+			old, ok := tb.swap(k, v)
+			rold, rok := ref[k]
+			if ok != rok || old != rold {
+				t.Fatalf("step %d swap %d: %d %v, want %d %v", step, k, old, ok, rold, rok)
+			}
+			ref[k] = v
+		case op < 9 || step > 150000:
+			tb.del(k)
+			delete(ref, k)
+		default:
+			v, ok := tb.get(k)
+			if rv, rok := ref[k]; ok != rok || v != rv {
+				t.Fatalf("step %d get %d: %d %v, want %d %v", step, k, v, ok, rv, rok)
+			}
+		}
+		if tb.len() != len(ref) {
+			t.Fatalf("step %d: len %d, want %d", step, tb.len(), len(ref))
+		}
+	}
+	for k, v := range ref {
+		if got, ok := tb.get(k); !ok || got != v {
+			t.Fatalf("final get %d: %d %v, want %d", k, got, ok, v)
+		}
+	}
+}
