@@ -49,3 +49,29 @@ func TestFPTableMatchesMap(t *testing.T) {
 		}
 	}
 }
+
+// TestItemHeapOrder: pushes and pops across several pages come out in
+// (end, hash, entry) order, with pages released as the heap shrinks.
+func TestItemHeapOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var h itemHeap
+	var last heapItem
+	for round := range 3 {
+		for i := range 3*heapPage + 17 {
+			h.push(heapItem{end: int64(r.IntN(5000)), h: r.Uint64N(4), idx: int32(i)})
+		}
+		for i := 0; h.len() > 0; i++ {
+			top := *h.at(0)
+			if got := h.pop(); got != top.idx {
+				t.Fatalf("pop returned %d, top was %d", got, top.idx)
+			}
+			if i > 0 && less(top, last) {
+				t.Fatalf("round %d: %+v popped after %+v", round, top, last)
+			}
+			last = top
+			if len(h.pages) > h.len()/heapPage+2 {
+				t.Fatalf("%d pages for %d items", len(h.pages), h.len())
+			}
+		}
+	}
+}

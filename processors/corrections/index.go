@@ -31,7 +31,7 @@ type spanIndex struct {
 	entries   [][]entry
 	size      int32 // slots in the slab
 	free      []int32
-	heap      []heapItem
+	heap      itemHeap
 	byTrace   fpTable // head of the (tenant, trace id) list
 	bySession fpTable // head of the (tenant, session id) list
 	byResp    fpTable // head of the (tenant, response id) list
@@ -71,7 +71,7 @@ func newSpanIndex(max int) *spanIndex { return &spanIndex{max: max} }
 // at returns entry i.
 func (x *spanIndex) at(i int32) *entry { return &x.entries[i/entryPage][i%entryPage] }
 
-func (x *spanIndex) len() int { return len(x.heap) }
+func (x *spanIndex) len() int { return x.heap.len() }
 
 func less(a, b heapItem) bool {
 	if a.end != b.end {
@@ -85,13 +85,13 @@ func less(a, b heapItem) bool {
 
 // add indexes a span; the caller has checked it has a trace or session id.
 func (x *spanIndex) add(e entry) {
-	if len(x.heap) >= x.max {
-		top := x.heap[0]
+	if x.heap.len() >= x.max {
+		top := *x.heap.at(0)
 		if e.end < top.end || (e.end == top.end && e.h <= top.h) {
 			x.evicted++
 			return
 		}
-		x.remove(x.pop())
+		x.remove(x.heap.pop())
 		x.evicted++
 	}
 	var idx int32
@@ -126,13 +126,13 @@ func (x *spanIndex) add(e entry) {
 	}
 	e.ks.refs++
 	*x.at(idx) = e
-	x.push(heapItem{end: e.end, h: e.h, idx: idx})
+	x.heap.push(heapItem{end: e.end, h: e.h, idx: idx})
 }
 
 // evictBefore removes every span that ended before t.
 func (x *spanIndex) evictBefore(t int64) {
-	for len(x.heap) > 0 && x.heap[0].end < t {
-		x.remove(x.pop())
+	for x.heap.len() > 0 && x.heap.at(0).end < t {
+		x.remove(x.heap.pop())
 	}
 }
 
@@ -301,43 +301,4 @@ func absorb(h uint64, s string) uint64 {
 func mum(a, b uint64) uint64 {
 	hi, lo := bits.Mul64(a, b)
 	return hi ^ lo
-}
-
-func (x *spanIndex) push(it heapItem) {
-	x.heap = append(x.heap, it)
-	i := len(x.heap) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !less(x.heap[i], x.heap[p]) {
-			break
-		}
-		x.heap[i], x.heap[p] = x.heap[p], x.heap[i]
-		i = p
-	}
-}
-
-func (x *spanIndex) pop() int32 {
-	h := x.heap
-	top := h[0].idx
-	n := len(h) - 1
-	h[0] = h[n]
-	x.heap = h[:n]
-	h = x.heap
-	i := 0
-	for {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		m := l
-		if r := l + 1; r < n && less(h[r], h[l]) {
-			m = r
-		}
-		if !less(h[m], h[i]) {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-	return top
 }

@@ -72,9 +72,9 @@ func (p *Processor) encode(e *snapcodec.Encoder) {
 	})
 	x := p.index
 	e.I64(x.evicted)
-	live := make([]int32, 0, len(x.heap))
-	for _, it := range x.heap {
-		live = append(live, it.idx)
+	live := make([]int32, 0, x.heap.len())
+	for i := range x.heap.len() {
+		live = append(live, x.heap.at(i).idx)
 	}
 	slices.SortFunc(live, func(a, b int32) int {
 		ea, eb := x.at(a), x.at(b)
