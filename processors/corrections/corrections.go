@@ -7,9 +7,9 @@
 //
 // Every span with a trace id, a session id or a response id is indexed
 // (by 64-bit fingerprints of (tenant, trace id), (tenant, response id) and
-// (tenant, session id): the index keeps no ids; two ids that collide would
-// share a list, a chance of at most 5.4e-14 per correction at the default
-// cap, see fingerprint) for JoinWindow of event time after it
+// (tenant, session id), the tenant compared exactly: the index keeps no
+// ids; two ids of one tenant that collide would share a list, a chance of
+// at most 1.6e-13 per correction at the default cap, see fingerprint) for JoinWindow of event time after it
 // ended, at most MaxIndexedSpans spans (the oldest by end time, then span
 // hash, go first). Corrections are buffered and joined when an evaluation
 // passes their time: the watermark is past it then, so every on-time span
@@ -65,8 +65,9 @@
 //
 // Per span key: (Window/Every + 1) slots of 96 bytes (~1 KB with the
 // defaults). Per unjoined key: as many slots of 24 bytes. The span index:
-// ~160 bytes per span (an 80-byte entry of fingerprints, no ids or
-// strings; a heap item; map slots) for the last JoinWindow of spans (index entries only
+// ~150–230 bytes per span (an 80-byte entry of fingerprints, no ids or
+// strings; a 24-byte heap item; up to three table slots of 21–43 bytes;
+// ~150 measured by BenchmarkStatePerKey, one trace and one session a span) for the last JoinWindow of spans (index entries only
 // need to outlive JoinWindow: a correction joined at an evaluation has a
 // time before it, and the next ones are at or after it), at most
 // MaxIndexedSpans. Pending corrections: ~150 bytes each, at most
@@ -250,6 +251,7 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 		session: fingerprint(seed, fpSession, s.SessionID),
 		resp:    fingerprint(seed, fpResp, s.ResponseID),
 		ks:      ks,
+		tenant:  p.index.tenantID(s.Key.Tenant),
 	})
 }
 
@@ -284,7 +286,7 @@ func (p *Processor) joinPending(now int64) {
 		c := &p.pending[done]
 		start := processors.FloorTo(c.tc, p.every)
 		seed := tenantSeed(c.tenant)
-		if j := p.index.find(traceFingerprint(seed, c.trace), fingerprint(seed, fpResp, c.resp), fingerprint(seed, fpSession, c.session), c.tc, p.join); j >= 0 {
+		if j := p.index.find(c.tenant, traceFingerprint(seed, c.trace), fingerprint(seed, fpResp, c.resp), fingerprint(seed, fpSession, c.session), c.tc, p.join); j >= 0 {
 			e := p.index.at(j)
 			sl := e.ks.slot(start)
 			if e.corrected {

@@ -139,4 +139,70 @@ func TestFingerprintsSeparate(t *testing.T) {
 			t.Fatal("no id must have fingerprint 0")
 		}
 	}
+	// A block equal to the mixing constant wiped the state in the first
+	// build: these two collided there.
+	var m [8]byte
+	for i := range m {
+		m[i] = byte(uint64(0xa0761d6478bd642f) >> (8 * i))
+	}
+	if fingerprint(tenantSeed("acme"), fpSession, "AAAAAAAA"+string(m[:])+"tail") == fingerprint(tenantSeed("other"), fpResp, "BBBBBBBBCCCCCCCC"+string(m[:])+"tail") {
+		t.Fatal("a block equal to the mixing constant cancels the prefix")
+	}
+}
+
+// TestJoinComparesTenantExactly: a correction of tenant evil whose trace
+// fingerprint equals a span of acme's (forced here: the index is given
+// acme's fingerprint under evil's name) joins nothing, and a trace id
+// crafted against the first build's linear mixing (X = Y with X[:8] xored
+// by both tenants' seeds) is not attributed to acme either.
+func TestJoinComparesTenantExactly(t *testing.T) {
+	p := mustNew(t, responseCfg())
+	a := schemas.Key{Tenant: "acme", Service: "bot", Model: "m", Variant: "b"}
+	t0 := int64(1000) * int64(time.Minute)
+	y := schemas.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9}
+	proctest.ObserveAll(p, []schemas.Span{{Key: a, TraceID: y, StartUnixNano: t0, EndUnixNano: t0 + 1e9}})
+	fp := traceFingerprint(tenantSeed("acme"), y)
+	if j := p.index.find("evil", fp, 0, 0, t0+2e9, p.join); j >= 0 {
+		t.Fatalf("evil's correction with acme's fingerprint joined entry %d", j)
+	}
+	if j := p.index.find("acme", fp, 0, 0, t0+2e9, p.join); j < 0 {
+		t.Fatal("acme's own correction joins nothing")
+	}
+	x := y
+	sa, se := tenantSeed("acme"), tenantSeed("evil")
+	for i := range 8 {
+		x[i] ^= byte((sa ^ se) >> (8 * i))
+	}
+	c := schemas.Correction{SchemaVersion: 1, EventID: "e", Tenant: "evil", TraceID: x, Kind: schemas.KindThumbsDown, TimeUnixNano: t0 + 2e9}
+	p.ObserveCorrection(&c)
+	var out proctest.Collector
+	p.Evaluate(t0+int64(time.Minute), &out)
+	for _, j := range p.TakeJoined() {
+		if j.Key.Tenant != "evil" {
+			t.Fatalf("evil's correction attributed to %v", j.Key)
+		}
+	}
+}
+
+// TestFPTableResistsChosenLowBits: 5,000 fingerprints sharing their low
+// 24 bits (what a sender can search for offline, the fingerprint being a
+// public function) do not make one long probe run: positions are remixed
+// with the table's random salt.
+func TestFPTableResistsChosenLowBits(t *testing.T) {
+	tb := newFPTable()
+	for i := range 5000 {
+		tb.swap(uint64(i+1)<<24|0xabcdef, int32(i))
+	}
+	longest, run := 0, 0
+	for _, s := range append(tb.slots, tb.slots...) { // twice: runs that wrap
+		if s.k == 0 {
+			run = 0
+			continue
+		}
+		run++
+		longest = max(longest, run)
+	}
+	if longest >= 64 {
+		t.Fatalf("longest probe run %d slots of %d", longest, len(tb.slots))
+	}
 }

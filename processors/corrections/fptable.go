@@ -1,17 +1,32 @@
 package corrections
 
+import "hash/maphash"
+
 // fpTable maps fingerprints (non-zero uint64) to the head of a list of
 // index entries (int32): open addressing with linear probing over a
 // power-of-two array of 16-byte slots, grown at 3/4 load, deletion by
 // backward shift (no tombstones). It replaces a Go map for the join
 // index's three lists: a span's insertion needs the old head and sets the
 // new one, which is one probe here (swap) and two in a map, and the slots
-// hold no pointers. Fingerprints are already uniform hashes, so the low
-// bits index the array directly.
+// hold no pointers.
+//
+// A slot's position is a remix of the fingerprint with salt, a random
+// per-table value (hash/maphash's seed, as Go maps seed theirs): the
+// fingerprint is a fixed, public function of the ids, so indexing by its
+// low bits would let a sender choose ids whose fingerprints share them and
+// build one probe run thousands of slots long (every insert and eviction
+// on it O(run)). Positions affect neither verdicts nor snapshots (the
+// snapshot writes entries sorted, not in table order).
 type fpTable struct {
 	slots []fpSlot
 	n     int
+	salt  uint64
 }
+
+func newFPTable() fpTable { return fpTable{salt: maphash.Bytes(maphash.MakeSeed(), nil)} }
+
+// home is k's first probe position in a table of mask+1 slots.
+func (t *fpTable) home(k, mask uint64) uint64 { return mum(k^t.salt, 0x9e3779b97f4a7c15) & mask }
 
 type fpSlot struct {
 	k uint64 // 0: empty
@@ -26,7 +41,7 @@ func (t *fpTable) get(k uint64) (int32, bool) {
 		return 0, false
 	}
 	mask := uint64(len(t.slots) - 1)
-	for i := k & mask; ; i = (i + 1) & mask {
+	for i := t.home(k, mask); ; i = (i + 1) & mask {
 		s := &t.slots[i]
 		if s.k == k {
 			return s.v, true
@@ -44,7 +59,7 @@ func (t *fpTable) swap(k uint64, v int32) (int32, bool) {
 		t.grow()
 	}
 	mask := uint64(len(t.slots) - 1)
-	for i := k & mask; ; i = (i + 1) & mask {
+	for i := t.home(k, mask); ; i = (i + 1) & mask {
 		s := &t.slots[i]
 		if s.k == k {
 			old := s.v
@@ -69,7 +84,7 @@ func (t *fpTable) del(k uint64) {
 		return
 	}
 	mask := uint64(len(t.slots) - 1)
-	i := k & mask
+	i := t.home(k, mask)
 	for ; t.slots[i].k != k; i = (i + 1) & mask {
 		if t.slots[i].k == 0 {
 			return
@@ -78,7 +93,7 @@ func (t *fpTable) del(k uint64) {
 	for j := (i + 1) & mask; t.slots[j].k != 0; j = (j + 1) & mask {
 		// The entry at j may move to the hole at i when its home slot is
 		// not in (i, j] (cyclically).
-		if home := t.slots[j].k & mask; (j-home)&mask >= (j-i)&mask {
+		if home := t.home(t.slots[j].k, mask); (j-home)&mask >= (j-i)&mask {
 			t.slots[i] = t.slots[j]
 			i = j
 		}
@@ -106,7 +121,7 @@ func (t *fpTable) resize(size int) {
 		if s.k == 0 {
 			continue
 		}
-		i := s.k & mask
+		i := t.home(s.k, mask)
 		for t.slots[i].k != 0 {
 			i = (i + 1) & mask
 		}

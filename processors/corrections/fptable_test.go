@@ -10,7 +10,7 @@ import (
 // array's end, deletions inside runs) and through growing and shrinking.
 func TestFPTableMatchesMap(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	var tb fpTable
+	tb := newFPTable()
 	ref := map[uint64]int32{}
 	for step := range 200000 {
 		span := uint64(64)

@@ -20,8 +20,9 @@ import (
 // their arrival order. Time eviction (evictBefore) runs at evaluations.
 //
 // Memory: ~80 bytes per entry, a 24-byte heap item and up to three table
-// slots (16 bytes each at a load of 3/8 to 3/4: ~21–43 bytes per id), so the default cap of 1,000,000 spans is ~170 MB per
-// partition worker at most; in steady state the index holds the spans of
+// slots (16 bytes each at a load of 3/8 to 3/4: ~21–43 bytes per id):
+// ~150–230 bytes per span, so the default cap of 1,000,000 spans is
+// ~150–230 MB per partition worker at most; in steady state the index holds the spans of
 // the last JoinWindow.
 type spanIndex struct {
 	max int
@@ -35,6 +36,12 @@ type spanIndex struct {
 	byTrace   fpTable // head of the (tenant, trace id) list
 	bySession fpTable // head of the (tenant, session id) list
 	byResp    fpTable // head of the (tenant, response id) list
+	// tenants interns the tenants of indexed spans: an entry holds its
+	// tenant's id and a join compares it exactly, so fingerprints can
+	// collide only within one tenant. Never shrinks (tenants are bounded
+	// by the cardinality guard); a restore rebuilds it from live entries.
+	tenants     map[string]uint32
+	tenantNames []string
 	// evicted counts spans evicted (or not indexed) because of the cap.
 	evicted int64
 }
@@ -48,6 +55,7 @@ type entry struct {
 	session uint64 // of (tenant, session id)
 	resp    uint64 // of (tenant, gen_ai.response.id)
 	ks      *keyState
+	tenant  uint32 // the span's own tenant (the key may not keep it), interned
 	// neighbours on the trace and session lists (doubly linked, so an
 	// eviction unlinks in O(1)); -1 ends a list.
 	nextTrace, nextSession, nextResp int32
@@ -66,7 +74,20 @@ type heapItem struct {
 // entryPage is the slab's page size in entries (80 KiB pages).
 const entryPage = 1024
 
-func newSpanIndex(max int) *spanIndex { return &spanIndex{max: max} }
+func newSpanIndex(max int) *spanIndex {
+	return &spanIndex{max: max, tenants: map[string]uint32{}, byTrace: newFPTable(), bySession: newFPTable(), byResp: newFPTable()}
+}
+
+// tenantID interns tenant.
+func (x *spanIndex) tenantID(tenant string) uint32 {
+	id, ok := x.tenants[tenant]
+	if !ok {
+		id = uint32(len(x.tenantNames))
+		x.tenants[tenant] = id
+		x.tenantNames = append(x.tenantNames, tenant)
+	}
+	return id
+}
 
 // at returns entry i.
 func (x *spanIndex) at(i int32) *entry { return &x.entries[i/entryPage][i%entryPage] }
@@ -183,33 +204,36 @@ func (x *spanIndex) remove(idx int32) {
 	x.free = append(x.free, idx)
 }
 
-// find returns the entry a correction at tc joins, given the fingerprints
-// of its (tenant, trace id), (tenant, response id) and (tenant, session id)
-// (0: none): among the spans on the trace list (else, when that finds
-// none, the response-id list, else the session list) that ended in
-// [tc-join, tc], the latest, ties broken by the smallest span hash. -1 when
-// none. The tenant is part of each fingerprint, so a list holds one
-// tenant's spans (see fingerprint for collisions).
-func (x *spanIndex) find(trace, resp, session uint64, tc, join int64) int32 {
+// find returns the entry a correction of tenant at tc joins, given the
+// fingerprints of its (tenant, trace id), (tenant, response id) and
+// (tenant, session id) (0: none): among the spans of that tenant (compared
+// exactly, by interned id) on the trace list (else, when that finds none,
+// the response-id list, else the session list) that ended in [tc-join,
+// tc], the latest, ties broken by the smallest span hash. -1 when none.
+func (x *spanIndex) find(tenant string, trace, resp, session uint64, tc, join int64) int32 {
 	best := int32(-1)
+	tid, ok := x.tenants[tenant]
+	if !ok {
+		return best // no span of tenant was ever indexed
+	}
 	if trace != 0 {
 		if head, ok := x.byTrace.get(trace); ok {
 			for j := head; j >= 0; j = x.at(j).nextTrace {
-				best = x.better(best, j, tc, join)
+				best = x.better(best, j, tid, tc, join)
 			}
 		}
 	}
 	if best < 0 && resp != 0 {
 		if head, ok := x.byResp.get(resp); ok {
 			for j := head; j >= 0; j = x.at(j).nextResp {
-				best = x.better(best, j, tc, join)
+				best = x.better(best, j, tid, tc, join)
 			}
 		}
 	}
 	if best < 0 && session != 0 {
 		if head, ok := x.bySession.get(session); ok {
 			for j := head; j >= 0; j = x.at(j).nextSession {
-				best = x.better(best, j, tc, join)
+				best = x.better(best, j, tid, tc, join)
 			}
 		}
 	}
@@ -217,9 +241,9 @@ func (x *spanIndex) find(trace, resp, session uint64, tc, join int64) int32 {
 }
 
 // better returns j when it qualifies and beats best, else best.
-func (x *spanIndex) better(best, j int32, tc, join int64) int32 {
+func (x *spanIndex) better(best, j int32, tenant uint32, tc, join int64) int32 {
 	e := x.at(j)
-	if e.end > tc || e.end < tc-join {
+	if e.tenant != tenant || e.end > tc || e.end < tc-join {
 		return best
 	}
 	if best < 0 {
@@ -241,27 +265,33 @@ const (
 
 // tenantSeed is the part of every fingerprint of tenant's ids that
 // depends on the tenant alone, computed once per span or correction.
-func tenantSeed(tenant string) uint64 { return absorb(0x243f6a8885a308d3, tenant) }
+func tenantSeed(tenant string) uint64 { return final(absorb(0x243f6a8885a308d3, tenant)) }
 
 // fingerprint is a 64-bit hash of (domain, tenant, id), never 0 (0 means
 // no id); "" has no fingerprint. The hash is fixed (no per-process seed:
-// snapshots hold fingerprints): 8 bytes at a time folded by a 64x64→128-bit
-// multiply (wyhash's mixing), each string's length absorbed first.
+// snapshots hold fingerprints): 8 bytes at a time, each block folded into
+// the state by a 64x64→128-bit multiply (wyhash's mixing) whose product is
+// xored back into the state, so no block can cancel what came before; each
+// string's length is absorbed first.
 //
-// Collisions: two different (tenant, id) pairs with one fingerprint share a
-// list, and a correction of one could join the other's span. For ids that
-// are not chosen to collide, the chance that a correction's fingerprint
-// meets another live id's is at most L/2^64 with L live ids of that list
-// (≤ MaxIndexedSpans): 5.4e-14 per correction at the default cap of
-// 1,000,000, once in ~10^13 corrections. Ids are not verified (that would
-// mean keeping them); fingerprints are not keyed, so a tenant that crafts
-// colliding ids can only misattribute among the spans of its own tenant's
-// seed unless it also collides tenantSeed, a 64-bit preimage.
+// Collisions: the tenant is compared exactly (entries hold its interned
+// id), so only two ids of one tenant with one fingerprint can be confused.
+// A correction probes up to three tables (trace, then response id, then
+// session), so for ids that are not chosen to collide the chance that its
+// fingerprint meets another live id's is at most (L_trace + L_resp +
+// L_session)/2^64, L the live ids of each (≤ MaxIndexedSpans each): 1.6e-13
+// per correction at the default cap of 1,000,000. What a collision does:
+// the correction joins the other span (and does not fall back to the
+// response-id or session list), is attributed to that span's key, and
+// marks that span corrected, so a later correction of it counts as a
+// repeat. Ids are not verified (that would mean keeping them); the hash is
+// not keyed, so a tenant that chooses colliding ids can misattribute its
+// own corrections among its own spans, never another tenant's.
 func fingerprint(seed uint64, domain byte, id string) uint64 {
 	if id == "" {
 		return 0
 	}
-	return nonZero(absorb(seed^uint64(domain)<<56, id))
+	return nonZero(final(absorb(mix(seed, uint64(domain)), id)))
 }
 
 // traceFingerprint is fingerprint of a trace id (16 bytes; zero: none).
@@ -269,8 +299,8 @@ func traceFingerprint(seed uint64, t schemas.TraceID) uint64 {
 	if t.IsZero() {
 		return 0
 	}
-	h := mum(seed^fpTrace<<56^binary.LittleEndian.Uint64(t[:8]), 0xa0761d6478bd642f)
-	return nonZero(mum(h^binary.LittleEndian.Uint64(t[8:]), 0xe7037ed1a0b428db))
+	h := mix(mix(seed, fpTrace), binary.LittleEndian.Uint64(t[:8]))
+	return nonZero(final(mix(h, binary.LittleEndian.Uint64(t[8:]))))
 }
 
 func nonZero(h uint64) uint64 {
@@ -280,21 +310,28 @@ func nonZero(h uint64) uint64 {
 	return h
 }
 
+// mix folds block v into state h: h xor the folded product of (v, h), so a
+// zero product leaves h as it was instead of wiping it.
+func mix(h, v uint64) uint64 { return h ^ mum(v^0xa0761d6478bd642f, h^0xe7037ed1a0b428db) }
+
+// final spreads the state over every bit.
+func final(h uint64) uint64 { return mum(h^0x589965cc75374cc3, 0x1d8e4e27c47d124f) ^ h }
+
 // absorb folds s into h: its length, then 8 bytes at a time, then the
 // tail.
 func absorb(h uint64, s string) uint64 {
-	h = mum(h^uint64(len(s)), 0x8ebc6af09c88c6e3)
+	h = mix(h, uint64(len(s)))
 	for len(s) >= 8 {
 		v := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-		h = mum(v^0xa0761d6478bd642f, h^0xe7037ed1a0b428db)
+		h = mix(h, v)
 		s = s[8:]
 	}
 	var v uint64
 	for i := range len(s) {
 		v |= uint64(s[i]) << (8 * i)
 	}
-	return mum(v^0x589965cc75374cc3, h^0x1d8e4e27c47d124f)
+	return mix(h, v)
 }
 
 // mum is the xor of the two halves of the 128-bit product.

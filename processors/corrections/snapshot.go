@@ -29,7 +29,7 @@ const (
 	slotSize     = 8 * (4 + nKinds)                  // start, responses, corrections, repeats, kinds
 	unjoinedSize = 4                                 // slot count
 	uslotSize    = 3 * 8                             // start, n, overflow
-	entrySize    = 8 + 8 + 3*8 + 4 + 1               // end, hash, three fingerprints, key position, corrected
+	entrySize    = 8 + 8 + 3*8 + 4 + 4 + 1           // end, hash, three fingerprints, tenant position, key position, corrected
 	entrySizeV2  = 8 + 8 + traceSize + 4 + 4 + 4 + 1 // end, hash, trace, session, tenant, key position, corrected (+4: response, version 3)
 	pendingSize  = 8 + 8 + traceSize + 6*4           // time, hash, trace, six strings (seven in version 3)
 )
@@ -83,6 +83,22 @@ func (p *Processor) encode(e *snapcodec.Encoder) {
 		}
 		return cmp.Compare(pos[ea.ks], pos[eb.ks])
 	})
+	// The live entries' tenants, sorted, each entry naming its tenant by
+	// position (interned ids depend on arrival order; positions do not).
+	tpos := map[uint32]uint32{}
+	var names []string
+	for _, j := range live {
+		if _, ok := tpos[x.at(j).tenant]; !ok {
+			tpos[x.at(j).tenant] = 0
+			names = append(names, x.tenantNames[x.at(j).tenant])
+		}
+	}
+	slices.Sort(names)
+	e.Count(len(names))
+	for i, n := range names {
+		e.String(n)
+		tpos[x.tenants[n]] = uint32(i)
+	}
 	e.Count(len(live))
 	for _, j := range live {
 		en := x.at(j)
@@ -91,6 +107,7 @@ func (p *Processor) encode(e *snapcodec.Encoder) {
 		e.U64(en.trace)
 		e.U64(en.session)
 		e.U64(en.resp)
+		e.U32(tpos[en.tenant])
 		e.U32(pos[en.ks])
 		e.Bool(en.corrected)
 	}
@@ -206,6 +223,13 @@ func (p *Processor) decode(d *snapcodec.Decoder, version int) {
 		return u
 	})
 	evicted := d.I64()
+	var tenants []uint32 // version 4: interned ids by snapshot position
+	if version >= 4 {
+		tenants = make([]uint32, d.Count(4))
+		for i := range tenants {
+			tenants[i] = p.index.tenantID(d.String())
+		}
+	}
 	ne := d.Count(eSize)
 	if ne > p.cfg.MaxIndexedSpans {
 		d.Failf("%d indexed spans, max_indexed_spans %d", ne, p.cfg.MaxIndexedSpans)
@@ -214,6 +238,11 @@ func (p *Processor) decode(d *snapcodec.Decoder, version int) {
 		e := entry{end: d.I64(), h: d.U64()}
 		if version >= 4 {
 			e.trace, e.session, e.resp = d.U64(), d.U64(), d.U64()
+			if tp := int(d.U32()); tp < len(tenants) {
+				e.tenant = tenants[tp]
+			} else if d.Err() == nil {
+				d.Failf("index entry names tenant %d of %d", tp, len(tenants))
+			}
 		} else {
 			var trace schemas.TraceID
 			copy(trace[:], d.Raw(len(trace)))
@@ -221,7 +250,9 @@ func (p *Processor) decode(d *snapcodec.Decoder, version int) {
 			if version >= 3 {
 				resp = d.String()
 			}
-			seed := tenantSeed(d.String())
+			tenant := d.String()
+			seed := tenantSeed(tenant)
+			e.tenant = p.index.tenantID(tenant)
 			e.trace, e.session, e.resp = traceFingerprint(seed, trace), fingerprint(seed, fpSession, session), fingerprint(seed, fpResp, resp)
 		}
 		kp := int(d.U32())
