@@ -17,7 +17,8 @@ import (
 // differences. A zero median of an odd count is returned as -0 when some
 // difference is negative, as the bisection over float64 bits that this
 // replaced returned it (the golden files' values are unchanged). Errors: an empty sample
-// (ErrTooFewSamples), NaN or infinite values (ErrInvalidInput).
+// (ErrTooFewSamples), NaN or infinite values, or differences that
+// overflow float64 (ErrInvalidInput).
 func HodgesLehmann(x, y []float64) (float64, error) {
 	return HodgesLehmannSorted(sortedCopy(x), sortedCopy(y))
 }
@@ -37,6 +38,9 @@ func HodgesLehmannSorted(xs, ys []float64) (float64, error) {
 				return 0, errf(ErrInvalidInput, "Hodges–Lehmann value[%d]=%v: must be finite", i, v)
 			}
 		}
+	}
+	if math.IsInf(xs[0]-ys[m-1], 0) || math.IsInf(xs[n-1]-ys[0], 0) {
+		return 0, errf(ErrInvalidInput, "Hodges–Lehmann: differences overflow float64 (range [%v, %v] against [%v, %v])", xs[0], xs[n-1], ys[0], ys[m-1])
 	}
 	total := int64(n) * int64(m)
 	k := (total + 1) / 2 // 1-based rank of the lower median
@@ -61,7 +65,8 @@ func HodgesLehmannSorted(xs, ys []float64) (float64, error) {
 }
 
 // hlScratch is selectDifferences' working memory, pooled so that an
-// evaluation allocates nothing in the steady state.
+// evaluation allocates nothing in the steady state
+// (TestHodgesLehmannAllocatesNothing).
 type hlScratch struct {
 	a, b, pl, ph  []int
 	cum           []int64

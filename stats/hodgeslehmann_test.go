@@ -186,3 +186,82 @@ func BenchmarkHodgesLehmannSorted2000(b *testing.B) {
 		HodgesLehmannSorted(x, y)
 	}
 }
+
+// TestHodgesLehmannEdges: signed zeros in the input, magnitudes from
+// subnormal to 1e300, a case with n·m > 2^32, and the errors through
+// HodgesLehmannSorted directly (empty, NaN, Inf, differences that
+// overflow: the selection spun on those, the bisection gave NaN).
+func TestHodgesLehmannEdges(t *testing.T) {
+	neg0 := math.Copysign(0, -1)
+	cases := [][2][]float64{
+		{{neg0}, {0}},
+		{{0}, {neg0}},
+		{{neg0, 0, 0, 1}, {0, neg0, 0}},
+		{{neg0, neg0, 0}, {neg0, 0}},
+		{{-1, neg0, 0, 1}, {neg0, 0}},
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, scale := range []float64{5e-324, 1e-310, 1e-300, 1e-20, 1, 1e20, 1e300} {
+		for _, sz := range [][2]int{{7, 9}, {300, 40}, {40, 300}} {
+			var c [2][]float64
+			for s := range 2 {
+				c[s] = make([]float64, sz[s])
+				for i := range c[s] {
+					c[s][i] = math.Round(r.NormFloat64()*4) * scale
+				}
+				slices.Sort(c[s])
+			}
+			cases = append(cases, c)
+		}
+	}
+	for i, c := range cases {
+		got, err := HodgesLehmannSorted(c[0], c[1])
+		want := hodgesLehmannBisection(c[0], c[1])
+		if err != nil || math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("case %d: %v (%x, %v), bisection %v (%x)", i, got, math.Float64bits(got), err, want, math.Float64bits(want))
+		}
+	}
+	// n·m > 2^32: 70,000 x 70,000 on a grid of 5.
+	big := func(seed uint64) []float64 {
+		rr := rand.New(rand.NewPCG(seed, 1))
+		v := make([]float64, 70000)
+		for i := range v {
+			v[i] = math.Round((rr.NormFloat64()*0.2+0.6)*5) / 5
+		}
+		slices.Sort(v)
+		return v
+	}
+	bx, by := big(1), big(2)
+	if got, want := must(HodgesLehmannSorted(bx, by)), hodgesLehmannBisection(bx, by); math.Float64bits(got) != math.Float64bits(want) {
+		t.Fatalf("70,000 x 70,000: %v, bisection %v", got, want)
+	}
+	huge := math.MaxFloat64
+	for _, c := range [][2][]float64{
+		{nil, {1}}, {{1}, nil}, {{math.NaN()}, {1}}, {{1}, {math.Inf(1)}},
+		{{-huge, -huge}, {huge, huge, huge}}, {{-huge}, {huge, huge, huge, huge}},
+		{{huge, huge, huge}, {-huge}}, {{huge, huge}, {-huge, -huge}},
+	} {
+		if _, err := HodgesLehmannSorted(c[0], c[1]); err == nil {
+			t.Fatalf("%v vs %v: no error", c[0], c[1])
+		}
+	}
+}
+
+func must(v float64, err error) float64 {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// TestHodgesLehmannAllocatesNothing: with the scratch pool warm, a
+// canary-sized call allocates nothing.
+func TestHodgesLehmannAllocatesNothing(t *testing.T) {
+	x, y := lognormalDraws(1200, 0.07, 1), lognormalDraws(4800, 0.07, 2)
+	slices.Sort(x)
+	slices.Sort(y)
+	HodgesLehmannSorted(x, y)
+	if a := testing.AllocsPerRun(20, func() { HodgesLehmannSorted(x, y) }); a > 0.5 {
+		t.Fatalf("%v allocations per call", a)
+	}
+}
