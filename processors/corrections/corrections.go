@@ -5,8 +5,11 @@
 //
 // # Join
 //
-// Every span with a trace id or a session id is indexed (trace id → span,
-// (tenant, session id) → span) for JoinWindow of event time after it
+// Every span with a trace id, a session id or a response id is indexed
+// (by 64-bit fingerprints of (tenant, trace id), (tenant, response id) and
+// (tenant, session id), the tenant compared exactly: the index keeps no
+// ids; two ids of one tenant that collide would share a list, a chance of
+// at most 1.6e-13 per correction at the default cap, see fingerprint) for JoinWindow of event time after it
 // ended, at most MaxIndexedSpans spans (the oldest by end time, then span
 // hash, go first). Corrections are buffered and joined when an evaluation
 // passes their time: the watermark is past it then, so every on-time span
@@ -62,7 +65,9 @@
 //
 // Per span key: (Window/Every + 1) slots of 96 bytes (~1 KB with the
 // defaults). Per unjoined key: as many slots of 24 bytes. The span index:
-// ~170 bytes per span for the last JoinWindow of spans (index entries only
+// ~150–230 bytes per span (an 80-byte entry of fingerprints, no ids or
+// strings; a 24-byte heap item; up to three table slots of 21–43 bytes;
+// ~150 measured by BenchmarkStatePerKey, one trace and one session a span) for the last JoinWindow of spans (index entries only
 // need to outlive JoinWindow: a correction joined at an evaluation has a
 // time before it, and the next ones are at or after it), at most
 // MaxIndexedSpans. Pending corrections: ~150 bytes each, at most
@@ -238,14 +243,15 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 	if s.TraceID.IsZero() && s.SessionID == "" && s.ResponseID == "" {
 		return
 	}
+	seed := tenantSeed(s.Key.Tenant)
 	p.index.add(entry{
 		end:     s.EndUnixNano,
 		h:       processors.SpanHash(s),
-		trace:   s.TraceID,
-		session: s.SessionID,
-		resp:    s.ResponseID,
-		tenant:  s.Key.Tenant,
+		trace:   traceFingerprint(seed, s.TraceID),
+		session: fingerprint(seed, fpSession, s.SessionID),
+		resp:    fingerprint(seed, fpResp, s.ResponseID),
 		ks:      ks,
+		tenant:  p.index.tenantID(s.Key.Tenant),
 	})
 }
 
@@ -279,8 +285,9 @@ func (p *Processor) joinPending(now int64) {
 	for done < len(p.pending) && p.pending[done].tc < now {
 		c := &p.pending[done]
 		start := processors.FloorTo(c.tc, p.every)
-		if j := p.index.find(c.tenant, c.trace, c.resp, c.session, c.tc, p.join); j >= 0 {
-			e := &p.index.entries[j]
+		seed := tenantSeed(c.tenant)
+		if j := p.index.find(c.tenant, traceFingerprint(seed, c.trace), fingerprint(seed, fpResp, c.resp), fingerprint(seed, fpSession, c.session), c.tc, p.join); j >= 0 {
+			e := p.index.at(j)
 			sl := e.ks.slot(start)
 			if e.corrected {
 				sl.repeats++

@@ -12,9 +12,13 @@ import (
 
 // snapshotFormat is the snapshot's header; version 1 was the layout before
 // the shared codec, version 2 the one before response ids (still read: its
-// entries and corrections have none).
+// entries and corrections have none), version 3 the one whose index
+// entries held the trace id, session id, response id and tenant (still
+// read: their fingerprints are computed on restore) instead of version 4's
+// three fingerprints.
 var (
-	snapshotFormat   = snapcodec.Format{Name: "fusebox.corrections", Version: 3, Err: ErrCorrupt}
+	snapshotFormat   = snapcodec.Format{Name: "fusebox.corrections", Version: 4, Err: ErrCorrupt}
+	snapshotFormatV3 = snapcodec.Format{Name: "fusebox.corrections", Version: 3, Err: ErrCorrupt}
 	snapshotFormatV2 = snapcodec.Format{Name: "fusebox.corrections", Version: 2, Err: ErrCorrupt}
 )
 
@@ -25,7 +29,8 @@ const (
 	slotSize     = 8 * (4 + nKinds)                  // start, responses, corrections, repeats, kinds
 	unjoinedSize = 4                                 // slot count
 	uslotSize    = 3 * 8                             // start, n, overflow
-	entrySize    = 8 + 8 + traceSize + 4 + 4 + 4 + 1 // end, hash, trace, session, tenant, key position, corrected (+4: response, version 3)
+	entrySize    = 8 + 8 + 3*8 + 4 + 4 + 1           // end, hash, three fingerprints, tenant position, key position, corrected
+	entrySizeV2  = 8 + 8 + traceSize + 4 + 4 + 4 + 1 // end, hash, trace, session, tenant, key position, corrected (+4: response, version 3)
 	pendingSize  = 8 + 8 + traceSize + 6*4           // time, hash, trace, six strings (seven in version 3)
 )
 
@@ -67,26 +72,42 @@ func (p *Processor) encode(e *snapcodec.Encoder) {
 	})
 	x := p.index
 	e.I64(x.evicted)
-	live := make([]int32, 0, len(x.heap))
-	for _, it := range x.heap {
-		live = append(live, it.idx)
+	live := make([]int32, 0, x.heap.len())
+	for i := range x.heap.len() {
+		live = append(live, x.heap.at(i).idx)
 	}
 	slices.SortFunc(live, func(a, b int32) int {
-		ea, eb := &x.entries[a], &x.entries[b]
+		ea, eb := x.at(a), x.at(b)
 		if c := compareEntries(ea, eb); c != 0 {
 			return c
 		}
 		return cmp.Compare(pos[ea.ks], pos[eb.ks])
 	})
+	// The live entries' tenants, sorted, each entry naming its tenant by
+	// position (interned ids depend on arrival order; positions do not).
+	tpos := map[uint32]uint32{}
+	var names []string
+	for _, j := range live {
+		if _, ok := tpos[x.at(j).tenant]; !ok {
+			tpos[x.at(j).tenant] = 0
+			names = append(names, x.tenantNames[x.at(j).tenant])
+		}
+	}
+	slices.Sort(names)
+	e.Count(len(names))
+	for i, n := range names {
+		e.String(n)
+		tpos[x.tenants[n]] = uint32(i)
+	}
 	e.Count(len(live))
 	for _, j := range live {
-		en := &x.entries[j]
+		en := x.at(j)
 		e.I64(en.end)
 		e.U64(en.h)
-		e.Raw(en.trace[:])
-		e.String(en.session)
-		e.String(en.resp)
-		e.String(en.tenant)
+		e.U64(en.trace)
+		e.U64(en.session)
+		e.U64(en.resp)
+		e.U32(tpos[en.tenant])
 		e.U32(pos[en.ks])
 		e.Bool(en.corrected)
 	}
@@ -108,7 +129,7 @@ func (p *Processor) encode(e *snapcodec.Encoder) {
 }
 
 // compareEntries orders index entries by (end, hash, trace, session,
-// tenant), the snapshot order.
+// response fingerprints), the snapshot order.
 func compareEntries(a, b *entry) int {
 	if c := cmp.Compare(a.end, b.end); c != 0 {
 		return c
@@ -116,16 +137,13 @@ func compareEntries(a, b *entry) int {
 	if c := cmp.Compare(a.h, b.h); c != 0 {
 		return c
 	}
-	if c := slices.Compare(a.trace[:], b.trace[:]); c != 0 {
+	if c := cmp.Compare(a.trace, b.trace); c != 0 {
 		return c
 	}
-	if c := strings.Compare(a.session, b.session); c != 0 {
+	if c := cmp.Compare(a.session, b.session); c != 0 {
 		return c
 	}
-	if c := strings.Compare(a.resp, b.resp); c != 0 {
-		return c
-	}
-	return strings.Compare(a.tenant, b.tenant)
+	return cmp.Compare(a.resp, b.resp)
 }
 
 // comparePending is the join order of pending corrections: (time, hash,
@@ -144,11 +162,16 @@ func comparePending(a, b pending) int {
 // On error, which wraps ErrCorrupt, the processor is left empty.
 func (p *Processor) UnmarshalBinary(data []byte) error {
 	p.reset()
-	err := snapshotFormat.Unmarshal(data, func(d *snapcodec.Decoder) { p.decode(d, 3) })
+	err := snapshotFormat.Unmarshal(data, func(d *snapcodec.Decoder) { p.decode(d, 4) })
 	if err != nil {
-		p.reset()
-		if snapshotFormatV2.Unmarshal(data, func(d *snapcodec.Decoder) { p.decode(d, 2) }) == nil {
-			return nil
+		for v, f := range []snapcodec.Format{3: snapshotFormatV3, 2: snapshotFormatV2} {
+			if v < 2 {
+				continue
+			}
+			p.reset()
+			if f.Unmarshal(data, func(d *snapcodec.Decoder) { p.decode(d, v) }) == nil {
+				return nil
+			}
 		}
 		p.reset()
 	}
@@ -165,9 +188,12 @@ func (p *Processor) reset() {
 // decode reads a snapshot of the given version into the freshly reset
 // state, recording any problem in d.
 func (p *Processor) decode(d *snapcodec.Decoder, version int) {
-	eSize, pSize := entrySize, pendingSize
-	if version >= 3 {
-		eSize, pSize = eSize+4, pSize+4
+	eSize, pSize := entrySize, pendingSize+4
+	switch version {
+	case 3:
+		eSize = entrySizeV2 + 4
+	case 2:
+		eSize, pSize = entrySizeV2, pendingSize
 	}
 	list := make([]*keyState, d.Count(keySize))
 	for i := range list {
@@ -197,18 +223,38 @@ func (p *Processor) decode(d *snapcodec.Decoder, version int) {
 		return u
 	})
 	evicted := d.I64()
+	var tenants []uint32 // version 4: interned ids by snapshot position
+	if version >= 4 {
+		tenants = make([]uint32, d.Count(4))
+		for i := range tenants {
+			tenants[i] = p.index.tenantID(d.String())
+		}
+	}
 	ne := d.Count(eSize)
 	if ne > p.cfg.MaxIndexedSpans {
 		d.Failf("%d indexed spans, max_indexed_spans %d", ne, p.cfg.MaxIndexedSpans)
 	}
 	for range ne {
 		e := entry{end: d.I64(), h: d.U64()}
-		copy(e.trace[:], d.Raw(len(e.trace)))
-		e.session = d.String()
-		if version >= 3 {
-			e.resp = d.String()
+		if version >= 4 {
+			e.trace, e.session, e.resp = d.U64(), d.U64(), d.U64()
+			if tp := int(d.U32()); tp < len(tenants) {
+				e.tenant = tenants[tp]
+			} else if d.Err() == nil {
+				d.Failf("index entry names tenant %d of %d", tp, len(tenants))
+			}
+		} else {
+			var trace schemas.TraceID
+			copy(trace[:], d.Raw(len(trace)))
+			session, resp := d.String(), ""
+			if version >= 3 {
+				resp = d.String()
+			}
+			tenant := d.String()
+			seed := tenantSeed(tenant)
+			e.tenant = p.index.tenantID(tenant)
+			e.trace, e.session, e.resp = traceFingerprint(seed, trace), fingerprint(seed, fpSession, session), fingerprint(seed, fpResp, resp)
 		}
-		e.tenant = d.String()
 		kp := int(d.U32())
 		e.corrected = d.Bool()
 		if d.Err() == nil && kp >= len(list) {
