@@ -1,7 +1,10 @@
 package replay
 
 import (
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,7 +32,7 @@ func smallKeys(tenants, services int) (traffic.Scenario, int) {
 func BenchmarkStatePerSmallKey(b *testing.B) {
 	sc, keys := smallKeys(50, 4)
 	full := productionConfig(b)
-	full.Guard.MaxTenants, full.Guard.MaxServices = 0, 0
+	full.Guard.MaxTenants, full.Guard.MaxServices, full.Guard.MaxKeys = 0, 0, 1<<30
 	empty := full
 	empty.SLOs, empty.NewBreaker = nil, nil
 	w0, err := engine.NewWorker(empty, 0)
@@ -71,11 +74,12 @@ func BenchmarkStatePerSmallKey(b *testing.B) {
 	}
 }
 
-// BenchmarkCheckpointKeys: the checkpoint of one worker running every
-// processor of the production SLO file with 10k and 100k small keys (as
-// BenchmarkHeapActiveKeys: 0.2 calls/s each, 11 minutes of event time):
-// its bytes per key, and the CPU seconds to write it (MarshalBinary) and
-// to restore it (RestoreWorker), one op each.
+// BenchmarkCheckpointKeys: one worker running every processor of the
+// production SLO file with 10k and 100k small keys (as
+// BenchmarkHeapActiveKeys: 0.2 calls/s each, 11 minutes of event time,
+// keys.max_keys raised): its live heap and the process's RSS growth per
+// key, its checkpoint's bytes per key, and the CPU seconds to write it
+// (MarshalBinary) and to restore it (RestoreWorker), one op each.
 func BenchmarkCheckpointKeys(b *testing.B) {
 	for _, c := range []struct {
 		name              string
@@ -84,15 +88,21 @@ func BenchmarkCheckpointKeys(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			sc, keys := smallKeys(c.tenants, c.services)
 			cfg := productionConfig(b)
-			cfg.Guard.MaxTenants, cfg.Guard.MaxServices = 0, 0
+			cfg.Guard.MaxTenants, cfg.Guard.MaxServices, cfg.Guard.MaxKeys = 0, 0, 1<<30
 			var size int
+			var heap uint64
+			var rss int64
 			var marshal, restore time.Duration
 			for range b.N {
+				before, rss0 := heapInUse(), rssBytes()
 				w, _, err := stream(cfg, sc, 11*time.Minute)
 				if err != nil {
 					b.Fatal(err)
 				}
-				heapInUse()
+				if l := w.Stats().LiveKeys; l != int64(keys) {
+					b.Fatalf("%d live keys, want %d", l, keys)
+				}
+				heap, rss = heapInUse()-before, rssBytes()-rss0
 				cpu0 := cpuTime()
 				snap, err := w.MarshalBinary()
 				if err != nil {
@@ -110,10 +120,27 @@ func BenchmarkCheckpointKeys(b *testing.B) {
 				restore = cpuTime() - cpu0
 				runtime.KeepAlive(r)
 			}
+			b.ReportMetric(float64(heap)/float64(keys), "heap-B/key")
+			b.ReportMetric(float64(rss)/float64(keys), "rss-B/key")
 			b.ReportMetric(float64(size)/float64(keys), "snapshot-B/key")
-			b.ReportMetric(float64(size)/(1<<20), "snapshot-MiB")
 			b.ReportMetric(marshal.Seconds(), "marshal-cpu-s")
 			b.ReportMetric(restore.Seconds(), "restore-cpu-s")
 		})
 	}
+}
+
+// rssBytes is the process's resident set (VmRSS), 0 when /proc is not
+// there.
+func rssBytes() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
