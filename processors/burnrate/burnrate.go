@@ -157,122 +157,50 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 	t := s.EndUnixNano
 	ks.last = max(ks.last, t)
 	bad, why := p.classify(s)
-	count(&ks.fine, &ks.fineSplit, p.nFine, processors.FloorTo(t, p.every), p.every, bad, why)
+	count(ks.fine, ks.fineSplit, processors.FloorTo(t, p.every), p.every, bad, why)
 	if ks.coarse != nil {
-		count(&ks.coarse, &ks.coarseSplit, p.nCoarse, processors.FloorTo(t, coarseWidth), coarseWidth, bad, why)
+		count(ks.coarse, ks.coarseSplit, processors.FloorTo(t, coarseWidth), coarseWidth, bad, why)
 	}
 }
 
-// minRing is the length a key's rings start at (or nFine / nCoarse when
-// smaller). A ring doubles, its buckets rehashed, up to its full length
-// when a new bucket would land on one still within the full ring's reach,
-// so a young or intermittent key holds a few buckets rather than 6 hours
-// of them (the full fine ring of 1-minute buckets is 396 × 16 bytes). A
-// ring that reads a bucket at t finds the one the full-length ring would
-// hold: buckets within reach are never overwritten.
-const minRing = 8
-
 // newKeyState allocates a key's rings (and split rings with
-// failed_answers) at their first length.
+// failed_answers).
 func (p *Processor) newKeyState() *keyState {
-	ks := &keyState{fine: make([]bucket, min(minRing, p.nFine))}
+	ks := &keyState{fine: make([]bucket, p.nFine)}
 	if p.nCoarse > 0 {
-		ks.coarse = make([]bucket, min(minRing, p.nCoarse))
+		ks.coarse = make([]bucket, p.nCoarse)
 	}
 	if p.answers {
-		ks.fineSplit = make([]split, len(ks.fine))
+		ks.fineSplit = make([]split, p.nFine)
 		if p.nCoarse > 0 {
-			ks.coarseSplit = make([]split, len(ks.coarse))
+			ks.coarseSplit = make([]split, p.nCoarse)
 		}
 	}
 	return ks
 }
 
 // count adds one call to the ring slot of the bucket starting at start,
-// and its kind to the split ring's slot when there is one. full is the
-// ring's full length: a ring shorter than that grows (grow) rather than
-// overwrite a bucket less than full × width from start; at full length an
-// older bucket in the slot is overwritten and a call older than the
-// slot's bucket is dropped (older than the ring reaches: cannot happen
-// within lateness).
-func count(ring *[]bucket, splits *[]split, full int, start, width int64, bad bool, why split) {
-	for {
-		r := *ring
-		i := processors.FloorMod(start/width, int64(len(r)))
-		b := &r[i]
-		if b.Start != start {
-			if len(r) < full && b.Good+b.Bad > 0 && inReach(b.Start, start, full, width) {
-				grow(ring, splits, full, width, start)
-				continue
-			}
-			if b.Start > start {
-				return
-			}
-			*b = bucket{Start: start}
-			if *splits != nil {
-				(*splits)[i] = split{}
-			}
+// and its kind to the split ring's slot when there is one.
+func count(ring []bucket, splits []split, start, width int64, bad bool, why split) {
+	i := processors.FloorMod(start/width, int64(len(ring)))
+	b := &ring[i]
+	if b.Start != start {
+		if b.Start > start {
+			return // older than the ring reaches: cannot happen within lateness
 		}
-		if bad {
-			b.Bad++
-		} else {
-			b.Good++
-		}
-		if *splits != nil {
-			(*splits)[i].Errors += why.Errors
-			(*splits)[i].Failed += why.Failed
-		}
-		return
-	}
-}
-
-// inReach reports whether buckets starting at a and b both fit in a ring
-// of full buckets of width.
-func inReach(a, b int64, full int, width int64) bool {
-	d := a - b
-	if d < 0 {
-		d = -d
-	}
-	return d < int64(full)*width
-}
-
-// grow doubles the ring (at most to full), or more until no two of its
-// buckets within reach of the newest (or of start) share a slot, and
-// rehashes the buckets into it; the buckets out of reach, which the
-// full-length ring would have overwritten, are dropped.
-func grow(ring *[]bucket, splits *[]split, full int, width, start int64) {
-	old, oldSplits := *ring, *splits
-	newest := start
-	for _, b := range old {
-		if b.Good+b.Bad > 0 {
-			newest = max(newest, b.Start)
+		*b = bucket{Start: start}
+		if splits != nil {
+			splits[i] = split{}
 		}
 	}
-	for n := min(2*len(old), full); ; n = min(2*n, full) {
-		r := make([]bucket, n)
-		var sp []split
-		if oldSplits != nil {
-			sp = make([]split, n)
-		}
-		ok := true
-		for i, b := range old {
-			if b.Good+b.Bad == 0 || !inReach(b.Start, newest, full, width) {
-				continue
-			}
-			j := processors.FloorMod(b.Start/width, int64(n))
-			if r[j].Good+r[j].Bad > 0 {
-				ok = false
-				break
-			}
-			r[j] = b
-			if sp != nil {
-				sp[j] = oldSplits[i]
-			}
-		}
-		if ok || n == full {
-			*ring, *splits = r, sp
-			return
-		}
+	if bad {
+		b.Bad++
+	} else {
+		b.Good++
+	}
+	if splits != nil {
+		splits[i].Errors += why.Errors
+		splits[i].Failed += why.Failed
 	}
 }
 
