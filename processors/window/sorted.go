@@ -55,7 +55,7 @@ func (c *SortedRange) Reset() {
 // be slot boundaries, and true; or nil and false when a slot of the range
 // overflowed its cap or straddles from or to (the caller then uses
 // CollectUniform). The returned slice is owned by c and valid until the
-// next call.
+// next call, which overwrites it in place.
 func (c *SortedRange) Values(s *Store, from, to int64) ([]float64, bool) {
 	// The slots of the range, checked before the cache is touched.
 	first, last := -1, len(s.Slots)
