@@ -630,7 +630,13 @@ type collector struct {
 	rollups  []schemas.Rollup
 }
 
+// reset empties the collector, keeping its arrays but not what they
+// pointed to: the verdicts' details and evidence and the rollups' latency
+// arrays have been copied into the output by then, and a stale copy here
+// kept them alive until the next evaluation overwrote it.
 func (c *collector) reset() {
+	clear(c.verdicts)
+	clear(c.rollups)
 	c.verdicts = c.verdicts[:0]
 	c.rollups = c.rollups[:0]
 }

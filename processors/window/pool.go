@@ -16,11 +16,35 @@ func (p *Pool) Add(s *Store, x Sample) {
 	start := s.SlotStart(x.T)
 	if n := len(s.Slots); len(p.free) > 0 && (n == 0 || s.Slots[n-1].Start < start) {
 		// A new newest slot: insert it with a recycled array; Add finds it.
-		buf := p.free[len(p.free)-1]
-		p.free = p.free[:len(p.free)-1]
+		buf := p.take(s.sizeHint())
 		s.Slots = append(s.Slots, Slot{Start: start, Samples: buf[:0]})
 	}
 	s.Add(x)
+}
+
+// take removes from the pool and returns the array of the smallest
+// capacity of at least n, or the largest when none is that large (append
+// grows it). Why not the last one pooled: the pool serves every key of a
+// processor, so handing out any array lets the busiest key's arrays
+// circulate to every key (a busy key's tail state was 2.2x its samples).
+func (p *Pool) take(n int) []Sample {
+	best := -1
+	for i, b := range p.free {
+		switch {
+		case best < 0:
+			best = i
+		case cap(p.free[best]) < n && cap(b) > cap(p.free[best]):
+			best = i
+		case cap(b) >= n && cap(b) < cap(p.free[best]):
+			best = i
+		}
+	}
+	buf := p.free[best]
+	last := len(p.free) - 1
+	p.free[best] = p.free[last]
+	p.free[last] = nil
+	p.free = p.free[:last]
+	return buf
 }
 
 // EvictBefore is s.EvictBefore(t), keeping the evicted slots' arrays.

@@ -27,7 +27,6 @@ type SortedRange struct {
 	marks []slotMark // the cached slots, ascending by start
 	spare []slotMark // the other buffer of setMarks
 	vals  []float64
-	next  []float64   // the other buffer of the merge
 	rm    []float64   // scratch: values of slots that left, sorted
 	add   []float64   // scratch: values of slots that entered, sorted
 	free  [][]float64 // per-slot value arrays of slots that left, for reuse
@@ -56,7 +55,7 @@ func (c *SortedRange) Reset() {
 // be slot boundaries, and true; or nil and false when a slot of the range
 // overflowed its cap or straddles from or to (the caller then uses
 // CollectUniform). The returned slice is owned by c and valid until the
-// next call.
+// next call, which overwrites it in place.
 func (c *SortedRange) Values(s *Store, from, to int64) ([]float64, bool) {
 	// The slots of the range, checked before the cache is touched.
 	first, last := -1, len(s.Slots)
@@ -117,8 +116,7 @@ func (c *SortedRange) update(slots []Slot) bool {
 	}
 	slices.Sort(c.rm)
 	slices.Sort(c.add)
-	c.next = mergeMinus(c.next[:0], c.vals, c.rm, c.add)
-	c.vals, c.next = c.next, c.vals
+	c.vals = mergeMinusInPlace(c.vals, c.rm, c.add)
 	c.setMarks(slots)
 	return true
 }
@@ -170,23 +168,33 @@ func (c *SortedRange) setMarks(slots []Slot) {
 	}
 }
 
-// mergeMinus appends to dst the sorted multiset a − rm + add (all three
-// sorted; rm a sub-multiset of a) in one pass.
-func mergeMinus(dst, a, rm, add []float64) []float64 {
-	i, r, j := 0, 0, 0
-	for i < len(a) {
+// mergeMinusInPlace is mergeMinus(nil, a, rm, add) written over a's array
+// (grown when the result is longer): the same elements in the same order,
+// without a second array of the window per cache (a copy of every drift
+// window, per side and per key). First a − rm compacts forward (a write
+// never passes the read), then add merges in from the back, an element of
+// a before an equal one of add as mergeMinus puts them.
+func mergeMinusInPlace(a, rm, add []float64) []float64 {
+	k, r := 0, 0
+	for i := range a {
 		if r < len(rm) && a[i] == rm[r] {
-			i++
 			r++
 			continue
 		}
-		if j < len(add) && add[j] < a[i] {
-			dst = append(dst, add[j])
-			j++
-			continue
-		}
-		dst = append(dst, a[i])
-		i++
+		a[k] = a[i]
+		k++
 	}
-	return append(dst, add[j:]...)
+	n := k + len(add)
+	a = slices.Grow(a[:k], len(add))[:n]
+	i, j := k-1, len(add)-1
+	for w := n - 1; j >= 0; w-- {
+		if i >= 0 && a[i] > add[j] {
+			a[w] = a[i]
+			i--
+		} else {
+			a[w] = add[j]
+			j--
+		}
+	}
+	return a
 }

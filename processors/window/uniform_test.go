@@ -116,3 +116,33 @@ func TestPoolRecyclesEvictedArrays(t *testing.T) {
 		t.Fatalf("%d slots, %d pooled arrays", len(s.Slots), len(pool.free))
 	}
 }
+
+// TestArraysFitTheirKeys: a new slot's array is sized from the key's
+// previous slot, and a pool shared by a busy key and a small one gives
+// each arrays of about its own size (not the busy key's to every key).
+func TestArraysFitTheirKeys(t *testing.T) {
+	var pool Pool
+	busy, _ := New(1000, 20000)
+	small, _ := New(1000, 20000)
+	fill := func(s *Store, start int64, n int) {
+		for i := range n {
+			pool.Add(s, Sample{T: start + int64(i)%1000, V: float64(i), H: uint64(i)})
+		}
+	}
+	for start := int64(0); start < 20000; start += 1000 {
+		pool.EvictBefore(busy, start-4000)
+		pool.EvictBefore(small, start-4000)
+		fill(busy, start, 600)
+		fill(small, start, 10)
+	}
+	for _, sl := range busy.Slots[1:] {
+		if c := cap(sl.Samples); c > 600+600/8+4 {
+			t.Errorf("busy key's slot at %d: capacity %d for 600 samples a slot", sl.Start, c)
+		}
+	}
+	for _, sl := range small.Slots {
+		if c := cap(sl.Samples); c > 2*10+4 {
+			t.Errorf("small key's slot at %d: capacity %d for 10 samples a slot", sl.Start, c)
+		}
+	}
+}
