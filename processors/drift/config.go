@@ -94,11 +94,12 @@ type Config struct {
 	// MinWindowSamples is how many values the KS current window must hold:
 	// while [now-Window, now) holds fewer, the window grows by Every up
 	// to MaxWindow (a count-based window for low-rate keys; the reference
-	// window stays ReferenceWindow long, just before it). Default 1000 (a
-	// 5m window at 200 calls/min). Reference mode only.
+	// window stays ReferenceWindow long, just before it). Default 500 (a
+	// 5m window at 100 calls/min; a key at 20 calls/min gets 25m). Reference
+	// mode only.
 	MinWindowSamples int `yaml:"min_window_samples"`
-	// MaxWindow bounds the grown current window. Default 30m: a key at 20
-	// calls/min gets 600 values. MaxWindow = Window turns growth off.
+	// MaxWindow bounds the grown current window. Default 30m. MaxWindow =
+	// Window turns growth off.
 	MaxWindow time.Duration `yaml:"max_window"`
 	// CUSUMShift is the mean shift, in standard deviations of the
 	// reference, the cusum detector is tuned for (its reference value K is
@@ -195,7 +196,7 @@ func DefaultConfig() Config {
 
 		FalseAlarms:            0.001,
 		Step:                   15 * time.Second,
-		MinWindowSamples:       1000,
+		MinWindowSamples:       500,
 		MaxWindow:              30 * time.Minute,
 		CUSUMShift:             0.5,
 		SequentialMinReference: 400,

@@ -54,8 +54,8 @@ type keyState struct {
 	// cur and ref cache the sorted values of the current window and (in
 	// reference mode) the reference window: derived, never snapshotted.
 	// seqRef caches the sequential detectors' reference
-	// [now-Window-ReferenceWindow, now-Window); the KS test shares it
-	// while its window has not grown.
+	// [m-Window-ReferenceWindow, m-Window), m the last KS evaluation; the
+	// KS test shares it while its window has not grown.
 	cur, ref, seqRef window.SortedRange
 	// hi, lo are the cusum detector's two sides (standard deviations) and
 	// bad the slice detector's statistic (nats): part of the snapshot.
@@ -222,7 +222,6 @@ func (p *Processor) evaluateReference(now int64, keys []schemas.Key, emit proces
 			if curFrom == now-p.window && p.sequentialOn() {
 				// The reference of the sequential detectors: one cache.
 				xs, ys = p.sides(&ks.store, &ks.cur, curFrom, now, &ks.store, &ks.seqRef, refFrom, curFrom)
-				ks.ref.Reset()
 			} else {
 				xs, ys = p.sides(&ks.store, &ks.cur, curFrom, now, &ks.store, &ks.ref, refFrom, curFrom)
 			}

@@ -97,9 +97,11 @@ func (p *Processor) evaluateSequential(now int64, emit processors.Emitter) {
 }
 
 // seqReference returns the sorted values of the sequential detectors'
-// reference [now-Window-ReferenceWindow, now-Window).
+// reference [m-Window-ReferenceWindow, m-Window), m the last multiple of
+// Every at or before now: the KS test's reference at m (while its window
+// has not grown), so the sorted array moves once per Every, not per Step.
 func (p *Processor) seqReference(ks *keyState, now int64) []float64 {
-	to := now - p.window
+	to := now - mod(now, p.every) - p.window
 	from := to - int64(p.cfg.ReferenceWindow)
 	if vs, ok := ks.seqRef.Values(&ks.store, from, to); ok {
 		return vs
