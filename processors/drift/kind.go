@@ -57,7 +57,15 @@ func (c *Config) Summary() string {
 		out += fmt.Sprintf("; cusum of normal scores tuned to %g sd, every %v", c.CUSUMShift, c.Step)
 	}
 	if c.has(DetectorSlice) {
-		out += fmt.Sprintf("; slice: share %s the reference's %g quantile (x%g), every %v", c.sliceTail(), c.SliceQuantile, c.SliceFactor, c.Step)
+		side, q := "below", c.SliceQuantile
+		if c.sliceTail() == TailHigh {
+			side, q = "above", 1-c.SliceQuantile
+		}
+		cut := fmt.Sprintf("the reference's %g quantile", q)
+		if c.SliceThreshold != nil {
+			cut = fmt.Sprint(*c.SliceThreshold)
+		}
+		out += fmt.Sprintf("; slice: share of calls %s %s (x%g), every %v", side, cut, c.SliceFactor, c.Step)
 	}
 	return out + fmt.Sprintf("; %g false alarms per key-day", c.FalseAlarms)
 }
