@@ -21,7 +21,7 @@ func TestConfigCheckExample(t *testing.T) {
 		", 6 SLO(s), sinks kafka",
 		"slo latency-p999: tail p999_duration_ms budget 6000 (breach when",
 		"slo confidence-drift: drift ks_confidence: KS p < 2.31e-07 and D >= 0, 1 in a row",
-		"; cusum of normal scores tuned to 0.5 sd, every 15s; slice: share of calls below the reference's 0.01 quantile (x3), every 15s; 0.001 false alarms per key-day",
+		"; cusum of normal scores tuned to 0.3 sd, every 15s; slice: share of calls below the reference's 0.01 quantile (x3), every 15s; 0.001 false alarms per key-day",
 		"slo alignment-decay: decay of alignment",
 		"slo request-mix: scaling per [tenant service]",
 		"slo corrections: corrections: rate <= 0.05",

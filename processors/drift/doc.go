@@ -55,8 +55,8 @@
 //     chance of an alarm among n standardized calls is about 2n/ARL0(h),
 //     ARL0 Siegmund's approximation (stats.SiegmundARL), so h solves
 //     ARL0(K, h) = 2n·E/a (stats.CUSUMThresholdForARL), with n the
-//     step's calls or the reference's mean per step, the larger (h ≈ 38
-//     at 200 calls/min, a = 0.001/3). The threshold follows the key's
+//     step's calls or the reference's mean per step, the larger (h ≈ 59
+//     at 200 calls/min, 52 at 20, a = 0.001/3, K = 0.15). The threshold follows the key's
 //     rate as the sliding reference moves. The approximation assumes an
 //     exact reference; SequentialMinReference (400 values) keeps the
 //     reference's error to a twentieth of a standard deviation.
