@@ -60,14 +60,14 @@
 //     rate as the sliding reference moves. The approximation assumes an
 //     exact reference; with a sampled one of n values the scores' mean is
 //     off by ε ~ N(0, 1/n), which raises the averaged alarm rate by about
-//     exp(2(h+1.166)²/n): the chart runs at K + (h+1.166)/n, which makes
-//     up for it (0.005 sd at 200 calls/min, 0.045 at 20).
+//     exp(2(h+1.166)²/n): the chart runs at K + 2(h+1.166)/n, twice the
+//     first-order correction (0.01 sd at 200 calls/min, 0.09 at 20).
 //     SequentialMinReference (400 values) bounds that margin.
 //   - slice: h = ln(E/a) nats (16.7): by Ville's inequality on the
 //     likelihood-ratio martingale at most a false breach episodes per
 //     key-day while the bad share is at most p0 (stats.FalseAlarmBound).
 //     p0 is the reference's share, raised for its sampling error
-//     (sliceGuard: +10% at 200 calls/min, about double at 20).
+//     (sliceGuard: +20% at 200 calls/min, about 3x at 20).
 //
 // A breach episode of a healthy key is then at most FalseAlarms per
 // key-day in all, and a breaker trip (it needs breaches) no more; the
