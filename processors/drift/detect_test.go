@@ -64,6 +64,7 @@ func TestDetectionTargets(t *testing.T) {
 	cfg := DefaultConfig()
 	for _, c := range studyCases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // independent runs: seconds of CPU each
 			hits, delays, fa := runCase(cfg, c, 30)
 			med := median(delays)
 			t.Logf("%s: %d/30 within %v, median delay %v, %d false alarms before the change", c.name, hits, c.within, med, fa)
