@@ -122,7 +122,11 @@ func BenchmarkDetectionStudy(b *testing.B) {
 		for _, c := range all {
 			c.within = 30 * time.Minute
 			hits, delays, fa := runCase(cfg, c, 30)
-			fmt.Printf("| %s | %d/30 | %.2f min | %d |\n", c.name, hits, median(delays).Minutes(), fa)
+			med := "-" // more than half missed
+			if m := median(delays); m >= 0 {
+				med = fmt.Sprintf("%.2f min", m.Minutes())
+			}
+			fmt.Printf("| %s | %d/30 | %s | %d |\n", c.name, hits, med, fa)
 		}
 		for _, kind := range []string{"stationary", "non-stationary", "stationary at 20/min"} {
 			eps := map[string]int{}
