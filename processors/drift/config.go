@@ -87,9 +87,9 @@ type Config struct {
 	Detectors []string `yaml:"detectors"`
 	// Step is the cadence of the sequential detectors (cusum, slice) and
 	// the width of the window slots when one is enabled; it must divide
-	// Every. Default 15s: a verdict cannot come sooner than the end of
-	// the step in which a change shows. The KS test still runs every
-	// Every.
+	// Every. Default 0: 15s when Every is a multiple of 15s above it (a
+	// verdict cannot come sooner than the end of the step in which a
+	// change shows), else Every. The KS test still runs every Every.
 	Step time.Duration `yaml:"step"`
 	// MinWindowSamples is how many values the KS current window must hold:
 	// while [now-Window, now) holds fewer, the window grows by Every up
@@ -98,8 +98,9 @@ type Config struct {
 	// 5m window at 100 calls/min; a key at 20 calls/min gets 25m). Reference
 	// mode only.
 	MinWindowSamples int `yaml:"min_window_samples"`
-	// MaxWindow bounds the grown current window. Default 30m. MaxWindow =
-	// Window turns growth off.
+	// MaxWindow bounds the grown current window; a whole multiple of
+	// Every, at least Window. Default 0: 6 × Window (30m for the default
+	// 5m). MaxWindow = Window turns growth off.
 	MaxWindow time.Duration `yaml:"max_window"`
 	// CUSUMShift is the mean shift, in standard deviations of the
 	// reference, the cusum detector is tuned for (its reference value K is
@@ -198,9 +199,7 @@ func DefaultConfig() Config {
 		MaxSamplesPerSlot: 2000,
 
 		FalseAlarms:            0.001,
-		Step:                   15 * time.Second,
 		MinWindowSamples:       500,
-		MaxWindow:              30 * time.Minute,
 		CUSUMShift:             0.3,
 		SequentialMinReference: 400,
 		SliceQuantile:          0.01,
@@ -236,10 +235,10 @@ func (c *Config) Validate() error {
 		}
 	}
 	k.Fail(slices.Contains(c.Detectors, "") || len(slices.Compact(slices.Sorted(slices.Values(c.Detectors)))) != len(c.Detectors), "detectors", "must not repeat a detector")
-	k.Fail(c.Step <= 0 || c.Every%c.Step != 0, "step", "must be a positive duration dividing every")
+	k.Fail(c.Step < 0 || (c.Step > 0 && c.Every%c.Step != 0), "step", "must be 0 (the default) or a positive duration dividing every")
 	if c.Mode == ModeReference {
 		k.Fail(c.MinWindowSamples < 1, "min_window_samples", "must be at least 1")
-		k.Fail(c.MaxWindow < c.Window || (c.Every > 0 && c.MaxWindow%c.Every != 0), "max_window", "must be at least window and a whole multiple of every")
+		k.Fail(c.MaxWindow != 0 && (c.MaxWindow < c.Window || (c.Every > 0 && c.MaxWindow%c.Every != 0)), "max_window", "must be 0 (6 × window) or at least window and a whole multiple of every")
 	}
 	k.Fail(!(c.CUSUMShift > 0) || c.CUSUMShift > 4, "cusum_shift", "must be in (0, 4] standard deviations")
 	k.Fail(c.SequentialMinReference < 10, "sequential_min_reference", "must be at least 10")
@@ -296,10 +295,33 @@ func (c *Config) sequential() bool { return c.has(DetectorCUSUM) || c.has(Detect
 // slotWidth is the width of the window slots and the processor's
 // interval: Step when a sequential detector runs, else Every.
 func (c *Config) slotWidth() time.Duration {
-	if c.sequential() && c.Step > 0 && c.Step < c.Every {
-		return c.Step
+	if c.sequential() && c.step() < c.Every {
+		return c.step()
 	}
 	return c.Every
+}
+
+// defaultStep is Step's default where Every is a multiple above it.
+const defaultStep = 15 * time.Second
+
+// step is Step, or its default: 15s when Every is a multiple of 15s
+// above it, else Every.
+func (c *Config) step() time.Duration {
+	switch {
+	case c.Step > 0:
+		return c.Step
+	case c.Every > defaultStep && c.Every%defaultStep == 0:
+		return defaultStep
+	}
+	return c.Every
+}
+
+// maxWindow is MaxWindow, or its default 6 × Window.
+func (c *Config) maxWindow() time.Duration {
+	if c.MaxWindow > 0 {
+		return c.MaxWindow
+	}
+	return 6 * c.Window
 }
 
 // share is each detector's part of FalseAlarms, per key-day.

@@ -70,7 +70,7 @@ func New(meta processors.Meta, cfg Config) (*Processor, error) {
 	}
 	span := int64(cfg.Window)
 	if cfg.Mode == ModeReference {
-		span = int64(cfg.MaxWindow) + int64(cfg.ReferenceWindow)
+		span = int64(cfg.maxWindow()) + int64(cfg.ReferenceWindow)
 	}
 	step := int64(cfg.slotWidth())
 	return &Processor{
@@ -198,7 +198,7 @@ func mod(x, m int64) int64 {
 // values, to now-MaxWindow at most.
 func (p *Processor) currentFrom(st *window.Store, now int64) int64 {
 	from := now - p.window
-	limit := now - int64(p.cfg.MaxWindow)
+	limit := now - int64(p.cfg.maxWindow())
 	need := int64(p.cfg.MinWindowSamples)
 	n := st.Count(from, now)
 	for n < need && from > limit {

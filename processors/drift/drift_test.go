@@ -48,10 +48,18 @@ func TestNewRejectsBadConfig(t *testing.T) {
 			proctest.WantConfigErrors(t, err, tc.field)
 		})
 	}
-	for _, c := range []Config{DefaultConfig(), canaryConfig()} {
+	fast := DefaultConfig() // every 1s: the step's default follows (Every)
+	fast.Window, fast.Every, fast.ReferenceWindow = 4*time.Second, time.Second, 4*time.Second
+	for _, c := range []Config{DefaultConfig(), canaryConfig(), fast} {
 		if _, err := New(processors.Meta{SLO: "s"}, c); err != nil {
 			t.Fatalf("valid config rejected: %v", err)
 		}
+	}
+	if p, _ := New(processors.Meta{SLO: "s"}, fast); p.Interval() != time.Second || fast.maxWindow() != 24*time.Second {
+		t.Fatalf("every 1s: interval %v, max window %v; want 1s and 6 × window", p.Interval(), fast.maxWindow())
+	}
+	if p, _ := New(processors.Meta{SLO: "s"}, DefaultConfig()); p.Interval() != 15*time.Second {
+		t.Fatalf("defaults: interval %v, want the 15s step", p.Interval())
 	}
 }
 

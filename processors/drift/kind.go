@@ -50,11 +50,11 @@ func (c *Config) Summary() string {
 	if !c.has(DetectorKS) {
 		out = "drift " + string(c.Metric) + ": " + string(c.Mode) + " against the previous " + c.ReferenceWindow.String()
 	}
-	if c.Mode == ModeReference && c.MaxWindow > c.Window && c.has(DetectorKS) {
-		out += fmt.Sprintf(" (window grown to %d values, at most %v)", c.MinWindowSamples, c.MaxWindow)
+	if c.Mode == ModeReference && c.maxWindow() > c.Window && c.has(DetectorKS) {
+		out += fmt.Sprintf(" (window grown to %d values, at most %v)", c.MinWindowSamples, c.maxWindow())
 	}
 	if c.has(DetectorCUSUM) {
-		out += fmt.Sprintf("; cusum of normal scores tuned to %g sd, every %v", c.CUSUMShift, c.Step)
+		out += fmt.Sprintf("; cusum of normal scores tuned to %g sd, every %v", c.CUSUMShift, c.slotWidth())
 	}
 	if c.has(DetectorSlice) {
 		side, q := "below", c.SliceQuantile
@@ -65,7 +65,7 @@ func (c *Config) Summary() string {
 		if c.SliceThreshold != nil {
 			cut = fmt.Sprint(*c.SliceThreshold)
 		}
-		out += fmt.Sprintf("; slice: share of calls %s %s (x%g), every %v", side, cut, c.SliceFactor, c.Step)
+		out += fmt.Sprintf("; slice: share of calls %s %s (x%g), every %v", side, cut, c.SliceFactor, c.slotWidth())
 	}
 	return out + fmt.Sprintf("; %g false alarms per key-day", c.FalseAlarms)
 }

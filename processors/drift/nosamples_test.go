@@ -189,7 +189,7 @@ func TestConfigJSONWithoutNoSamplesEvaluations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = `{"Metric":"confidence","IncludeErrors":false,"Mode":"reference","Window":300000000000,"Every":60000000000,"ReferenceWindow":3600000000000,"CanaryVariant":"canary","BaselineVariant":"baseline","Alpha":0,"Consecutive":1,"MinEffect":0,"MinSamples":50,"MaxSamplesPerSlot":2000,"FalseAlarms":0.001,"Detectors":null,"Step":15000000000,"MinWindowSamples":500,"MaxWindow":1800000000000,"CUSUMShift":0.3,"SequentialMinReference":400,"SliceThreshold":null,"SliceQuantile":0.01,"SliceFactor":3,"SliceTail":""}`
+	const want = `{"Metric":"confidence","IncludeErrors":false,"Mode":"reference","Window":300000000000,"Every":60000000000,"ReferenceWindow":3600000000000,"CanaryVariant":"canary","BaselineVariant":"baseline","Alpha":0,"Consecutive":1,"MinEffect":0,"MinSamples":50,"MaxSamplesPerSlot":2000,"FalseAlarms":0.001,"Detectors":null,"Step":0,"MinWindowSamples":500,"MaxWindow":0,"CUSUMShift":0.3,"SequentialMinReference":400,"SliceThreshold":null,"SliceQuantile":0.01,"SliceFactor":3,"SliceTail":""}`
 	if string(b) != want {
 		t.Errorf("default JSON\n%s\nwant\n%s", b, want)
 	}

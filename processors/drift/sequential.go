@@ -59,7 +59,7 @@ type sequential struct {
 func newSequential(cfg Config) sequential {
 	s := sequential{
 		cusum:       stats.NormalCUSUM{K: cfg.CUSUMShift / 2},
-		stepsPerDay: float64(24*time.Hour) / float64(cfg.Step),
+		stepsPerDay: float64(24*time.Hour) / float64(cfg.slotWidth()),
 		share:       cfg.share(),
 		hOf:         map[int]float64{},
 	}
