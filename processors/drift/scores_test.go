@@ -23,6 +23,7 @@ type scoreStream struct {
 	meanAt   func(t time.Duration) float64 // clean mean, nil: 0.75
 	change   change
 	changeAt time.Duration
+	floor    float64 // share of calls scored exactly 0 (refusals), clean too
 }
 
 // change rewrites one score drawn at t (since the change) with r.
@@ -44,6 +45,15 @@ var (
 		return func(r *rand.Rand, _ time.Duration, x float64) float64 {
 			if r.Float64() < share {
 				return 0.3 + 0.05*r.NormFloat64()
+			}
+			return x
+		}
+	}
+	// toFloor: a share of the calls more drop to exactly 0.
+	toFloor = func(share float64) change {
+		return func(r *rand.Rand, _ time.Duration, x float64) float64 {
+			if r.Float64() < share {
+				return 0
 			}
 			return x
 		}
@@ -104,6 +114,9 @@ func (s scoreStream) run(p *Processor, duration time.Duration, verdict func(v *s
 			x := mean + 0.1*r.NormFloat64()
 			if s.change != nil && at >= s.changeAt {
 				x = s.change(r, at-s.changeAt, x)
+			}
+			if s.floor > 0 && r.Float64() < s.floor {
+				x = 0
 			}
 			id++
 			span = schemas.Span{Key: scoreKey, EndUnixNano: t0 + int64(t), Confidence: min(1, max(0, x)), Has: schemas.HasConfidence}

@@ -218,11 +218,34 @@ func (p *Processor) judgeSlice(v *schemas.Verdict, ks *keyState, ref []float64, 
 	default:
 		cut, _ = stats.Quantile(ref, 1-p.cfg.SliceQuantile)
 	}
+	// Bad: beyond the cut, strictly. When the calibrated cut falls on a
+	// tied block that holds most of the tail (a score with a floor: 2% of
+	// calls at 0 and a 1% quantile of 0), strictly beyond would count
+	// nothing, and calls falling to the floor would go unseen: the block
+	// counts as bad then, in p0 and in the step alike.
+	n := len(ref)
+	strict := sort.SearchFloat64s(ref, cut)                          // values < cut
+	upto := sort.Search(n, func(i int) bool { return ref[i] > cut }) // values <= cut
+	above, from := n-upto, n-sort.SearchFloat64s(ref, cut)           // values > cut, >= cut
+	inclusive := false
+	if p.cfg.SliceThreshold == nil {
+		tail := p.cfg.SliceQuantile * float64(n) / 2
+		if low {
+			inclusive = upto > strict && float64(strict) < tail
+		} else {
+			inclusive = from > above && float64(above) < tail
+		}
+	}
 	var kRef int
-	if low {
-		kRef = sort.SearchFloat64s(ref, cut) // values < cut
-	} else {
-		kRef = len(ref) - sort.Search(len(ref), func(i int) bool { return ref[i] > cut })
+	switch {
+	case low && inclusive:
+		kRef = upto
+	case low:
+		kRef = strict
+	case inclusive:
+		kRef = from
+	default:
+		kRef = above
 	}
 	p0 := (float64(kRef) + 0.5) / float64(len(ref)+1)
 	p0 += p.sliceGuard(p0, len(ref))
@@ -234,7 +257,9 @@ func (p *Processor) judgeSlice(v *schemas.Verdict, ks *keyState, ref []float64, 
 	}
 	bad := 0
 	for _, x := range step {
-		if low && x.V < cut || !low && x.V > cut {
+		switch {
+		case low && (x.V < cut || inclusive && x.V == cut),
+			!low && (x.V > cut || inclusive && x.V == cut):
 			bad++
 		}
 	}
