@@ -69,10 +69,12 @@
 //     p0 is the reference's share, raised for its sampling error
 //     (sliceGuard: +20% at 200 calls/min, about 3x at 20).
 //
-// A breach episode of a healthy key is then at most FalseAlarms per
-// key-day in all, and a breaker trip (it needs breaches) no more; the
-// measured rates are in docs/configuration.md ("False alarms of the
-// defaults") and BenchmarkDetectionStudy.
+// By design a healthy, stationary key then has at most about FalseAlarms
+// breach episodes per key-day in all, and a breaker trip (it needs
+// breaches) no more: exact for ks, approximate for cusum and slice, and
+// not covered when the traffic drifts slowly (the sliding reference lags
+// by about 35 minutes); the measured rates are in docs/configuration.md
+// ("Drift detectors") and BenchmarkDetectionStudy.
 //
 // Windows are sets of span values (a uniform sample by span-id hash when a
 // slot overflows MaxSamplesPerSlot; see collectUniform), so verdicts do not
