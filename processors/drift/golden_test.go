@@ -206,9 +206,15 @@ func TestSnapshotRoundTripContinuesIdentically(t *testing.T) {
 		from, to := proctest.Bounds(spans, int64(cfg.Every))
 		whole := proctest.Drive(t, newP(), spans, from, to)
 		// Cut before any state is full, in the steady state, and in the
-		// middle of a run of consecutive significant evaluations.
-		for _, cutMin := range []int64{2, 40, 62} {
-			proctest.Resume(t, newP, proctest.SpanEvents(spans), from, to, t0+cutMin*int64(time.Minute), whole)
+		// middle of a run of consecutive significant evaluations; and
+		// between two KS evaluations, at the sequential detectors' steps
+		// (their statistics are in the snapshot).
+		for _, cut := range []time.Duration{2 * time.Minute, 40 * time.Minute, 62 * time.Minute,
+			40*time.Minute + 15*time.Second, 61*time.Minute + 30*time.Second, 62*time.Minute + 45*time.Second} {
+			if mode == ModeCanary && cut%time.Minute != 0 {
+				continue // canary mode is evaluated every minute only
+			}
+			proctest.Resume(t, newP, proctest.SpanEvents(spans), from, to, t0+int64(cut), whole)
 		}
 	}
 }
