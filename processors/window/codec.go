@@ -56,7 +56,7 @@ func (s *Store) Decode(d *snapcodec.Decoder, width int64, capPerSlot int) {
 		d.Failf("window slot width %d ns and cap %d: both must be positive", s.SlotWidth, s.Cap)
 		return
 	case width > 0 && s.SlotWidth != width:
-		d.Failf("window slot width %d ns, want every=%d ns", s.SlotWidth, width)
+		d.Failf("window slot width %d ns, want %d ns (every, or drift's step)", s.SlotWidth, width)
 		return
 	case capPerSlot > 0 && s.Cap != capPerSlot:
 		d.Failf("window cap %d samples per slot, want max_samples_per_slot=%d", s.Cap, capPerSlot)

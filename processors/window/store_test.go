@@ -115,7 +115,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		width int64
 		cap   int
 		want  string
-	}{{0, 0, ""}, {1000, 50, ""}, {500, 0, "want every=500 ns"}, {1000, 60, "want max_samples_per_slot=60"}} {
+	}{{0, 0, ""}, {1000, 50, ""}, {500, 0, "want 500 ns (every, or drift's step)"}, {1000, 60, "want max_samples_per_slot=60"}} {
 		d := snapcodec.NewDecoder(enc)
 		(&Store{}).Decode(d, tc.width, tc.cap)
 		err := d.Finish()
