@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -231,6 +232,25 @@ func runFuseboxStream(sloFile, path string) (map[string]*Alarms, error) {
 		}
 	})
 	cpu := threadCPU() - cpu0
+	// An SLO with several verdict metrics (detectors) also gets the row
+	// "<slo>/any": every metric's alarms together, what the SLO's breaches
+	// are to a breaker rule that names no metric.
+	bySLO := map[string][]string{}
+	for d := range out {
+		slo := d[:strings.LastIndexByte(d, '/')]
+		bySLO[slo] = append(bySLO[slo], d)
+	}
+	for slo, ds := range bySLO {
+		if len(ds) < 2 {
+			continue
+		}
+		union := &Alarms{}
+		for _, d := range ds {
+			union.Times = append(union.Times, out[d].Times...)
+		}
+		slices.Sort(union.Times)
+		out[slo+"/any"] = union
+	}
 	for _, a := range out {
 		a.CPUNs = cpu
 	}
