@@ -23,7 +23,7 @@ func benchDriftPeers(_ context.Context, args []string, stdout, stderr io.Writer)
 			"--seeds times per rate, and --key-days of stationary and of non-stationary clean traffic per rate — then runs\n"+
 			"the drift processor (the engine's worker, each SLO file its own) over them and prints, per change and rate,\n"+
 			"detection within 30 minutes and the median delay, and the false alarms per key-day with the exact 95%\n"+
-			"upper bound on the clean streams, and CPU per call. Its results also go to --dir/fusebox.json, which\n"+
+			"upper bound on the clean streams, and CPU per call. Its results also go to --dir/--results, which\n"+
 			"scripts/drift-peers puts beside River's and alibi-detect's (docs/drift-peers.md).", stdout)
 	dir := fs.String("dir", ".cache/drift-peers", "directory of the streams (streams.json, one .bin per stream) and fusebox.json")
 	rates := fs.String("rates", "200,20", "comma-separated arrival rates, calls/minute")
@@ -34,6 +34,8 @@ func benchDriftPeers(_ context.Context, args []string, stdout, stderr io.Writer)
 	reuse := fs.Bool("reuse", false, "run over the streams already in --dir instead of writing them")
 	var configs stringList
 	fs.Var(&configs, "config", "SLO file to run in its own worker, repeatable (default: the drift processor at its defaults, and with consecutive 1 and min_effect 0)")
+	results := fs.String("results", "fusebox.json", "file in --dir the alarms go to (scripts/drift-peers reads every fusebox*.json)")
+	label := fs.String("label", "fusebox", "the detectors' name prefix in the table (e.g. a branch's name beside main's)")
 	parallel := fs.Int("parallel", 0, "streams at once (default GOMAXPROCS; the table does not depend on it)")
 	progress := fs.Bool("progress", false, "print a line to stderr every 100 streams")
 	if code, done := parseFlags(fs, args, stderr); done {
@@ -61,7 +63,7 @@ func benchDriftPeers(_ context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "fusebox bench drift-peers: --kinds: %v\n", err)
 		return exitUsage
 	}
-	cfg := study.DriftPeersConfig{Dir: *dir, Parallel: *parallel}
+	cfg := study.DriftPeersConfig{Dir: *dir, Parallel: *parallel, Label: *label}
 	for _, c := range configs {
 		b, err := os.ReadFile(c)
 		if err != nil {
@@ -88,7 +90,7 @@ func benchDriftPeers(_ context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "fusebox bench drift-peers: %v\n", err)
 		return exitFailure
 	}
-	if err := writeDetectorResults(filepath.Join(*dir, "fusebox.json"), dets); err != nil {
+	if err := writeDetectorResults(filepath.Join(*dir, *results), dets); err != nil {
 		fmt.Fprintf(stderr, "fusebox bench drift-peers: %v\n", err)
 		return exitFailure
 	}

@@ -1,5 +1,5 @@
 """python -m fusebox_driftpeers: run the peers on the streams of --dir and
-print the table, fusebox's rows (--dir/fusebox.json) beside theirs.
+print the table, fusebox's rows (every --dir/fusebox*.json) beside theirs.
 
   --dir D         the streams (``fusebox bench drift-peers --dir D`` wrote them)
   --peers LIST    comma-separated: adwin, kswin, pagehinkley, ksdrift, cvm (default all)
@@ -7,7 +7,7 @@ print the table, fusebox's rows (--dir/fusebox.json) beside theirs.
                   repeatable (the slow ones; the table's sample sizes say so)
   --jobs N        streams at once (processes; default 2)
   --out NAME      the results file in D (default peers.json)
-  --table-only    print the table from D/fusebox.json and every D/peers*.json
+  --table-only    print the table from every D/fusebox*.json and D/peers*.json
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"fusebox_driftpeers: {i + 1} of {len(m.streams)} streams", file=sys.stderr, flush=True)
         write_results(a.dir / a.out, [DetectorResult(names[k], res[k]) for k in keys])
     dets: list[DetectorResult] = []
-    for f in [a.dir / "fusebox.json", *sorted(a.dir.glob("peers*.json"))]:
+    for f in [*sorted(a.dir.glob("fusebox*.json")), *sorted(a.dir.glob("peers*.json"))]:
         if f.exists():
             dets += read_results(f)
     print_table(tabulate(m, dets), sys.stdout)

@@ -52,6 +52,9 @@ type DriftPeersConfig struct {
 	// Parallel is how many streams run at once. Default GOMAXPROCS; the
 	// table does not depend on it (but the CPU figures do a little).
 	Parallel int
+	// Label prefixes the detectors' names ("<Label> <slo>/<metric>").
+	// Default "fusebox".
+	Label string
 	// Progress, when set, is called after each stream (from its goroutine).
 	Progress func(done, total int)
 }
@@ -107,6 +110,9 @@ type PeersTable struct {
 // verdict whose previous verdict of that SLO and metric was not one), at
 // the verdict's evaluation time (its window end).
 func DriftPeers(cfg DriftPeersConfig) (Manifest, []DetectorResult, PeersTable, error) {
+	if cfg.Label == "" {
+		cfg.Label = "fusebox"
+	}
 	if len(cfg.SLOFiles) == 0 {
 		cfg.SLOFiles = DriftPeersSLOFiles
 	}
@@ -126,7 +132,7 @@ func DriftPeers(cfg DriftPeersConfig) (Manifest, []DetectorResult, PeersTable, e
 	cpu0 := processCPU()
 	err = parallelEach(len(per), cfg.Parallel, func(i int) error {
 		var err error
-		per[i], err = runFuseboxStream(cfg.SLOFiles[i%nf], filepath.Join(cfg.Dir, m.Streams[i/nf].File))
+		per[i], err = runFuseboxStream(cfg.Label, cfg.SLOFiles[i%nf], filepath.Join(cfg.Dir, m.Streams[i/nf].File))
 		if cfg.Progress != nil {
 			mu.Lock()
 			done++
@@ -176,7 +182,7 @@ func DriftPeers(cfg DriftPeersConfig) (Manifest, []DetectorResult, PeersTable, e
 // SLO/metric's alarms. The worker's thread CPU (batch building included,
 // the garbage collector's other threads not) is charged to every verdict
 // metric of the file (one, for one drift SLO).
-func runFuseboxStream(sloFile, path string) (map[string]*Alarms, error) {
+func runFuseboxStream(label, sloFile, path string) (map[string]*Alarms, error) {
 	calls, err := ReadCalls(path)
 	if err != nil {
 		return nil, err
@@ -218,7 +224,7 @@ func runFuseboxStream(sloFile, path string) (map[string]*Alarms, error) {
 			if v.Processor != "drift" || v.Status == schemas.StatusInsufficientData {
 				continue
 			}
-			d := "fusebox " + v.SLO + "/" + v.Metric
+			d := label + " " + v.SLO + "/" + v.Metric
 			a := out[d]
 			if a == nil {
 				a = &Alarms{}
