@@ -1161,7 +1161,15 @@ func (im *importer) apply(in *sloIn, b *built) {
 			c.MinEffect = in.value
 		}
 		if in.hasTarget {
-			c.Alpha = complement(in.target, append(ann("alpha"), drift.DefaultConfig().Alpha)...)
+			// Alpha 0 (from false_alarms) exports as 1 - the derived
+			// level: it comes back as 0, not as that level set.
+			derived := *c
+			derived.Alpha = 0
+			if 1-derived.KSAlpha() == in.target {
+				c.Alpha = 0
+			} else {
+				c.Alpha = complement(in.target, append(ann("alpha"), drift.DefaultConfig().Alpha)...)
+			}
 		}
 		window(&c.Window)
 	case *decay.Config:

@@ -2,6 +2,9 @@ package drift
 
 import (
 	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors"
@@ -47,28 +50,84 @@ type Config struct {
 	// mode. Defaults "canary" and "baseline".
 	CanaryVariant   string `yaml:"canary_variant"`
 	BaselineVariant string `yaml:"baseline_variant"`
-	// Alpha is the significance level. Default 1e-5: the test runs every
-	// Every on windows that overlap (a 5m window evaluated every minute
-	// shares 80% of its data with the previous one), so the Consecutive
-	// rule multiplies the protection far less than alpha^k, and a key is
-	// tested 1,440 times a day. Measured by `fusebox bench false-trips`
-	// (the engine and breaker on 72 key-days of stationary demo traffic at
-	// 50 calls/s, canaries of 0.2-0.5 calls/s): 0.001 gave 5 false breach
-	// episodes and 1 false breaker trip (14 per 1,000 key-days) on the
-	// reference mode; the 1 per 1,000 key-days target needs about 100x
-	// less, and a 0.2 confidence shift on a canary still gives p < 1e-8.
+	// Alpha is the KS test's significance level per evaluation. Default
+	// 0: derived from FalseAlarms (Config.KSAlpha), FalseAlarms / (the
+	// enabled detectors × KS evaluations per day) — 0.001 / (3 × 1,440) =
+	// 2.3e-7 at the defaults. A Bonferroni level: whatever the overlap of
+	// the windows, the expected number of significant evaluations of a
+	// healthy key is at most its share of FalseAlarms per key-day, so the
+	// k-in-a-row rule is not needed for control. Set, it is used as is
+	// (1e-5 was the default before the false-alarm budget).
 	Alpha float64 `yaml:"alpha"`
-	// Consecutive is how many evaluations in a row must be significant
-	// before the verdict is a breach (fewer: warn). Default 3.
+	// Consecutive is how many KS evaluations in a row must be significant
+	// before the verdict is a breach (fewer: warn). Default 1: Alpha
+	// already holds the false alarms to FalseAlarms; 3 (the default
+	// before) costs 2 evaluations of delay on every incident.
 	Consecutive int `yaml:"consecutive"`
-	// MinEffect is the smallest KS distance D that can breach: with
-	// thousands of samples any difference is significant, and an SRE cares
-	// about differences that matter. Default 0.1.
+	// MinEffect is the smallest KS distance D that can breach: a
+	// practical-significance option (with many values small differences
+	// are significant). Default 0: off, the false-alarm budget decides.
 	MinEffect float64 `yaml:"min_effect"`
 	// MinSamples is the fewest values on each side for a test. Default 50.
 	MinSamples int `yaml:"min_samples"`
-	// MaxSamplesPerSlot caps values kept per key per Every. Default 2000.
+	// MaxSamplesPerSlot caps values kept per key per Every (per Step slot:
+	// MaxSamplesPerSlot × Step / Every, rounded up). Default 2000.
 	MaxSamplesPerSlot int `yaml:"max_samples_per_slot"`
+	// FalseAlarms is the false breach episodes per key-day the SLO allows
+	// on a healthy, stationary key, split evenly between the enabled
+	// detectors; each detector's per-evaluation level follows from its
+	// share (see the package doc, "False alarms"). Default 0.001: one per
+	// 1,000 key-days, the breaker's false-trip target, which a trip (it
+	// needs breaches) cannot then exceed.
+	FalseAlarms float64 `yaml:"false_alarms"`
+	// Detectors lists the tests run, each with its verdict metric: ks
+	// (ks_<metric>), cusum (cusum_<metric>), slice (slice_<metric>).
+	// Default (empty): ks, cusum and slice in reference mode; ks in canary
+	// mode (the only one it has).
+	Detectors []string `yaml:"detectors"`
+	// Step is the cadence of the sequential detectors (cusum, slice) and
+	// the width of the window slots when one is enabled; it must divide
+	// Every. Default 15s: a verdict cannot come sooner than the end of
+	// the step in which a change shows. The KS test still runs every
+	// Every.
+	Step time.Duration `yaml:"step"`
+	// MinWindowSamples is how many values the KS current window must hold:
+	// while [now-Window, now) holds fewer, the window grows by Every up
+	// to MaxWindow (a count-based window for low-rate keys; the reference
+	// window stays ReferenceWindow long, just before it). Default 500 (a
+	// 5m window at 100 calls/min; a key at 20 calls/min gets 25m). Reference
+	// mode only.
+	MinWindowSamples int `yaml:"min_window_samples"`
+	// MaxWindow bounds the grown current window. Default 30m. MaxWindow =
+	// Window turns growth off.
+	MaxWindow time.Duration `yaml:"max_window"`
+	// CUSUMShift is the mean shift, in standard deviations of the
+	// reference, the cusum detector is tuned for (its reference value K is
+	// half of it). Default 0.3: measured on score streams of sd 0.1 at 200
+	// calls/min (15 seeds), 0.5 flags a −0.05 shift in 0.83 min and a 2 h
+	// decline of −0.2 in 15.2; 0.3 in 0.93 and 13.3 (−0.10: 0.35 and
+	// 0.48, −0.20: 0.23 and 0.28); 0.2 in 1.15 and 12.4.
+	CUSUMShift float64 `yaml:"cusum_shift"`
+	// SequentialMinReference is the fewest reference values the cusum and
+	// slice detectors need (fewer: insufficient_data, the statistics
+	// wait): the reference's error must stay small against K. Default 400
+	// (the normal scores' mean is then within 0.05 sd of 0, one sd).
+	SequentialMinReference int `yaml:"sequential_min_reference"`
+	// SliceThreshold is the value below which (SliceTail low) or above
+	// which (high) a call is bad for the slice detector. Default unset:
+	// the reference window's SliceQuantile quantile (low) or 1 −
+	// SliceQuantile (high), recomputed at every step.
+	SliceThreshold *float64 `yaml:"slice_threshold"`
+	// SliceQuantile calibrates the threshold from the reference when
+	// SliceThreshold is unset. Default 0.01.
+	SliceQuantile float64 `yaml:"slice_quantile"`
+	// SliceFactor is the bad share, as a multiple of the reference's, the
+	// slice detector is tuned for (p1 = SliceFactor × p0). Default 3.
+	SliceFactor float64 `yaml:"slice_factor"`
+	// SliceTail says which side is bad: low or high. Default: low for the
+	// scores (confidence, alignment), high for the others (latency,
+	// tokens).
+	SliceTail string `yaml:"slice_tail"`
 	// NoSamplesEvaluations is how many evaluations in a row the judged key
 	// must be blind before it gets a no_samples verdict (status
 	// insufficient_data, method no_samples) at every evaluation while that
@@ -85,27 +144,43 @@ type Config struct {
 
 // MarshalJSON is the configuration hash's view of c (the config version
 // in every verdict id): NoSamplesEvaluations at its default is left out.
+// Every other field is in, the detectors' too: their defaults decide
+// verdicts (a file written before them changes its config version, as
+// its verdicts changed).
 func (c Config) MarshalJSON() ([]byte, error) {
 	type plain Config
 	if c.NoSamplesEvaluations != processors.DefaultNoSamplesEvaluations {
 		return json.Marshal(plain(c))
 	}
 	return json.Marshal(struct {
-		Metric            processors.Metric
-		IncludeErrors     bool
-		Mode              Mode
-		Window            time.Duration
-		Every             time.Duration
-		ReferenceWindow   time.Duration
-		CanaryVariant     string
-		BaselineVariant   string
-		Alpha             float64
-		Consecutive       int
-		MinEffect         float64
-		MinSamples        int
-		MaxSamplesPerSlot int
+		Metric                 processors.Metric
+		IncludeErrors          bool
+		Mode                   Mode
+		Window                 time.Duration
+		Every                  time.Duration
+		ReferenceWindow        time.Duration
+		CanaryVariant          string
+		BaselineVariant        string
+		Alpha                  float64
+		Consecutive            int
+		MinEffect              float64
+		MinSamples             int
+		MaxSamplesPerSlot      int
+		FalseAlarms            float64
+		Detectors              []string
+		Step                   time.Duration
+		MinWindowSamples       int
+		MaxWindow              time.Duration
+		CUSUMShift             float64
+		SequentialMinReference int
+		SliceThreshold         *float64
+		SliceQuantile          float64
+		SliceFactor            float64
+		SliceTail              string
 	}{c.Metric, c.IncludeErrors, c.Mode, c.Window, c.Every, c.ReferenceWindow, c.CanaryVariant, c.BaselineVariant,
-		c.Alpha, c.Consecutive, c.MinEffect, c.MinSamples, c.MaxSamplesPerSlot})
+		c.Alpha, c.Consecutive, c.MinEffect, c.MinSamples, c.MaxSamplesPerSlot,
+		c.FalseAlarms, c.Detectors, c.Step, c.MinWindowSamples, c.MaxWindow, c.CUSUMShift, c.SequentialMinReference,
+		c.SliceThreshold, c.SliceQuantile, c.SliceFactor, c.SliceTail})
 }
 
 // DefaultConfig returns the defaults listed on Config.
@@ -118,11 +193,18 @@ func DefaultConfig() Config {
 		ReferenceWindow:   time.Hour,
 		CanaryVariant:     "canary",
 		BaselineVariant:   "baseline",
-		Alpha:             1e-5,
-		Consecutive:       3,
-		MinEffect:         0.1,
+		Consecutive:       1,
 		MinSamples:        50,
 		MaxSamplesPerSlot: 2000,
+
+		FalseAlarms:            0.001,
+		Step:                   15 * time.Second,
+		MinWindowSamples:       500,
+		MaxWindow:              30 * time.Minute,
+		CUSUMShift:             0.3,
+		SequentialMinReference: 400,
+		SliceQuantile:          0.01,
+		SliceFactor:            3,
 
 		NoSamplesEvaluations: processors.DefaultNoSamplesEvaluations,
 	}
@@ -142,11 +224,104 @@ func (c *Config) Validate() error {
 		k.Fail(c.BaselineVariant == "", "baseline_variant", "must not be empty")
 		k.Fail(c.CanaryVariant == c.BaselineVariant, "canary_variant", "must differ from baseline_variant")
 	}
-	k.Probability("alpha", c.Alpha)
+	k.Fail(c.Alpha != 0 && !(c.Alpha > 0 && c.Alpha < 1), "alpha", "must be 0 (from false_alarms) or in (0, 1)")
 	k.Fail(c.Consecutive < 1, "consecutive", "must be at least 1")
+	k.Fail(!(c.FalseAlarms > 0) || math.IsInf(c.FalseAlarms, 0), "false_alarms", "must be a positive number per key-day")
+	for _, d := range c.Detectors {
+		switch {
+		case !slices.Contains(allDetectors, d):
+			k.Fail(true, "detectors", "unknown detector "+strconv.Quote(d)+": must be ks, cusum or slice")
+		case d != DetectorKS && c.Mode == ModeCanary:
+			k.Fail(true, "detectors", d+" runs in reference mode only; canary mode has ks")
+		}
+	}
+	k.Fail(slices.Contains(c.Detectors, "") || len(slices.Compact(slices.Sorted(slices.Values(c.Detectors)))) != len(c.Detectors), "detectors", "must not repeat a detector")
+	k.Fail(c.Step <= 0 || c.Every%c.Step != 0, "step", "must be a positive duration dividing every")
+	if c.Mode == ModeReference {
+		k.Fail(c.MinWindowSamples < 1, "min_window_samples", "must be at least 1")
+		k.Fail(c.MaxWindow < c.Window || (c.Every > 0 && c.MaxWindow%c.Every != 0), "max_window", "must be at least window and a whole multiple of every")
+	}
+	k.Fail(!(c.CUSUMShift > 0) || c.CUSUMShift > 4, "cusum_shift", "must be in (0, 4] standard deviations")
+	k.Fail(c.SequentialMinReference < 10, "sequential_min_reference", "must be at least 10")
+	k.Fail(c.SliceThreshold != nil && (math.IsNaN(*c.SliceThreshold) || math.IsInf(*c.SliceThreshold, 0)), "slice_threshold", "must be a finite number")
+	k.Fail(!(c.SliceQuantile > 0 && c.SliceQuantile < 0.5), "slice_quantile", "must be in (0, 0.5)")
+	k.Fail(!(c.SliceFactor > 1) || math.IsInf(c.SliceFactor, 0), "slice_factor", "must be above 1")
+	k.Fail(c.SliceTail != "" && c.SliceTail != TailLow && c.SliceTail != TailHigh, "slice_tail", "must be low or high, got "+strconv.Quote(c.SliceTail))
 	k.Fail(c.MinEffect < 0 || c.MinEffect >= 1, "min_effect", "must be in [0, 1)")
 	k.Fail(c.MinSamples < 5, "min_samples", "must be at least 5")
 	k.Fail(c.MaxSamplesPerSlot < 10, "max_samples_per_slot", "must be at least 10")
 	k.Fail(c.NoSamplesEvaluations < 1, "no_samples_evaluations", "must be at least 1")
 	return k.Err()
+}
+
+// The detectors (Config.Detectors).
+const (
+	DetectorKS    = "ks"    // two-sample KS, current window against reference
+	DetectorCUSUM = "cusum" // two-sided CUSUM of normal scores against the reference
+	DetectorSlice = "slice" // Bernoulli CUSUM of the share of calls beyond a threshold
+)
+
+var allDetectors = []string{DetectorKS, DetectorCUSUM, DetectorSlice}
+
+// The slice detector's bad side (Config.SliceTail).
+const (
+	TailLow  = "low"
+	TailHigh = "high"
+)
+
+// EnabledDetectors is Detectors, or the mode's default when empty, in the
+// order ks, cusum, slice.
+func (c *Config) EnabledDetectors() []string {
+	if len(c.Detectors) == 0 {
+		if c.Mode == ModeCanary {
+			return []string{DetectorKS}
+		}
+		return allDetectors
+	}
+	var out []string
+	for _, d := range allDetectors {
+		if slices.Contains(c.Detectors, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// has reports whether detector d is enabled.
+func (c *Config) has(d string) bool { return slices.Contains(c.EnabledDetectors(), d) }
+
+// sequential reports whether a sequential detector (cusum, slice) runs.
+func (c *Config) sequential() bool { return c.has(DetectorCUSUM) || c.has(DetectorSlice) }
+
+// slotWidth is the width of the window slots and the processor's
+// interval: Step when a sequential detector runs, else Every.
+func (c *Config) slotWidth() time.Duration {
+	if c.sequential() && c.Step > 0 && c.Step < c.Every {
+		return c.Step
+	}
+	return c.Every
+}
+
+// share is each detector's part of FalseAlarms, per key-day.
+func (c *Config) share() float64 { return c.FalseAlarms / float64(len(c.EnabledDetectors())) }
+
+// KSAlpha is the KS test's level per evaluation: Alpha when set, else
+// the KS detector's share of FalseAlarms over the evaluations of a day,
+// FalseAlarms / (detectors × 1 day / Every).
+func (c *Config) KSAlpha() float64 {
+	if c.Alpha > 0 {
+		return c.Alpha
+	}
+	return c.share() / (float64(24*time.Hour) / float64(c.Every))
+}
+
+// sliceTail is SliceTail or the metric's default.
+func (c *Config) sliceTail() string {
+	if c.SliceTail != "" {
+		return c.SliceTail
+	}
+	if c.Metric == processors.MetricConfidence || c.Metric == processors.MetricAlignment {
+		return TailLow
+	}
+	return TailHigh
 }

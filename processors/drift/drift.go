@@ -16,11 +16,15 @@ type Processor struct {
 	meta   processors.Meta
 	cfg    Config
 	metric string // verdict metric name, MetricName(cfg)
-	every  int64  // ns
-	window int64  // ns, the current window
-	// span is how much event time before now the state must cover: Window
-	// (canary) or Window + ReferenceWindow (reference).
-	span int64
+	every  int64  // ns, the KS cadence
+	step   int64  // ns, the slot width and the processor's interval (Config.slotWidth)
+	window int64  // ns, the current window (at least; see MinWindowSamples)
+	// span is how much event time before the next KS evaluation the state
+	// must cover: Window (canary) or MaxWindow + ReferenceWindow
+	// (reference).
+	span             int64
+	ks, cusum, slice bool // the enabled detectors
+	seq              sequential
 
 	keys map[schemas.Key]*keyState
 	// unsampled counts the calls without a value of the metric (see
@@ -30,6 +34,9 @@ type Processor struct {
 	// Scratch reused across evaluations (not state: never snapshotted).
 	bufA, bufB []window.Sample
 	xs, ys     []float64
+	bufC       []window.Sample // the sequential detectors' reference, when capped
+	zs         []float64       // and its sorted values
+	stepBuf    []window.Sample // the step's samples, in (T, H, V) order
 	order      processors.KeyOrder
 	jorder     processors.KeyOrder      // the judged keys (judgedKeys)
 	judged     map[schemas.Key]struct{} // scratch of judgedKeys
@@ -46,7 +53,13 @@ type keyState struct {
 	consecutive int
 	// cur and ref cache the sorted values of the current window and (in
 	// reference mode) the reference window: derived, never snapshotted.
-	cur, ref window.SortedRange
+	// seqRef caches the sequential detectors' reference
+	// [m-Window-ReferenceWindow, m-Window), m the last KS evaluation; the
+	// KS test shares it while its window has not grown.
+	cur, ref, seqRef window.SortedRange
+	// hi, lo are the cusum detector's two sides (standard deviations) and
+	// bad the slice detector's statistic (nats): part of the snapshot.
+	hi, lo, bad float64
 }
 
 // New validates cfg and returns an empty processor. The error is cfg's
@@ -57,15 +70,21 @@ func New(meta processors.Meta, cfg Config) (*Processor, error) {
 	}
 	span := int64(cfg.Window)
 	if cfg.Mode == ModeReference {
-		span += int64(cfg.ReferenceWindow)
+		span = int64(cfg.MaxWindow) + int64(cfg.ReferenceWindow)
 	}
+	step := int64(cfg.slotWidth())
 	return &Processor{
 		meta:   meta,
 		cfg:    cfg,
 		metric: MetricName(cfg),
 		every:  int64(cfg.Every),
+		step:   step,
 		window: int64(cfg.Window),
 		span:   span,
+		ks:     cfg.has(DetectorKS),
+		cusum:  cfg.has(DetectorCUSUM),
+		slice:  cfg.has(DetectorSlice),
+		seq:    newSequential(cfg),
 		keys:   make(map[schemas.Key]*keyState),
 
 		unsampled: nosamples.New(int64(cfg.Every), int64(cfg.Window)),
@@ -83,8 +102,14 @@ func MetricName(cfg Config) string {
 	return "ks_" + string(cfg.Metric)
 }
 
-// Interval is Every.
-func (p *Processor) Interval() time.Duration { return p.cfg.Every }
+// Interval is Step when a sequential detector runs, else Every.
+func (p *Processor) Interval() time.Duration { return time.Duration(p.step) }
+
+// slotCap is the samples kept per slot: MaxSamplesPerSlot per Every,
+// rounded up for a slot of Step.
+func (p *Processor) slotCap() int {
+	return int((int64(p.cfg.MaxSamplesPerSlot)*p.step + p.every - 1) / p.every)
+}
 
 // Keys is the number of keys holding values, or calls without one.
 func (p *Processor) Keys() int { return len(p.keys) + p.unsampled.Len() }
@@ -118,7 +143,7 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 	}
 	ks := p.keys[key]
 	if ks == nil {
-		ks = &keyState{store: window.Store{SlotWidth: p.every, Cap: p.cfg.MaxSamplesPerSlot}}
+		ks = &keyState{store: window.Store{SlotWidth: p.step, Cap: p.slotCap()}}
 		p.keys[key] = ks
 	}
 	p.pool.Add(&ks.store, window.Sample{T: s.EndUnixNano, V: v, H: processors.SpanHash(s)})
@@ -129,16 +154,27 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 // no_samples verdict in its place while the key is blind (see
 // Config.NoSamplesEvaluations), updates the k-consecutive counters, then
 // drops the slots no later evaluation needs and the keys left empty.
+//
+// With a sequential detector the processor is evaluated every Step: at a
+// multiple of Every the KS test and the sequential detectors run (per
+// key, in that order), in between only the sequential detectors.
 func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
-	judged := p.judgedKeys()
-	if p.cfg.Mode == ModeCanary {
-		p.evaluateCanary(now, judged, emit)
-	} else {
-		p.evaluateReference(now, judged, emit)
+	full := mod(now, p.every) == 0
+	switch {
+	case !full:
+		p.evaluateSequential(now, emit)
+	case p.cfg.Mode == ModeCanary:
+		p.evaluateCanary(now, p.judgedKeys(), emit)
+	default:
+		p.evaluateReference(now, p.judgedKeys(), emit)
 	}
-	p.unsampled.Evict(now)
+	if full {
+		p.unsampled.Evict(now)
+	}
 	keys := processors.SortedKeys(p.keys, &p.order)
-	cut := now + p.every - p.span
+	// What the next KS evaluation needs (the sequential detectors' windows
+	// lie inside it).
+	cut := now - mod(now, p.every) + p.every - p.span
 	for _, k := range keys {
 		ks := p.keys[k]
 		p.pool.EvictBefore(&ks.store, cut)
@@ -148,16 +184,47 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 	}
 }
 
-// evaluateReference compares each key's [now-Window, now) with its
-// [now-Window-ReferenceWindow, now-Window), or says it is blind.
+// mod is x mod m in [0, m), for negative x too.
+func mod(x, m int64) int64 {
+	r := x % m
+	if r < 0 {
+		r += m
+	}
+	return r
+}
+
+// currentFrom is the start of key's KS current window at now:
+// now-Window, grown by Every while it holds fewer than MinWindowSamples
+// values, to now-MaxWindow at most.
+func (p *Processor) currentFrom(st *window.Store, now int64) int64 {
+	from := now - p.window
+	limit := now - int64(p.cfg.MaxWindow)
+	need := int64(p.cfg.MinWindowSamples)
+	n := st.Count(from, now)
+	for n < need && from > limit {
+		n += st.Count(from-p.every, from)
+		from -= p.every
+	}
+	return from
+}
+
+// evaluateReference compares each key's current window [from, now)
+// (currentFrom) with its [from-ReferenceWindow, from), or says it is
+// blind; then runs the sequential detectors of the key.
 func (p *Processor) evaluateReference(now int64, keys []schemas.Key, emit processors.Emitter) {
-	curFrom := now - p.window
-	refFrom := curFrom - int64(p.cfg.ReferenceWindow)
 	for _, k := range keys {
 		ks := p.keys[k]
+		curFrom := now - p.window
 		var xs, ys []float64
 		if ks != nil {
-			xs, ys = p.sides(&ks.store, &ks.cur, curFrom, now, &ks.store, &ks.ref, refFrom, curFrom)
+			curFrom = p.currentFrom(&ks.store, now)
+			refFrom := curFrom - int64(p.cfg.ReferenceWindow)
+			if curFrom == now-p.window && p.sequentialOn() {
+				// The reference of the sequential detectors: one cache.
+				xs, ys = p.sides(&ks.store, &ks.cur, curFrom, now, &ks.store, &ks.seqRef, refFrom, curFrom)
+			} else {
+				xs, ys = p.sides(&ks.store, &ks.cur, curFrom, now, &ks.store, &ks.ref, refFrom, curFrom)
+			}
 		}
 		var calls int64
 		scopes := p.scopes[:0]
@@ -177,9 +244,13 @@ func (p *Processor) evaluateReference(now int64, keys []schemas.Key, emit proces
 			ks.consecutive = 0
 			continue
 		}
-		v := p.meta.NewVerdict(Name, p.metric, k, curFrom, now)
-		p.judge(&v, ks, xs, ys, false)
-		emit.Verdict(v)
+		if p.ks {
+			v := p.meta.NewVerdict(Name, p.metric, k, curFrom, now)
+			p.judge(&v, ks, xs, ys, false)
+			v.Details = append(v.Details, schemas.Detail{Name: DetailWindowSeconds, Value: float64(now-curFrom) / 1e9})
+			emit.Verdict(v)
+		}
+		p.sequentialKey(k, ks, now, emit)
 	}
 }
 

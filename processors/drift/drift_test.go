@@ -21,7 +21,19 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"mode", func(c *Config) { c.Mode = "ab" }, "mode"},
 		{"window", func(c *Config) { c.Window = 90 * time.Second }, "window"},
 		{"reference window", func(c *Config) { c.ReferenceWindow = 0 }, "reference_window"},
-		{"alpha", func(c *Config) { c.Alpha = 0 }, "alpha"},
+		{"alpha", func(c *Config) { c.Alpha = 1 }, "alpha"},
+		{"false alarms", func(c *Config) { c.FalseAlarms = 0 }, "false_alarms"},
+		{"detector", func(c *Config) { c.Detectors = []string{"adwin"} }, "detectors"},
+		{"repeated detector", func(c *Config) { c.Detectors = []string{"ks", "ks"} }, "detectors"},
+		{"canary cusum", func(c *Config) { c.Mode = ModeCanary; c.Detectors = []string{"cusum"} }, "detectors"},
+		{"step", func(c *Config) { c.Step = 25 * time.Second }, "step"},
+		{"max window", func(c *Config) { c.MaxWindow = time.Minute }, "max_window"},
+		{"min window samples", func(c *Config) { c.MinWindowSamples = 0 }, "min_window_samples"},
+		{"cusum shift", func(c *Config) { c.CUSUMShift = 0 }, "cusum_shift"},
+		{"sequential min reference", func(c *Config) { c.SequentialMinReference = 3 }, "sequential_min_reference"},
+		{"slice quantile", func(c *Config) { c.SliceQuantile = 0.5 }, "slice_quantile"},
+		{"slice factor", func(c *Config) { c.SliceFactor = 1 }, "slice_factor"},
+		{"slice tail", func(c *Config) { c.SliceTail = "left" }, "slice_tail"},
 		{"consecutive", func(c *Config) { c.Consecutive = 0 }, "consecutive"},
 		{"min effect", func(c *Config) { c.MinEffect = 1 }, "min_effect"},
 		{"min samples", func(c *Config) { c.MinSamples = 4 }, "min_samples"},
@@ -99,7 +111,9 @@ func mkSpans(key schemas.Key, start, gap int64, n int, id byte, vals func(i int)
 }
 
 func TestCanaryPairsVariantsAndIgnoresOthers(t *testing.T) {
-	p := newDrift(t, canaryConfig())
+	cfg := canaryConfig()
+	cfg.Consecutive, cfg.MinEffect = 3, 0.1 // a warn first, the threshold reported
+	p := newDrift(t, cfg)
 	k := schemas.Key{Tenant: "t", Service: "s", Model: "m"}
 	base, can, shadow, lone := k, k, k, k
 	base.Variant, can.Variant, shadow.Variant = "baseline", "canary", "shadow"
@@ -144,7 +158,9 @@ func TestCanaryPairsVariantsAndIgnoresOthers(t *testing.T) {
 }
 
 func TestInsufficientDataResetsTheCount(t *testing.T) {
-	p := newDrift(t, canaryConfig()) // window 5m, min_samples 50, k 3
+	cfg := canaryConfig()
+	cfg.Consecutive = 3
+	p := newDrift(t, cfg) // window 5m, min_samples 50, k 3
 	k := schemas.Key{Tenant: "t", Service: "s", Model: "m"}
 	base, can := k, k
 	base.Variant, can.Variant = "baseline", "canary"

@@ -98,9 +98,20 @@ func goldenShift(t *testing.T, tr traffic, i int, cfg Config, file string) []sch
 	vs := proctest.ReplayAll(t, newDrift(t, cfg), tr.spans())
 	proctest.Golden(t, file, proctest.KVLines(vs, t0, false))
 	key := tr.streams[i].key
-	checkDetection(t, vs, key, t0+int64(tr.streams[i].shiftAt), int64(cfg.Every), cfg.Consecutive)
+	checkDetection(t, onlyMetric(vs, MetricName(cfg)), key, t0+int64(tr.streams[i].shiftAt), int64(cfg.Every), cfg.Consecutive)
 	noAlerts(t, vs, key)
 	return vs
+}
+
+// onlyMetric is the verdicts of metric.
+func onlyMetric(vs []schemas.Verdict, metric string) []schemas.Verdict {
+	var out []schemas.Verdict
+	for _, v := range vs {
+		if v.Metric == metric {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func TestGoldenCanaryShiftDetected(t *testing.T) {
@@ -115,7 +126,7 @@ func TestGoldenCanaryShiftDetected(t *testing.T) {
 			// Mann–Whitney agrees and the shift is downward.
 			mp, _ := v.Detail(DetailMWP)
 			hl, _ := v.Detail(DetailHLShift)
-			if mp >= cfg.Alpha || hl >= 0 {
+			if mp >= cfg.KSAlpha() || hl >= 0 {
 				t.Errorf("breach at %d min with mw_p %v hl_shift %v", (v.WindowEndUnixNano-t0)/int64(time.Minute), mp, hl)
 			}
 		}
@@ -169,7 +180,10 @@ func TestDeterministicAndOrderIndependent(t *testing.T) {
 		cfg.MaxSamplesPerSlot = 100 // caps bite: 300 or 480 spans per minute
 		spans := tr.spans()
 		r := rand.New(rand.NewPCG(42, 1))
-		shuffle := func(s []schemas.Span) []schemas.Span { return proctest.ShuffleWithinSlots(s, int64(cfg.Every), r) }
+		// Arrival order within the processor's interval (Step: the
+		// sequential detectors judge each step once).
+		every := int64(newDrift(t, cfg).Interval())
+		shuffle := func(s []schemas.Span) []schemas.Span { return proctest.ShuffleWithinSlots(s, every, r) }
 		a := proctest.OrderIndependent(t, spans, shuffle, 1, func(s []schemas.Span) []schemas.Verdict {
 			return proctest.ReplayAll(t, newDrift(t, cfg), s)
 		})
@@ -208,7 +222,7 @@ func TestSnapshotRejectsDamage(t *testing.T) {
 	snap, _ := p.MarshalBinary()
 	proctest.RejectsDamage(t, func() processors.Processor { return newDrift(t, DefaultConfig()) }, snap, ErrSnapshot)
 	other := DefaultConfig()
-	other.Every = 30 * time.Second
+	other.Step = 30 * time.Second
 	if err := newDrift(t, other).UnmarshalBinary(snap); !errors.Is(err, ErrSnapshot) || !strings.Contains(err.Error(), "every") {
 		t.Fatalf("snapshot restored into another slot width: %v", err)
 	}
@@ -220,25 +234,33 @@ func TestSnapshotRejectsDamage(t *testing.T) {
 	}
 }
 
-// The exact p-value is used while both sides have at most 10000 values
-// and D >= MinEffect (where p can decide); the asymptotic one otherwise.
+// The exact p-value is used while both sides have at most 10000 values,
+// D >= MinEffect and the asymptotic p-value is below 100 × alpha (where
+// p can decide); the asymptotic one otherwise.
 func TestMethodIsReported(t *testing.T) {
-	tr := shiftDown(canaryTraffic(3), 1) // a shift: some evaluations reach MinEffect
+	tr := shiftDown(canaryTraffic(3), 1) // a shift: some evaluations are significant
 	tr.duration = 70 * time.Minute
+	cfg := canaryConfig()
+	alpha := cfg.KSAlpha()
 	var exact, asymp int
-	for _, v := range proctest.ReplayAll(t, newDrift(t, canaryConfig()), tr.spans()) {
+	for _, v := range proctest.ReplayAll(t, newDrift(t, cfg), tr.spans()) {
 		if v.Status == schemas.StatusInsufficientData {
 			continue
 		}
-		want := stats.MethodKSExact
-		if v.Value < canaryConfig().MinEffect {
-			want = stats.MethodKSAsymp
+		p, _ := v.Detail(DetailPValue)
+		switch v.Method {
+		case stats.MethodKSAsymp:
 			asymp++
-		} else {
+			if p < 100*alpha {
+				t.Fatalf("asymptotic p-value %v below 100 × alpha with %d values: the exact one decides there", p, v.N)
+			}
+		case stats.MethodKSExact:
 			exact++
-		}
-		if v.Method != want {
-			t.Fatalf("method %q with D %v and %d values, want %q", v.Method, v.Value, v.N, want)
+			if p >= 1000*alpha {
+				t.Fatalf("exact p-value %v far above alpha with %d values: the asymptotic one was below 100 × alpha", p, v.N)
+			}
+		default:
+			t.Fatalf("method %q", v.Method)
 		}
 	}
 	if exact == 0 || asymp == 0 {
@@ -246,7 +268,7 @@ func TestMethodIsReported(t *testing.T) {
 	}
 	rtr := referenceTraffic(3)
 	rtr.duration = 70 * time.Minute
-	vs := proctest.ReplayAll(t, newDrift(t, DefaultConfig()), rtr.spans())
+	vs := onlyMetric(proctest.ReplayAll(t, newDrift(t, DefaultConfig()), rtr.spans()), "ks_confidence")
 	last := vs[len(vs)-1]
 	if nr, _ := last.Detail(DetailNReference); nr <= 10000 || last.Method != stats.MethodKSAsymp {
 		t.Fatalf("n_reference %v method %q; want ks_asymp above 10000 values", nr, last.Method)

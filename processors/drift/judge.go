@@ -79,21 +79,21 @@ func (p *Processor) judge(v *schemas.Verdict, ks *keyState, cur, ref []float64, 
 		}
 		return
 	}
-	ks2, err := stats.KS2SampSorted(cur, ref, p.ksMethod(cur, ref))
+	ks2, err := p.ksTest(cur, ref)
 	if err != nil {
 		// Unreachable: both sides are non-empty and finite.
 		ks.consecutive = 0
 		v.Status, v.Method = schemas.StatusInsufficientData, MethodNone
 		return
 	}
-	ks.consecutive = nextCount(ks.consecutive, significant(ks2.D, ks2.P, p.cfg.Alpha, p.cfg.MinEffect))
+	ks.consecutive = nextCount(ks.consecutive, significant(ks2.D, ks2.P, p.cfg.KSAlpha(), p.cfg.MinEffect))
 	v.Value = ks2.D
 	v.Method = ks2.Method
 	v.Status = decide(ks.consecutive, p.cfg.Consecutive)
 	v.Details = []schemas.Detail{
 		{Name: DetailD, Value: ks2.D},
 		{Name: DetailPValue, Value: ks2.P},
-		{Name: DetailAlpha, Value: p.cfg.Alpha},
+		{Name: DetailAlpha, Value: p.cfg.KSAlpha()},
 		{Name: DetailNCurrent, Value: float64(len(cur))},
 		{Name: DetailNReference, Value: float64(len(ref))},
 		{Name: DetailConsecutive, Value: float64(ks.consecutive)},
@@ -112,18 +112,21 @@ func (p *Processor) judge(v *schemas.Verdict, ks *keyState, cur, ref []float64, 
 	}
 }
 
-// ksMethod picks how the KS p-value of xs against ys is computed:
-// stats.KSAuto (exact while both sides have at most 10000 values) when
-// D >= MinEffect, where the p-value can decide the verdict; SciPy's
-// asymptotic form when D < MinEffect, where the evaluation cannot be
-// significant whatever p is. The exact distribution costs O(n·m) for
-// samples of unequal size (~26 ms for 10000 against 9000 values) and most
-// evaluations of healthy traffic are far below MinEffect.
-func (p *Processor) ksMethod(xs, ys []float64) stats.KSMethod {
-	if stats.KSStatisticSorted(xs, ys) < p.cfg.MinEffect {
-		return stats.KSAsymp
+// ksTest tests xs against ys: with SciPy's asymptotic p-value, and again
+// with stats.KSAuto (exact while both sides have at most 10000 values)
+// only where the p-value can decide the verdict — D >= MinEffect and the
+// asymptotic p-value below 100 × alpha. The exact distribution costs
+// O(n·m) for samples of unequal size (~26 ms for 10000 against 9000
+// values) and most evaluations of healthy traffic are far from
+// significant; the asymptotic p-value is within a factor of a few of the
+// exact one at these sizes, so 100× alpha leaves no evaluation the exact
+// one would call significant.
+func (p *Processor) ksTest(xs, ys []float64) (stats.KSResult, error) {
+	r, err := stats.KS2SampSorted(xs, ys, stats.KSAsymp)
+	if err != nil || r.D < p.cfg.MinEffect || r.P >= 100*p.cfg.KSAlpha() {
+		return r, err
 	}
-	return stats.KSAuto
+	return stats.KS2SampSorted(xs, ys, stats.KSAuto)
 }
 
 // mannWhitney returns U of the sorted xs against the sorted ys, its

@@ -9,7 +9,9 @@ import (
 // TestKindStateShape: every Config field shapes the windows (it is in
 // Config.StateShape) or only judges them (it is listed here).
 func TestKindStateShape(t *testing.T) {
-	proctest.CheckStateShape(t, Kind(), "Alpha", "Consecutive", "MinEffect", "MinSamples", "NoSamplesEvaluations")
+	proctest.CheckStateShape(t, Kind(), "Alpha", "Consecutive", "MinEffect", "MinSamples", "NoSamplesEvaluations",
+		"FalseAlarms", "MinWindowSamples", "MaxWindow", "CUSUMShift", "SequentialMinReference",
+		"SliceThreshold", "SliceQuantile", "SliceFactor", "SliceTail")
 }
 
 // TestKindMetrics: Metrics lists what the processor emits in canary mode

@@ -52,7 +52,7 @@ func verdictLines(t *testing.T, vs []schemas.Verdict, key schemas.Key, metric st
 			calls, _ := v.Detail(processors.DetailNoSamplesCalls)
 			evals, _ := v.Detail(processors.DetailNoSamplesRun)
 			line += fmt.Sprintf(" calls=%g evals=%g", calls, evals)
-			if v.Metric != metric || v.Status != schemas.StatusInsufficientData || v.N != 0 || v.Threshold != 0.1 {
+			if v.Metric != metric || v.Status != schemas.StatusInsufficientData || v.N != 0 || v.Threshold != DefaultConfig().MinEffect {
 				t.Errorf("no_samples verdict %+v", v)
 			}
 			if v.Evidence == nil || !slices.Equal(v.Evidence.Scopes, []string{noScope, "unknown"}) {
@@ -150,39 +150,56 @@ func TestNoSamplesSnapshot(t *testing.T) {
 			proctest.Resume(t, newP, proctest.SpanEvents(spans), from, to, t0+cut*int64(time.Minute), whole)
 		}
 	}
-	p := newDrift(t, DefaultConfig())
+	// Formats 3 and 2 (before the sequential statistics; 2 also before
+	// the calls without a value) of a processor whose slots are Every
+	// wide (ks only, as before Step): the same windows, statistics 0.
+	ksOnly := DefaultConfig()
+	ksOnly.Detectors = []string{DetectorKS}
+	p := newDrift(t, ksOnly)
 	for i := range spans {
 		if spans[i].Key == ba {
 			p.ObserveSpan(spans[i].Key, &spans[i])
 		}
 	}
 	b, _ := p.MarshalBinary()
-	v2 := append([]byte(nil), b[:len(b)-4]...)
+	tracker := b[len(b)-4:] // an empty nosamples.Tracker
+	v3 := append(append([]byte(nil), b[:len(b)-4-24]...), tracker...)
+	v3[4+len("fusebox.drift")] = 3
+	v2 := append([]byte(nil), v3[:len(v3)-4]...)
 	v2[4+len("fusebox.drift")] = 2
-	q := newDrift(t, DefaultConfig())
-	if err := q.UnmarshalBinary(v2); err != nil {
-		t.Fatalf("format 2: %v", err)
-	}
-	if back, _ := q.MarshalBinary(); q.Keys() != 1 || string(back) != string(b) {
-		t.Errorf("format 2 restored %d keys, a different state", q.Keys())
+	for i, old := range [][]byte{v2, v3} {
+		q := newDrift(t, ksOnly)
+		if err := q.UnmarshalBinary(old); err != nil {
+			t.Fatalf("format %d: %v", i+2, err)
+		}
+		if back, _ := q.MarshalBinary(); q.Keys() != 1 || string(back) != string(b) {
+			t.Errorf("format %d restored %d keys, a different state", i+2, q.Keys())
+		}
 	}
 }
 
-// TestConfigJSONWithoutNoSamplesEvaluations: at its default the new field
-// is not in the configuration hash's view (the JSON is main's, before the
-// field), so no config version of an existing file changes; set, it is.
+// TestConfigJSONWithoutNoSamplesEvaluations: at its default the field is
+// not in the configuration hash's view (it only judges blindness and was
+// added without changing any config version); set, it is. The
+// detectors' fields are in whatever their value: editing one changes
+// the config version.
 func TestConfigJSONWithoutNoSamplesEvaluations(t *testing.T) {
 	c := DefaultConfig()
 	b, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = `{"Metric":"confidence","IncludeErrors":false,"Mode":"reference","Window":300000000000,"Every":60000000000,"ReferenceWindow":3600000000000,"CanaryVariant":"canary","BaselineVariant":"baseline","Alpha":0.00001,"Consecutive":3,"MinEffect":0.1,"MinSamples":50,"MaxSamplesPerSlot":2000}`
+	const want = `{"Metric":"confidence","IncludeErrors":false,"Mode":"reference","Window":300000000000,"Every":60000000000,"ReferenceWindow":3600000000000,"CanaryVariant":"canary","BaselineVariant":"baseline","Alpha":0,"Consecutive":1,"MinEffect":0,"MinSamples":50,"MaxSamplesPerSlot":2000,"FalseAlarms":0.001,"Detectors":null,"Step":15000000000,"MinWindowSamples":500,"MaxWindow":1800000000000,"CUSUMShift":0.3,"SequentialMinReference":400,"SliceThreshold":null,"SliceQuantile":0.01,"SliceFactor":3,"SliceTail":""}`
 	if string(b) != want {
 		t.Errorf("default JSON\n%s\nwant\n%s", b, want)
 	}
 	c.NoSamplesEvaluations = 3
 	if b, _ = json.Marshal(c); !strings.Contains(string(b), `"NoSamplesEvaluations":3`) {
 		t.Errorf("JSON with no_samples_evaluations 3 lacks it: %s", b)
+	}
+	c = DefaultConfig()
+	c.CUSUMShift = 1
+	if b, _ = json.Marshal(c); !strings.Contains(string(b), `"CUSUMShift":1,`) {
+		t.Errorf("JSON with cusum_shift 1 lacks it: %s", b)
 	}
 }

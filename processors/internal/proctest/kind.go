@@ -129,6 +129,17 @@ func perturb(v reflect.Value) bool {
 			return perturb(e.Field(0))
 		}
 		return perturb(e)
+	case reflect.Pointer:
+		// nil (unset) becomes a pointer to the zero value, set becomes
+		// another value.
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+			return true
+		}
+		n := reflect.New(v.Type().Elem())
+		n.Elem().Set(v.Elem())
+		v.Set(n)
+		return perturb(n.Elem())
 	default:
 		return false
 	}

@@ -72,6 +72,9 @@ type FalseTripsConfig struct {
 	// Progress, when set, is called after each run completes (from the
 	// run's goroutine) with the run's index.
 	Progress func(run int)
+	// Breach, when set, is called with every breach verdict (from the
+	// run's goroutine, with the run's index): what the false alarms were.
+	Breach func(run int, v *schemas.Verdict)
 }
 
 // FalseTripsRow is one SLO of the study: what it did on traffic where
@@ -291,6 +294,9 @@ func falseTripsRun(cfg FalseTripsConfig, run int) (runResult, error) {
 			lk := v.SLO + "\x00" + v.Metric + "\x00" + v.Key.String()
 			breach := v.Status == schemas.StatusBreach
 			if breach {
+				if cfg.Breach != nil {
+					cfg.Breach(run, v)
+				}
 				a.row.BreachVerdicts++
 				sloOf[v.ID] = v.SLO
 				if !lastBreach[lk] {
