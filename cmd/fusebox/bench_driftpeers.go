@@ -33,7 +33,7 @@ func benchDriftPeers(_ context.Context, args []string, stdout, stderr io.Writer)
 	kinds := fs.String("kinds", "", "comma-separated stream kinds (default all: "+strings.Join(append(append([]string{}, study.ChangeKinds...), study.CleanKinds...), ", ")+")")
 	reuse := fs.Bool("reuse", false, "run over the streams already in --dir instead of writing them")
 	var configs stringList
-	fs.Var(&configs, "config", "SLO file to run in its own worker, repeatable (default: the drift processor at its defaults, and with consecutive 1 and min_effect 0)")
+	fs.Var(&configs, "config", "SLO file to run in its own worker, repeatable (default: the drift processor at its defaults, and its KS test alone as it defaulted before the sequential detectors)")
 	results := fs.String("results", "fusebox.json", "file in --dir the alarms go to (scripts/drift-peers reads every fusebox*.json)")
 	label := fs.String("label", "fusebox", "the detectors' name prefix in the table (e.g. a branch's name beside main's)")
 	parallel := fs.Int("parallel", 0, "streams at once (default GOMAXPROCS; the table does not depend on it)")
