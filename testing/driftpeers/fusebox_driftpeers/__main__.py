@@ -29,8 +29,10 @@ def _run_stream(args: tuple[Path, Stream, list[str]]) -> dict[str, StreamResult]
     return {p.key: run_peer(p, s, t, x) for p in PEERS if p.key in keys}
 
 
-def _selected(m: Manifest, keys: list[str], limits: dict[str, int]) -> list[list[str]]:
-    """Per stream, the peers to run on it."""
+def _selected(m: Manifest, keys: list[str], limits: dict[str, int], clean: dict[str, int]) -> list[list[str]]:
+    """Per stream, the peers to run on it: peer k on the first limits[k]
+    change streams and clean[k] clean streams of each (kind, rate), all of
+    them when k has no limit."""
     seen: dict[tuple[str, str, float], int] = {}
     out: list[list[str]] = []
     for s in m.streams:
@@ -38,7 +40,8 @@ def _selected(m: Manifest, keys: list[str], limits: dict[str, int]) -> list[list
         for k in keys:
             cell = (k, s.kind, s.rate_per_minute)
             seen[cell] = seen.get(cell, 0) + 1
-            if k not in limits or seen[cell] <= limits[k]:
+            lim = clean.get(k, limits.get(k)) if s.clean else limits.get(k)
+            if lim is None or seen[cell] <= lim:
                 run.append(k)
         out.append(run)
     return out
@@ -49,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dir", type=Path, default=Path(".cache/drift-peers"))
     ap.add_argument("--peers", default="adwin,kswin,pagehinkley,ksdrift,cvm")
     ap.add_argument("--limit", action="append", default=[])
+    ap.add_argument("--clean-limit", action="append", default=[])
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default="peers.json")
     ap.add_argument("--table-only", action="store_true")
@@ -63,12 +67,14 @@ def main(argv: list[str] | None = None) -> int:
             if k not in names:
                 ap.error(f"--peers: unknown peer {k!r} (known: {', '.join(names)})")
         limits: dict[str, int] = {}
-        for lim in a.limit:
-            k, _, n = lim.partition("=")
-            if k not in names or not n.isdigit():
-                ap.error(f"--limit: want PEER=N, got {lim!r}")
-            limits[k] = int(n)
-        todo = _selected(m, keys, limits)
+        clean: dict[str, int] = {}
+        for flag, dst in (("limit", limits), ("clean-limit", clean)):
+            for lim in getattr(a, flag.replace("-", "_")):
+                k, _, n = lim.partition("=")
+                if k not in names or not n.isdigit():
+                    ap.error(f"--{flag}: want PEER=N, got {lim!r}")
+                dst[k] = int(n)
+        todo = _selected(m, keys, limits, clean)
         res: dict[str, list[StreamResult | None]] = {k: [None] * len(m.streams) for k in keys}
         with ProcessPoolExecutor(max_workers=a.jobs) as ex:
             for i, got in enumerate(ex.map(_run_stream, [(a.dir, s, todo[i]) for i, s in enumerate(m.streams)])):

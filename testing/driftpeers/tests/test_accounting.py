@@ -80,3 +80,11 @@ def test_skipped_streams_leave_the_sample(tmp_path: Path) -> None:
 def test_a_result_per_stream_is_required() -> None:
     with pytest.raises(ValueError, match="3 stream results for 4 streams"):
         tabulate(_manifest(), [DetectorResult("d", [StreamResult()] * 3)])
+
+
+def test_limits_pick_the_first_streams_of_each_cell() -> None:
+    from fusebox_driftpeers.__main__ import _selected
+
+    m = _manifest()  # three change streams of one cell, one clean stream
+    assert _selected(m, ["adwin", "cvm"], {"cvm": 2}, {}) == [["adwin", "cvm"], ["adwin", "cvm"], ["adwin"], ["adwin", "cvm"]]
+    assert _selected(m, ["cvm"], {"cvm": 1}, {"cvm": 0}) == [["cvm"], [], [], []]
