@@ -58,11 +58,16 @@
 //     step's calls or the reference's mean per step, the larger (h ≈ 59
 //     at 200 calls/min, 52 at 20, a = 0.001/3, K = 0.15). The threshold follows the key's
 //     rate as the sliding reference moves. The approximation assumes an
-//     exact reference; SequentialMinReference (400 values) keeps the
-//     reference's error to a twentieth of a standard deviation.
+//     exact reference; with a sampled one of n values the scores' mean is
+//     off by ε ~ N(0, 1/n), which raises the averaged alarm rate by about
+//     exp(2(h+1.166)²/n): the chart runs at K + 2(h+1.166)/n, twice the
+//     first-order correction (0.01 sd at 200 calls/min, 0.09 at 20).
+//     SequentialMinReference (400 values) bounds that margin.
 //   - slice: h = ln(E/a) nats (16.7): by Ville's inequality on the
 //     likelihood-ratio martingale at most a false breach episodes per
 //     key-day while the bad share is at most p0 (stats.FalseAlarmBound).
+//     p0 is the reference's share, raised for its sampling error
+//     (sliceGuard: +20% at 200 calls/min, about 3x at 20).
 //
 // A breach episode of a healthy key is then at most FalseAlarms per
 // key-day in all, and a breaker trip (it needs breaches) no more; the
