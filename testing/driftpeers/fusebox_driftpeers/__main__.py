@@ -8,6 +8,7 @@ print the table, fusebox's rows (every --dir/fusebox*.json) beside theirs.
   --jobs N        streams at once (processes; default 2)
   --out NAME      the results file in D (default peers.json)
   --table-only    print the table from every D/fusebox*.json and D/peers*.json
+  --markdown      print it as docs/drift-peers.md's tables: one column per detector
 """
 
 from __future__ import annotations
@@ -18,13 +19,15 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from .streams import Manifest, Stream, read_calls, read_manifest
-from .table import DetectorResult, StreamResult, print_table, read_results, tabulate, write_results
+from .table import DetectorResult, StreamResult, print_markdown, print_table, read_results, tabulate, write_results
 
 
 def _run_stream(args: tuple[Path, Stream, list[str]]) -> dict[str, StreamResult]:
     from .peers import PEERS, run_peer
 
     directory, s, keys = args
+    if not keys:
+        return {}
     t, x = read_calls(directory / s.file)
     return {p.key: run_peer(p, s, t, x) for p in PEERS if p.key in keys}
 
@@ -56,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default="peers.json")
     ap.add_argument("--table-only", action="store_true")
+    ap.add_argument("--markdown", action="store_true")
     a = ap.parse_args(argv)
     m = read_manifest(a.dir)
     if not a.table_only:
@@ -87,7 +91,11 @@ def main(argv: list[str] | None = None) -> int:
     for f in [*sorted(a.dir.glob("fusebox*.json")), *sorted(a.dir.glob("peers*.json"))]:
         if f.exists():
             dets += read_results(f)
-    print_table(tabulate(m, dets), sys.stdout)
+    rows = tabulate(m, dets)
+    if a.markdown:
+        print_markdown(rows, [d.detector for d in dets], sys.stdout)
+    else:
+        print_table(rows, sys.stdout)
     return 0
 
 

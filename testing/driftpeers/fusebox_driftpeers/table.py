@@ -147,3 +147,40 @@ def _aligned(head: list[str], body: list[list[str]], out: TextIO) -> None:
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
     for line in [head, *body]:
         out.write("  ".join(x.ljust(w) for x, w in zip(line, widths)).rstrip() + "\n")
+
+
+def print_markdown(rows: list[Row], detectors: list[str], out: TextIO) -> None:
+    """Prints three Markdown tables with one column per detector: detection
+    (seeds caught within 30 min of seeds, and the median delay in minutes)
+    per change kind and rate; false alarms (count in key-days, the 95%
+    upper bound per key-day) per clean kind and rate; CPU ns per call per
+    rate (over every stream of the rate the detector ran on)."""
+    by = {(r.kind, r.rate, r.detector): r for r in rows}
+    cells: list[tuple[str, float]] = []
+    for r in rows:
+        if (r.kind, r.rate) not in cells:
+            cells.append((r.kind, r.rate))
+    head = "| | calls/min | " + " | ".join(detectors) + " |\n|---|---|" + "---|" * len(detectors) + "\n"
+    out.write(head.replace("| |", "| change |", 1))
+    for kind, rate in cells:
+        line = []
+        for d in detectors:
+            c = by.get((kind, rate, d))
+            line.append(f"{c.within}/{c.seeds} · {_minutes(c.median_delay_s)}" if c and c.seeds else "")
+        if any(line):
+            out.write(f"| {kind} | {rate:g} | " + " | ".join(line) + " |\n")
+    out.write("\n" + head.replace("| |", "| clean |", 1))
+    for kind, rate in cells:
+        line = []
+        for d in detectors:
+            c = by.get((kind, rate, d))
+            line.append(f"{c.false_alarms} in {c.key_days:.0f} · {c.per_day_upper:.3f}" if c and c.key_days else "")
+        if any(line):
+            out.write(f"| {kind} | {rate:g} | " + " | ".join(line) + " |\n")
+    out.write("\n" + head.replace("| |", "| CPU ns/call |", 1))
+    for rate in sorted({r.rate for r in rows}, reverse=True):
+        line = []
+        for d in detectors:
+            cpu = [r.cpu_ns_per_call for r in rows if r.rate == rate and r.detector == d and r.cpu_ns_per_call > 0]
+            line.append(f"{median(cpu):.0f}" if cpu else "")
+        out.write(f"| all | {rate:g} | " + " | ".join(line) + " |\n")

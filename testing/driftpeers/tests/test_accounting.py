@@ -88,3 +88,16 @@ def test_limits_pick_the_first_streams_of_each_cell() -> None:
     m = _manifest()  # three change streams of one cell, one clean stream
     assert _selected(m, ["adwin", "cvm"], {"cvm": 2}, {}) == [["adwin", "cvm"], ["adwin", "cvm"], ["adwin"], ["adwin", "cvm"]]
     assert _selected(m, ["cvm"], {"cvm": 1}, {"cvm": 0}) == [["cvm"], [], [], []]
+
+
+def test_markdown_has_a_column_per_detector() -> None:
+    m = _manifest()
+    a = DetectorResult("a", [*[StreamResult([7260.0], 3_600_000)] * 3, StreamResult([], 576_000_000)])
+    b = DetectorResult("b", [*[StreamResult([], 0)] * 3, StreamResult([5000.0], 0)])
+    out = io.StringIO()
+    from fusebox_driftpeers.table import print_markdown
+
+    print_markdown(tabulate(m, [a, b]), ["a", "b"], out)
+    text = out.getvalue()
+    assert "| shift-0.05 | 200 | 3/3 · 1.0 | 0/3 · miss |" in text
+    assert "| stationary | 200 | 0 in 2 · 1.844 | 1 in 2 · 2.786 |" in text
