@@ -16,9 +16,9 @@ import (
 
 // cmdBench runs the long studies that are too slow for `go test`.
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	const studies = "Usage: fusebox bench STUDY [flags]\n\nStudies:\n  tail-accuracy   P99.9 accuracy of the empirical quantile and the GPD estimate (RMSE, bias, interval coverage)\n  false-trips     false breaches and breaker trips per 1,000 key-days of every processor's defaults on stationary traffic\n  sequential      the burn-rate page methods (multiwindow rules, Bernoulli CUSUM): false trips at the budget and detection delay of error bursts\n  loop            the closed loop over HTTP: each scripted incident's users' SLO with and without a fusehttp gateway following fusebox (about 60 s)\n  soak            fusebox run as a process on live traffic for an hour (--duration): what grows — memory, goroutines, files, checkpoints, GC pauses, lag\n\nRun `fusebox bench STUDY -h` for its flags.\n"
+	const studies = "Usage: fusebox bench STUDY [flags]\n\nStudies:\n  tail-accuracy   P99.9 accuracy of the empirical quantile and the GPD estimate (RMSE, bias, interval coverage)\n  false-trips     false breaches and breaker trips per 1,000 key-days of every processor's defaults on stationary traffic\n  sequential      the burn-rate page methods (multiwindow rules, Bernoulli CUSUM): false trips at the budget and detection delay of error bursts\n  drift-peers     the drift processor on seeded confidence-score streams (shifts, a decline, a variance change, a bad slice, clean days) beside River and alibi-detect (scripts/drift-peers)\n  loop            the closed loop over HTTP: each scripted incident's users' SLO with and without a fusehttp gateway following fusebox (about 60 s)\n  soak            fusebox run as a process on live traffic for an hour (--duration): what grows — memory, goroutines, files, checkpoints, GC pauses, lag\n\nRun `fusebox bench STUDY -h` for its flags.\n"
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "fusebox bench: name a study: tail-accuracy, false-trips, sequential, loop, soak; see fusebox bench -h")
+		fmt.Fprintln(stderr, "fusebox bench: name a study: tail-accuracy, false-trips, sequential, drift-peers, loop, soak; see fusebox bench -h")
 		return exitUsage
 	}
 	switch args[0] {
@@ -31,12 +31,14 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return benchFalseTrips(ctx, args[1:], stdout, stderr)
 	case "sequential":
 		return benchSequential(ctx, args[1:], stdout, stderr)
+	case "drift-peers":
+		return benchDriftPeers(ctx, args[1:], stdout, stderr)
 	case "loop":
 		return benchLoop(ctx, args[1:], stdout, stderr)
 	case "soak":
 		return benchSoak(ctx, args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "fusebox bench: unknown study %q (studies: tail-accuracy, false-trips, sequential, loop, soak); see fusebox bench -h\n", args[0])
+	fmt.Fprintf(stderr, "fusebox bench: unknown study %q (studies: tail-accuracy, false-trips, sequential, drift-peers, loop, soak); see fusebox bench -h\n", args[0])
 	return exitUsage
 }
 

@@ -173,7 +173,7 @@ func helpTargets() [][]string {
 		out = append(out, []string{c.name})
 	}
 	return append(out, []string{"config", "check"}, []string{"config", "diff"}, []string{"openslo", "export"}, []string{"openslo", "import"},
-		[]string{"bench", "tail-accuracy"}, []string{"bench", "false-trips"}, []string{"bench", "sequential"}, []string{"bench", "loop"}, []string{"bench", "soak"})
+		[]string{"bench", "tail-accuracy"}, []string{"bench", "false-trips"}, []string{"bench", "sequential"}, []string{"bench", "drift-peers"}, []string{"bench", "loop"}, []string{"bench", "soak"})
 }
 
 // lineWriter hands the lines written to it to a channel, for reading the

@@ -92,7 +92,7 @@ func TestREADMEDocumentsEveryFlag(t *testing.T) {
 		}
 	}
 	// The invocations of the README and docs/ name real flags.
-	inv := regexp.MustCompile("fusebox (run|demo|gen|calibrate|report|spans|migrate|broker|config check|config diff|openslo export|openslo import|bench tail-accuracy|bench false-trips|bench sequential|bench loop)((?: [^`\\n]*)?)")
+	inv := regexp.MustCompile("fusebox (run|demo|gen|calibrate|report|spans|migrate|broker|config check|config diff|openslo export|openslo import|bench tail-accuracy|bench false-trips|bench sequential|bench drift-peers|bench loop)((?: [^`\\n]*)?)")
 	for _, m := range inv.FindAllStringSubmatch(docsText(t), -1) {
 		for _, f := range regexp.MustCompile(`(?:^| )--([a-z0-9-]+)`).FindAllStringSubmatch(m[2], -1) {
 			if !slices.Contains(all[m[1]], f[1]) {
