@@ -109,7 +109,7 @@ func exportSLO(s *config.SLO) ([]document, error) {
 		window(c.Window)
 	case *drift.Config:
 		threshold(map[string]any{"metric": string(c.Metric), "statistic": statKS})
-		spec.Objectives = []objective{{Op: "lt", Value: ptr(c.MinEffect), Target: 1 - c.KSAlpha()}}
+		spec.Objectives = []objective{{Op: "lt", Value: ptr(c.EffectiveMinEffect()), Target: 1 - c.KSAlpha()}}
 		skip = append(skip, "metric", "min_effect")
 		window(c.Window)
 	case *decay.Config:

@@ -1158,7 +1158,8 @@ func (im *importer) apply(in *sloIn, b *built) {
 	case *drift.Config:
 		metric(&c.Metric)
 		if needOp("lt") {
-			c.MinEffect = in.value
+			v := in.value
+			c.MinEffect = &v
 		}
 		if in.hasTarget {
 			// Alpha 0 (from false_alarms) exports as 1 - the derived

@@ -58,7 +58,7 @@ func BenchmarkEvaluateCanaryPerKey(b *testing.B) {
 // 1e-5, 3 in a row, min_effect 0.1, Every-wide slots).
 func BenchmarkPerCall(b *testing.B) {
 	old := DefaultConfig()
-	old.Detectors, old.Alpha, old.Consecutive, old.MinEffect, old.MaxWindow = []string{DetectorKS}, 1e-5, 3, 0.1, old.Window
+	old.Detectors, old.Alpha, old.Consecutive, old.MinEffect, old.MaxWindow = []string{DetectorKS}, 1e-5, 3, ptr(0.1), old.Window
 	for _, c := range []struct {
 		name string
 		cfg  Config

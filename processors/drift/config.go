@@ -60,14 +60,21 @@ type Config struct {
 	// (1e-5 was the default before the false-alarm budget).
 	Alpha float64 `yaml:"alpha"`
 	// Consecutive is how many KS evaluations in a row must be significant
-	// before the verdict is a breach (fewer: warn). Default 1: Alpha
-	// already holds the false alarms to FalseAlarms; 3 (the default
-	// before) costs 2 evaluations of delay on every incident.
+	// before the verdict is a breach (fewer: warn). Default 0: the mode's
+	// (see EffectiveConsecutive) — 1 in reference mode, where Alpha
+	// already holds the false alarms to FalseAlarms (3, the default
+	// before, cost 2 evaluations of delay on every incident); 3 in canary
+	// mode, where canary and baseline are different deployments and
+	// "no difference" is never exactly true, so the streak and MinEffect
+	// keep a small, real but harmless difference from rolling back.
 	Consecutive int `yaml:"consecutive"`
 	// MinEffect is the smallest KS distance D that can breach: a
 	// practical-significance option (with many values small differences
-	// are significant). Default 0: off, the false-alarm budget decides.
-	MinEffect float64 `yaml:"min_effect"`
+	// are significant). Default nil: the mode's (EffectiveMinEffect) — 0
+	// (off, the false-alarm budget decides) in reference mode, 0.1 in
+	// canary mode (with 5,000 values a side a D of ~0.05 is significant
+	// at the canary's alpha). Set, 0 included, it is used as is.
+	MinEffect *float64 `yaml:"min_effect"`
 	// MinSamples is the fewest values on each side for a test. Default 50.
 	MinSamples int `yaml:"min_samples"`
 	// MaxSamplesPerSlot caps values kept per key per Every (per Step slot:
@@ -179,7 +186,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		SliceFactor            float64
 		SliceTail              string
 	}{c.Metric, c.IncludeErrors, c.Mode, c.Window, c.Every, c.ReferenceWindow, c.CanaryVariant, c.BaselineVariant,
-		c.Alpha, c.Consecutive, c.MinEffect, c.MinSamples, c.MaxSamplesPerSlot,
+		c.Alpha, c.EffectiveConsecutive(), c.EffectiveMinEffect(), c.MinSamples, c.MaxSamplesPerSlot,
 		c.FalseAlarms, c.Detectors, c.Step, c.MinWindowSamples, c.MaxWindow, c.CUSUMShift, c.SequentialMinReference,
 		c.SliceThreshold, c.SliceQuantile, c.SliceFactor, c.SliceTail})
 }
@@ -194,7 +201,6 @@ func DefaultConfig() Config {
 		ReferenceWindow:   time.Hour,
 		CanaryVariant:     "canary",
 		BaselineVariant:   "baseline",
-		Consecutive:       1,
 		MinSamples:        50,
 		MaxSamplesPerSlot: 2000,
 
@@ -224,7 +230,7 @@ func (c *Config) Validate() error {
 		k.Fail(c.CanaryVariant == c.BaselineVariant, "canary_variant", "must differ from baseline_variant")
 	}
 	k.Fail(c.Alpha != 0 && !(c.Alpha > 0 && c.Alpha < 1), "alpha", "must be 0 (from false_alarms) or in (0, 1)")
-	k.Fail(c.Consecutive < 1, "consecutive", "must be at least 1")
+	k.Fail(c.Consecutive < 0, "consecutive", "must be at least 1 (or 0: the mode's default)")
 	k.Fail(!(c.FalseAlarms > 0) || math.IsInf(c.FalseAlarms, 0), "false_alarms", "must be a positive number per key-day")
 	for _, d := range c.Detectors {
 		switch {
@@ -246,7 +252,7 @@ func (c *Config) Validate() error {
 	k.Fail(!(c.SliceQuantile > 0 && c.SliceQuantile < 0.5), "slice_quantile", "must be in (0, 0.5)")
 	k.Fail(!(c.SliceFactor > 1) || math.IsInf(c.SliceFactor, 0), "slice_factor", "must be above 1")
 	k.Fail(c.SliceTail != "" && c.SliceTail != TailLow && c.SliceTail != TailHigh, "slice_tail", "must be low or high, got "+strconv.Quote(c.SliceTail))
-	k.Fail(c.MinEffect < 0 || c.MinEffect >= 1, "min_effect", "must be in [0, 1)")
+	k.Fail(c.MinEffect != nil && !(*c.MinEffect >= 0 && *c.MinEffect < 1), "min_effect", "must be in [0, 1)")
 	k.Fail(c.MinSamples < 5, "min_samples", "must be at least 5")
 	k.Fail(c.MaxSamplesPerSlot < 10, "max_samples_per_slot", "must be at least 10")
 	k.Fail(c.NoSamplesEvaluations < 1, "no_samples_evaluations", "must be at least 1")
@@ -267,6 +273,30 @@ const (
 	TailLow  = "low"
 	TailHigh = "high"
 )
+
+// EffectiveConsecutive is Consecutive, or the mode's default when 0: 1
+// in reference mode, 3 in canary mode.
+func (c *Config) EffectiveConsecutive() int {
+	switch {
+	case c.Consecutive > 0:
+		return c.Consecutive
+	case c.Mode == ModeCanary:
+		return 3
+	}
+	return 1
+}
+
+// EffectiveMinEffect is MinEffect, or the mode's default when unset: 0 in
+// reference mode, 0.1 in canary mode.
+func (c *Config) EffectiveMinEffect() float64 {
+	switch {
+	case c.MinEffect != nil:
+		return *c.MinEffect
+	case c.Mode == ModeCanary:
+		return 0.1
+	}
+	return 0
+}
 
 // EnabledDetectors is Detectors, or the mode's default when empty, in the
 // order ks, cusum, slice.

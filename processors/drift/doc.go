@@ -50,7 +50,10 @@
 //     (Bonferroni: the expected significant evaluations of a healthy key
 //     per day are at most a, whatever the windows' overlap), unless
 //     Alpha is set. Consecutive defaults to 1, MinEffect to 0 (both
-//     options).
+//     options) in reference mode; 3 and 0.1 in canary mode, where
+//     canary and baseline are different deployments and a small, real
+//     difference must not roll back (Config.EffectiveConsecutive,
+//     Config.EffectiveMinEffect).
 //   - cusum: per step a budget of a/E (E = 1 day / Step = 5,760); the
 //     chance of an alarm among n standardized calls is about 2n/ARL0(h),
 //     ARL0 Siegmund's approximation (stats.SiegmundARL), so h solves

@@ -339,7 +339,7 @@ func (p *Processor) blind(k schemas.Key, calls int64, scopes []string, from, now
 	}
 	v := p.meta.NewVerdict(Name, p.metric, k, from, now)
 	nosamples.Fill(&v, nosamples.Blind{Key: k, Calls: calls, Evaluations: run, Scopes: scopes}, need)
-	v.Threshold = p.cfg.MinEffect
+	v.Threshold = p.cfg.EffectiveMinEffect()
 	emit.Verdict(v)
 	return true
 }

@@ -34,8 +34,8 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"slice quantile", func(c *Config) { c.SliceQuantile = 0.5 }, "slice_quantile"},
 		{"slice factor", func(c *Config) { c.SliceFactor = 1 }, "slice_factor"},
 		{"slice tail", func(c *Config) { c.SliceTail = "left" }, "slice_tail"},
-		{"consecutive", func(c *Config) { c.Consecutive = 0 }, "consecutive"},
-		{"min effect", func(c *Config) { c.MinEffect = 1 }, "min_effect"},
+		{"consecutive", func(c *Config) { c.Consecutive = -1 }, "consecutive"},
+		{"min effect", func(c *Config) { c.MinEffect = ptr(1) }, "min_effect"},
 		{"min samples", func(c *Config) { c.MinSamples = 4 }, "min_samples"},
 		{"cap", func(c *Config) { c.MaxSamplesPerSlot = 5 }, "max_samples_per_slot"},
 		{"same variants", func(c *Config) { c.Mode = ModeCanary; c.BaselineVariant = "canary" }, "canary_variant"},
@@ -120,7 +120,7 @@ func mkSpans(key schemas.Key, start, gap int64, n int, id byte, vals func(i int)
 
 func TestCanaryPairsVariantsAndIgnoresOthers(t *testing.T) {
 	cfg := canaryConfig()
-	cfg.Consecutive, cfg.MinEffect = 3, 0.1 // a warn first, the threshold reported
+	cfg.Consecutive, cfg.MinEffect = 3, ptr(0.1) // a warn first, the threshold reported
 	p := newDrift(t, cfg)
 	k := schemas.Key{Tenant: "t", Service: "s", Model: "m"}
 	base, can, shadow, lone := k, k, k, k
@@ -200,3 +200,6 @@ func TestInsufficientDataResetsTheCount(t *testing.T) {
 		t.Fatalf("statuses+counts\n got %s\nwant %s", s, want)
 	}
 }
+
+// ptr returns a pointer to v (Config's optional fields).
+func ptr(v float64) *float64 { return &v }

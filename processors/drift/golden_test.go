@@ -98,7 +98,7 @@ func goldenShift(t *testing.T, tr traffic, i int, cfg Config, file string) []sch
 	vs := proctest.ReplayAll(t, newDrift(t, cfg), tr.spans())
 	proctest.Golden(t, file, proctest.KVLines(vs, t0, false))
 	key := tr.streams[i].key
-	checkDetection(t, onlyMetric(vs, MetricName(cfg)), key, t0+int64(tr.streams[i].shiftAt), int64(cfg.Every), cfg.Consecutive)
+	checkDetection(t, onlyMetric(vs, MetricName(cfg)), key, t0+int64(tr.streams[i].shiftAt), int64(cfg.Every), cfg.EffectiveConsecutive())
 	noAlerts(t, vs, key)
 	return vs
 }
@@ -168,7 +168,7 @@ func TestNoIncidentNoBreach(t *testing.T) {
 			if tested < 100 {
 				t.Errorf("%s seed %d: only %d tested verdicts", mode, seed, tested)
 			}
-			t.Logf("%s seed %d: %d verdicts, %d tested, %d warns, largest d %.3f (min_effect %.2f)", mode, seed, len(vs), tested, warns, maxD, cfg.MinEffect)
+			t.Logf("%s seed %d: %d verdicts, %d tested, %d warns, largest d %.3f (min_effect %.2f)", mode, seed, len(vs), tested, warns, maxD, cfg.EffectiveMinEffect())
 		}
 	}
 }

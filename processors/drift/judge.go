@@ -65,7 +65,7 @@ func decide(count, k int) schemas.Status {
 // counter and fills v. canary adds Mann–Whitney and the Hodges–Lehmann
 // shift.
 func (p *Processor) judge(v *schemas.Verdict, ks *keyState, cur, ref []float64, canary bool) {
-	v.Threshold = p.cfg.MinEffect
+	v.Threshold = p.cfg.EffectiveMinEffect()
 	v.N = int64(len(cur) + len(ref))
 	if len(cur) < p.cfg.MinSamples || len(ref) < p.cfg.MinSamples {
 		ks.consecutive = 0
@@ -86,10 +86,10 @@ func (p *Processor) judge(v *schemas.Verdict, ks *keyState, cur, ref []float64, 
 		v.Status, v.Method = schemas.StatusInsufficientData, MethodNone
 		return
 	}
-	ks.consecutive = nextCount(ks.consecutive, significant(ks2.D, ks2.P, p.cfg.KSAlpha(), p.cfg.MinEffect))
+	ks.consecutive = nextCount(ks.consecutive, significant(ks2.D, ks2.P, p.cfg.KSAlpha(), p.cfg.EffectiveMinEffect()))
 	v.Value = ks2.D
 	v.Method = ks2.Method
-	v.Status = decide(ks.consecutive, p.cfg.Consecutive)
+	v.Status = decide(ks.consecutive, p.cfg.EffectiveConsecutive())
 	v.Details = []schemas.Detail{
 		{Name: DetailD, Value: ks2.D},
 		{Name: DetailPValue, Value: ks2.P},
@@ -123,7 +123,7 @@ func (p *Processor) judge(v *schemas.Verdict, ks *keyState, cur, ref []float64, 
 // one would call significant.
 func (p *Processor) ksTest(xs, ys []float64) (stats.KSResult, error) {
 	r, err := stats.KS2SampSorted(xs, ys, stats.KSAsymp)
-	if err != nil || r.D < p.cfg.MinEffect || r.P >= 100*p.cfg.KSAlpha() {
+	if err != nil || r.D < p.cfg.EffectiveMinEffect() || r.P >= 100*p.cfg.KSAlpha() {
 		return r, err
 	}
 	return stats.KS2SampSorted(xs, ys, stats.KSAuto)

@@ -46,7 +46,7 @@ func (c *Config) Summary() string {
 		against = "variant " + c.BaselineVariant + " (canary " + c.CanaryVariant + ")"
 	}
 	out := fmt.Sprintf("drift %s: KS p < %.3g and D >= %g, %d in a row, %v window against %s, every %v",
-		MetricName(*c), c.KSAlpha(), c.MinEffect, c.Consecutive, c.Window, against, c.Every)
+		MetricName(*c), c.KSAlpha(), c.EffectiveMinEffect(), c.EffectiveConsecutive(), c.Window, against, c.Every)
 	if !c.has(DetectorKS) {
 		out = "drift " + string(c.Metric) + ": " + string(c.Mode) + " against the previous " + c.ReferenceWindow.String()
 	}

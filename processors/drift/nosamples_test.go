@@ -43,6 +43,12 @@ func valuelessTraffic(keys []schemas.Key, blind map[schemas.Key]bool) []schemas.
 func verdictLines(t *testing.T, vs []schemas.Verdict, key schemas.Key, metric string) []string {
 	t.Helper()
 	var got []string
+	// A no_samples verdict's threshold is the mode's min_effect: 0.1 in
+	// canary mode, 0 in reference mode (both at their defaults here).
+	cfg := DefaultConfig()
+	if strings.HasPrefix(metric, "canary_") {
+		cfg = canaryConfig()
+	}
 	for _, v := range vs {
 		if v.Key != key {
 			continue
@@ -52,7 +58,7 @@ func verdictLines(t *testing.T, vs []schemas.Verdict, key schemas.Key, metric st
 			calls, _ := v.Detail(processors.DetailNoSamplesCalls)
 			evals, _ := v.Detail(processors.DetailNoSamplesRun)
 			line += fmt.Sprintf(" calls=%g evals=%g", calls, evals)
-			if v.Metric != metric || v.Status != schemas.StatusInsufficientData || v.N != 0 || v.Threshold != DefaultConfig().MinEffect {
+			if v.Metric != metric || v.Status != schemas.StatusInsufficientData || v.N != 0 || v.Threshold != cfg.EffectiveMinEffect() {
 				t.Errorf("no_samples verdict %+v", v)
 			}
 			if v.Evidence == nil || !slices.Equal(v.Evidence.Scopes, []string{noScope, "unknown"}) {
