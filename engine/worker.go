@@ -132,6 +132,12 @@ type WorkerConfig struct {
 	// NewEffects makes the effect judge of one partition worker; nil for
 	// none (it is used only with a breaker).
 	NewEffects func() (Effects, error)
+	// Summaries makes the worker write an evaluation summary
+	// (schemas.EvalSummary) of every SLO at every boundary it evaluates
+	// it, into Output.Summaries: the incident stage's input
+	// (processors/incident). Off by default; nothing of the worker's state
+	// or its other output depends on it.
+	Summaries bool
 	// CheckpointVersion is the format version MarshalBinary writes: 0 or
 	// 5 (the current one), or 4, which the builds before the idle
 	// durations read too (the idle durations are left out: a worker
@@ -537,11 +543,13 @@ func (w *Worker) evaluate(b int64) {
 		}
 	}
 	var verdicts []schemas.Verdict
+	var due []sloSpan
 	for i := range w.slos {
 		s := &w.slos[i]
 		if s.next != b {
 			continue
 		}
+		due = append(due, sloSpan{s, len(verdicts), len(verdicts) + len(s.emit.verdicts)})
 		// Processors emit in key order already; sorting again makes the
 		// order a property of the engine, not of every processor.
 		slices.SortStableFunc(s.emit.verdicts, compareVerdicts)
@@ -553,8 +561,8 @@ func (w *Worker) evaluate(b int64) {
 	}
 	w.stats.Verdicts += int64(len(verdicts))
 	w.out.Verdicts = append(w.out.Verdicts, verdicts...)
+	first := len(w.out.Commands)
 	if w.breaker != nil {
-		first := len(w.out.Commands)
 		for i := range verdicts {
 			w.commands(w.breaker.Observe(verdicts[i]))
 		}
@@ -565,7 +573,19 @@ func (w *Worker) evaluate(b int64) {
 			w.out.Verdicts = append(w.out.Verdicts, w.effects.Evaluate(b, verdicts, w.out.Commands[first:])...)
 		}
 	}
+	if w.cfg.Summaries {
+		for _, d := range due {
+			w.out.Summaries = append(w.out.Summaries, summarize(d.s.spec.Meta, w.partition, b, verdicts[d.from:d.to], w.out.Commands[first:]))
+		}
+	}
 	w.guard.expire(b)
+}
+
+// sloSpan is one SLO due at a boundary and its verdicts' range in the
+// boundary's verdicts.
+type sloSpan struct {
+	s        *sloState
+	from, to int
 }
 
 // evaluateSLO evaluates s at boundary b into s.emit, with the breaker's

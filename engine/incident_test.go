@@ -1,0 +1,314 @@
+package engine_test
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fusebox-dev/fusebox/internal/sim/replay"
+	"github.com/fusebox-dev/fusebox/internal/sim/traffic"
+	"github.com/fusebox-dev/fusebox/processors/incident"
+	"github.com/fusebox-dev/fusebox/schemas"
+)
+
+// incidentSLOFile is one tail SLO and the per-key breaker tripping on it:
+// the slow-model incident of issue 26 is a latency one.
+const incidentSLOFile = `
+version: incidents-1
+keys:
+  dimensions: [tenant, service, model, variant]
+time:
+  allowed_lateness: 10s
+slos:
+  - name: latency-p999
+    tail:
+      metric: duration_ms
+      p: 0.999
+      budget: 6000
+      window: 5m
+      every: 1m
+breaker:
+  rules:
+    - {processor: tail, action: trip}
+`
+
+// incidentKeyedPartitions is the keyed partitions the traffic is routed to.
+const incidentKeyedPartitions = 6
+
+// incidentScenario is six tenants × two services × four models (two of
+// openai's, so that a provider and a model differ) × two variants: 96
+// keys, 200 calls/s, for 25 minutes, with the given incidents.
+func incidentScenario(seed uint64, incs ...traffic.Incident) traffic.Scenario {
+	sc := traffic.Demo()
+	sc.Seed, sc.Rate, sc.Duration = seed, 200, incidentDuration
+	sc.Tenants = []string{"acme", "globex", "initech", "umbrella", "hooli", "stark"}
+	sc.Models = []string{"gpt-4o-mini", "gpt-4o", "claude-3-5-haiku", "llama-3-70b"}
+	sc.Incidents = incs
+	return sc
+}
+
+const incidentDuration = 25 * time.Minute
+
+var incidentProviders = map[string]string{"gpt-4o-mini": "openai", "gpt-4o": "openai", "claude-3-5-haiku": "anthropic", "llama-3-70b": "meta"}
+
+// incidentRun is one scenario through the router's splitters, a worker per
+// keyed partition (with summaries) and the incident stage fed the
+// partitions' summaries round-robin, one at a time.
+type incidentRun struct {
+	res       replay.Result
+	incidents []schemas.Incident
+	stage     *incident.Stage
+}
+
+func runIncidents(t *testing.T, sc traffic.Scenario) incidentRun {
+	t.Helper()
+	cfg, _, err := replay.ParseWorkerConfig("incidents.yaml", []byte(incidentSLOFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Summaries = true
+	src, err := replay.Generate(sc, replay.Start, incidentDuration, replay.GenConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := replay.Drive(cfg, replay.Route(src, replay.RouteConfig{KeyedPartitions: incidentKeyedPartitions}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := incident.New(incident.Config{Partitions: incidentKeyedPartitions, Providers: incidentProviders})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := incidentRun{res: res, stage: st}
+	run.incidents = feedRoundRobin(t, st, res.Partitions)
+	return run
+}
+
+// feedRoundRobin hands the stage one summary of each partition in turn.
+func feedRoundRobin(t *testing.T, st *incident.Stage, parts []schemas.Output) []schemas.Incident {
+	t.Helper()
+	var out []schemas.Incident
+	pos := make([]int, len(parts))
+	for more := true; more; {
+		more = false
+		for p := range parts {
+			if pos[p] < len(parts[p].Summaries) {
+				inc, err := st.Add(parts[p].Summaries[pos[p]])
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, inc...)
+				pos[p]++
+				more = true
+			}
+		}
+	}
+	return out
+}
+
+// opened returns the opening records of the incidents not merged into
+// another (see incident.Stage.merge).
+func opened(incs []schemas.Incident) []schemas.Incident {
+	merged := map[string]bool{}
+	for _, i := range incs {
+		if i.MergedInto != "" {
+			merged[i.IncidentID] = true
+		}
+	}
+	var out []schemas.Incident
+	for _, i := range incs {
+		if i.Status == schemas.IncidentOpened && !merged[i.IncidentID] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func describe(incs []schemas.Incident) string {
+	var b strings.Builder
+	for _, i := range incs {
+		fmt.Fprintf(&b, "\n  %s %s=%s at +%v breaching %d healthy %d (others %d/%d) p=%.3g", i.Status, i.Dimension, i.Value,
+			time.Duration(i.AtUnixNano-replay.Start.UnixNano()), i.Breaching, i.Healthy, i.OtherBreaching, i.OtherHealthy, i.PValue)
+	}
+	return b.String()
+}
+
+// tripsOf counts the per-key breaker's open commands, and the first
+// one's evaluation.
+func tripsOf(cmds []schemas.FuseCommand) (n int, first int64) {
+	first = -1
+	for _, c := range cmds {
+		if c.State == schemas.StateOpen {
+			n++
+			if first < 0 || c.IssuedAtUnixNano < first {
+				first = c.IssuedAtUnixNano
+			}
+		}
+	}
+	return n, first
+}
+
+func TestIncidentAttribution(t *testing.T) {
+	m := time.Minute
+	tail := func(name string, start, end time.Duration, tg traffic.Target) traffic.Incident {
+		return traffic.Incident{Name: name, Kind: traffic.TailBlowup, Start: start, End: end, Target: tg, Magnitude: 0.03}
+	}
+	cases := []struct {
+		name string
+		incs []traffic.Incident
+		// want lists the attributions that must open, as dimension=value.
+		want []string
+	}{
+		{"one model across tenants", []traffic.Incident{tail("slow model", 5*m, 15*m, traffic.Target{Model: "claude-3-5-haiku"})}, []string{"model=claude-3-5-haiku"}},
+		{"one tenant across models", []traffic.Incident{tail("slow tenant", 5*m, 15*m, traffic.Target{Tenant: "globex"})}, []string{"tenant=globex"}},
+		{"one provider", []traffic.Incident{tail("slow provider", 5*m, 15*m, traffic.Target{Model: "gpt-4o"}), tail("slow provider 2", 5*m, 15*m, traffic.Target{Model: "gpt-4o-mini"})}, []string{"provider=openai"}},
+		{"one key alone", []traffic.Incident{tail("one key", 5*m, 15*m, traffic.Target{Tenant: "acme", Service: "chat", Model: "llama-3-70b", Variant: "baseline"})}, []string{"key=acme/chat/llama-3-70b/baseline"}},
+		{"two overlapping of different levels", []traffic.Incident{tail("slow model", 5*m, 15*m, traffic.Target{Model: "llama-3-70b"}), tail("slow tenant", 8*m, 18*m, traffic.Target{Tenant: "hooli"})}, []string{"model=llama-3-70b", "tenant=hooli"}},
+		{"clean", nil, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			run := runIncidents(t, incidentScenario(11, c.incs...))
+			ops := opened(run.incidents)
+			var got []string
+			for _, o := range ops {
+				got = append(got, o.Dimension+"="+o.Value)
+			}
+			slices.Sort(got)
+			trips, firstTrip := tripsOf(run.res.Output.Commands)
+			t.Logf("%s: per-key trips %d, first at +%v; incidents:%s", c.name, trips, time.Duration(firstTrip-replay.Start.UnixNano()), describe(run.incidents))
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("opened %v, want %v:%s", got, c.want, describe(run.incidents))
+			}
+			for _, o := range ops {
+				// No slower than the per-key breaker: the incident (or
+				// one merged into it) opens at or before the first trip
+				// of a key it explains that no incident opened before it
+				// explains.
+				detected := o.AtUnixNano
+				for _, r := range run.incidents {
+					if r.MergedInto == o.IncidentID {
+						detected = min(detected, r.FirstUnixNano)
+					}
+				}
+				var earlier []schemas.Incident
+				for _, e := range ops {
+					if e.AtUnixNano < o.AtUnixNano {
+						earlier = append(earlier, e)
+					}
+				}
+				if ft := firstTripOf(run.res.Output.Commands, o, earlier); ft >= 0 && detected > ft {
+					t.Errorf("%s=%s detected at +%v, after its keys' first trip at +%v", o.Dimension, o.Value,
+						time.Duration(detected-replay.Start.UnixNano()), time.Duration(ft-replay.Start.UnixNano()))
+				}
+				if o.Dimension != schemas.DimKey && !(o.PValue < 0.01) {
+					t.Errorf("%s=%s opened with p=%v", o.Dimension, o.Value, o.PValue)
+				}
+			}
+			checkIncidentDeterminism(t, run)
+		})
+	}
+}
+
+// firstTripOf is the issue time of the first per-key open command whose
+// target carries o's value and none of earlier's (-1: none).
+func firstTripOf(cmds []schemas.FuseCommand, o schemas.Incident, earlier []schemas.Incident) int64 {
+	first := int64(-1)
+next:
+	for _, c := range cmds {
+		if c.State != schemas.StateOpen || !carries(c.Target, o) {
+			continue
+		}
+		for _, e := range earlier {
+			if carries(c.Target, e) {
+				continue next
+			}
+		}
+		if first < 0 || c.IssuedAtUnixNano < first {
+			first = c.IssuedAtUnixNano
+		}
+	}
+	return first
+}
+
+func carries(k schemas.Key, o schemas.Incident) bool {
+	vals := strings.Split(o.Value, ",")
+	for i, d := range strings.Split(o.Dimension, ",") {
+		var v string
+		switch d {
+		case schemas.DimKey:
+			return k.String() == o.Value
+		case schemas.DimTenant:
+			v = k.Tenant
+		case schemas.DimService:
+			v = k.Service
+		case schemas.DimModel:
+			v = k.Model
+		case schemas.DimVariant:
+			v = k.Variant
+		case schemas.DimProvider:
+			v = incidentProviders[k.Model]
+		}
+		if v != vals[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// checkIncidentDeterminism feeds the same summaries partition after
+// partition (another interleaving, as another process layout would), and
+// again with a restart of the stage halfway (snapshot, restore, every
+// summary re-fed from the start as replayed workers would): the incident
+// records must be the same, byte for byte of their fields.
+func checkIncidentDeterminism(t *testing.T, run incidentRun) {
+	t.Helper()
+	cfg := incident.Config{Partitions: incidentKeyedPartitions, Providers: incidentProviders}
+	st, _ := incident.New(cfg)
+	var seq []schemas.Incident
+	for p := range run.res.Partitions {
+		for _, s := range run.res.Partitions[p].Summaries {
+			inc, err := st.Add(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seq = append(seq, inc...)
+		}
+	}
+	if !reflect.DeepEqual(seq, run.incidents) {
+		t.Fatalf("partition after partition: %d records, round-robin %d; they differ", len(seq), len(run.incidents))
+	}
+	// The restart: the first half of each partition's summaries, then a
+	// snapshot; a new stage restored from it gets everything again.
+	st, _ = incident.New(cfg)
+	var before []schemas.Incident
+	for p := range run.res.Partitions {
+		ss := run.res.Partitions[p].Summaries
+		for _, s := range ss[:len(ss)/2] {
+			inc, _ := st.Add(s)
+			before = append(before, inc...)
+		}
+	}
+	snap, err := st.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := incident.New(cfg)
+	if err := again.UnmarshalBinary(snap); err != nil {
+		t.Fatal(err)
+	}
+	if snap2, _ := again.MarshalBinary(); string(snap2) != string(snap) {
+		t.Fatal("a restored stage's snapshot differs from the one it was restored from")
+	}
+	after := feedRoundRobin(t, again, run.res.Partitions)
+	if all := append(before, after...); !reflect.DeepEqual(all, run.incidents) {
+		t.Fatalf("with a restart: %d records, without %d; they differ", len(all), len(run.incidents))
+	}
+	if again.Stats().Duplicates == 0 && len(run.incidents) > 0 {
+		t.Fatal("the re-fed summaries were not counted as duplicates")
+	}
+}

@@ -1,0 +1,205 @@
+package incident
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/fusebox-dev/fusebox/schemas"
+)
+
+// Config configures the incident stage. Zero values take the defaults
+// named on each field.
+type Config struct {
+	// Partitions is the number of keyed partitions (topics.keyed_partitions):
+	// a boundary is decided once every one of them has reached it.
+	// Required.
+	Partitions int
+	// SLOs lists the SLOs to attribute; empty: every SLO whose summaries
+	// arrive.
+	SLOs []string
+	// Alpha is the family-wise error rate of one boundary's tests (Holm
+	// over the values tested). Default 0.01.
+	Alpha float64
+	// MinKeys is how many breaching keys a value needs to be tested (and
+	// the fewest one attribution explains). Default 2.
+	MinKeys int
+	// MinPurity is the smallest share of a value's keys that must breach
+	// for it to be attributed. Default 0.5.
+	MinPurity float64
+	// OpenAfter is how many consecutive decided boundaries must find an
+	// attribution before it opens an incident. Default 2.
+	OpenAfter int
+	// CloseAfter is how many consecutive decided boundaries without it
+	// close an incident. Default 3.
+	CloseAfter int
+	// MaxKeys caps the keys an incident record lists (Incident.Keys; the
+	// counts are exact). Default 50.
+	MaxKeys int
+	// Providers maps a model to its provider, for the provider
+	// dimension; a model not in it is not attributed by provider.
+	Providers map[string]string
+	// ConfigVersion is copied into every record.
+	ConfigVersion string
+}
+
+func (c *Config) defaults() error {
+	if c.Partitions <= 0 {
+		return errors.New("incident: Partitions must be positive")
+	}
+	if c.Alpha == 0 {
+		c.Alpha = 0.01
+	}
+	if c.MinKeys == 0 {
+		c.MinKeys = 2
+	}
+	if c.MinPurity == 0 {
+		c.MinPurity = 0.5
+	}
+	if c.OpenAfter == 0 {
+		c.OpenAfter = 2
+	}
+	if c.CloseAfter == 0 {
+		c.CloseAfter = 3
+	}
+	if c.MaxKeys == 0 {
+		c.MaxKeys = 50
+	}
+	switch {
+	case !(c.Alpha > 0 && c.Alpha < 1):
+		return fmt.Errorf("incident: alpha %v must be in (0, 1)", c.Alpha)
+	case c.MinKeys < 2:
+		return fmt.Errorf("incident: min_keys %d must be at least 2 (one key is the per-key breaker's)", c.MinKeys)
+	case !(c.MinPurity > 0 && c.MinPurity <= 1):
+		return fmt.Errorf("incident: min_purity %v must be in (0, 1]", c.MinPurity)
+	case c.OpenAfter < 1 || c.CloseAfter < 1 || c.MaxKeys < 1:
+		return errors.New("incident: open_after, close_after and max_keys must be positive")
+	}
+	return nil
+}
+
+// Stats counts what the stage did. Counters only grow.
+type Stats struct {
+	Summaries  int64 `json:"summaries"`
+	Duplicates int64 `json:"duplicates"`
+	Decided    int64 `json:"decided"`
+	Opened     int64 `json:"opened"`
+	Closed     int64 `json:"closed"`
+}
+
+// Stage is the incident stage of one deployment (or of the SLOs one
+// process owns). It is not safe for concurrent use.
+type Stage struct {
+	cfg   Config
+	slos  map[string]*sloState
+	stats Stats
+}
+
+type sloState struct {
+	Processor string `json:"processor"`
+	// Latest is each partition's newest summary boundary (MinInt64: none).
+	Latest []int64 `json:"latest"`
+	// Decided is the last decided boundary (MinInt64: none).
+	Decided int64              `json:"decided"`
+	Pending map[int64]*pending `json:"-"`
+	// Streak counts, per attribution name not yet open, the consecutive
+	// decided boundaries that found it.
+	Streak map[string]int   `json:"streak"`
+	Open   map[string]*open `json:"-"`
+}
+
+type pending struct {
+	At   int64                `json:"at"`
+	Seen []bool               `json:"seen"`
+	Keys []schemas.SummaryKey `json:"keys"`
+}
+
+// open is one open incident. Level is the index in levels, or -1 for a
+// key incident (Key is then its key).
+type open struct {
+	Name      string      `json:"name"`
+	Level     int         `json:"level"`
+	Value     string      `json:"value"`
+	Key       schemas.Key `json:"key"`
+	ID        string      `json:"id"`
+	First     int64       `json:"first"`
+	Last      int64       `json:"last"`
+	Breaching int64       `json:"breaching"`
+	Misses    int         `json:"misses"`
+	PValue    float64     `json:"p_value"`
+}
+
+// New returns an empty stage.
+func New(cfg Config) (*Stage, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	return &Stage{cfg: cfg, slos: map[string]*sloState{}}, nil
+}
+
+// Stats returns the stage's counters.
+func (s *Stage) Stats() Stats { return s.stats }
+
+// Add takes one summary and returns the incident records of every
+// boundary it completes, in boundary order (empty when it completes
+// none). A summary from a partition outside [0, Partitions) is an error.
+func (s *Stage) Add(sum schemas.EvalSummary) ([]schemas.Incident, error) {
+	if sum.Partition < 0 || int(sum.Partition) >= s.cfg.Partitions {
+		return nil, fmt.Errorf("incident: summary of partition %d, the stage has %d", sum.Partition, s.cfg.Partitions)
+	}
+	if len(s.cfg.SLOs) > 0 && !slices.Contains(s.cfg.SLOs, sum.SLO) {
+		return nil, nil
+	}
+	s.stats.Summaries++
+	st := s.slos[sum.SLO]
+	if st == nil {
+		st = &sloState{Latest: make([]int64, s.cfg.Partitions), Decided: math.MinInt64,
+			Pending: map[int64]*pending{}, Streak: map[string]int{}, Open: map[string]*open{}}
+		for i := range st.Latest {
+			st.Latest[i] = math.MinInt64
+		}
+		s.slos[sum.SLO] = st
+	}
+	if st.Processor == "" {
+		st.Processor = sum.Processor
+	}
+	p := int(sum.Partition)
+	if sum.AtUnixNano <= st.Decided || sum.AtUnixNano < st.Latest[p] {
+		s.stats.Duplicates++
+		return nil, nil
+	}
+	pd := st.Pending[sum.AtUnixNano]
+	if pd == nil {
+		pd = &pending{At: sum.AtUnixNano, Seen: make([]bool, s.cfg.Partitions)}
+		st.Pending[sum.AtUnixNano] = pd
+	}
+	if pd.Seen[p] {
+		s.stats.Duplicates++
+		return nil, nil
+	}
+	pd.Seen[p] = true
+	pd.Keys = append(pd.Keys, sum.Keys...)
+	st.Latest[p] = sum.AtUnixNano
+	ready := slices.Min(st.Latest)
+	var ats []int64
+	for at := range st.Pending {
+		if at <= ready {
+			ats = append(ats, at)
+		}
+	}
+	slices.Sort(ats)
+	var out []schemas.Incident
+	for _, at := range ats {
+		pd := st.Pending[at]
+		delete(st.Pending, at)
+		// Partitions' keys are disjoint (a tenant lives in one); sorting
+		// makes the merge independent of the arrival order.
+		slices.SortFunc(pd.Keys, func(a, b schemas.SummaryKey) int { return strings.Compare(a.Key.String(), b.Key.String()) })
+		out = append(out, s.decide(sum.SLO, st, at, pd.Keys)...)
+		st.Decided = at
+		s.stats.Decided++
+	}
+	return out, nil
+}
