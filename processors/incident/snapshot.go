@@ -27,9 +27,9 @@ type snapshot struct {
 type sloSnap struct {
 	SLO string `json:"slo"`
 	sloState
-	PendingList []*pending     `json:"pending"`
-	StreakList  []streakSnap   `json:"streaks"`
-	OpenList    []*open        `json:"open"`
+	PendingList []*pending   `json:"pending"`
+	StreakList  []streakSnap `json:"streaks"`
+	OpenList    []*open      `json:"open"`
 }
 
 type streakSnap struct {
