@@ -1,0 +1,123 @@
+package incident
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/fusebox-dev/fusebox/schemas"
+)
+
+const minute = int64(60e9)
+
+// keysOf makes n keys of tenant t and model m, the first b breaching.
+func keysOf(t, m string, n, b int, tripped bool) []schemas.SummaryKey {
+	var out []schemas.SummaryKey
+	for i := 0; i < n; i++ {
+		k := schemas.SummaryKey{Key: schemas.Key{Tenant: t, Service: fmt.Sprintf("s%02d", i), Model: m, Variant: "baseline"}, Status: schemas.StatusOK}
+		if i < b {
+			k.Status, k.Tripped = schemas.StatusBreach, tripped
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// A boundary is decided only once every partition reached it; a
+// partition that skipped it (a later summary, no keys at that boundary)
+// counts as done with it; re-sent summaries are duplicates.
+func TestStageWaitsForEveryPartition(t *testing.T) {
+	st, err := New(Config{Partitions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := func(p int32, at int64) schemas.EvalSummary {
+		// Partition p holds tenant t<p> with 4 keys of model m, all breaching.
+		return schemas.EvalSummary{SLO: "lat", Processor: "tail", AtUnixNano: at, Partition: p,
+			Keys: append(keysOf(fmt.Sprint("t", p), "m", 4, 4, false), keysOf(fmt.Sprint("t", p), "other", 8, 0, false)...)}
+	}
+	add := func(s schemas.EvalSummary) []schemas.Incident {
+		t.Helper()
+		out, err := st.Add(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for at := int64(1); at <= 2; at++ {
+		add(slow(0, at*minute))
+		add(slow(1, at*minute))
+	}
+	if st.Stats().Decided != 0 {
+		t.Fatalf("decided %d boundaries before partition 2 said anything", st.Stats().Decided)
+	}
+	// Partition 2 jumped to boundary 2: it had nothing at 1.
+	out := add(schemas.EvalSummary{SLO: "lat", AtUnixNano: 2 * minute, Partition: 2})
+	if st.Stats().Decided != 2 || len(out) != 1 || out[0].Status != schemas.IncidentOpened || out[0].Dimension != "model" || out[0].Value != "m" {
+		t.Fatalf("after partition 2's boundary 2: decided %d, records %+v", st.Stats().Decided, out)
+	}
+	if out[0].Breaching != 8 || out[0].Healthy != 0 || out[0].OtherHealthy != 16 || out[0].FirstUnixNano != 2*minute {
+		t.Errorf("record %+v", out[0])
+	}
+	if got := add(slow(0, 2*minute)); got != nil || st.Stats().Duplicates != 1 {
+		t.Errorf("a re-sent summary gave %v, duplicates %d", got, st.Stats().Duplicates)
+	}
+	if _, err := st.Add(schemas.EvalSummary{SLO: "lat", Partition: 3}); err == nil {
+		t.Error("a summary of partition 3 of 3 was taken")
+	}
+	// Three boundaries without breaches close it.
+	var last []schemas.Incident
+	for at := int64(3); at <= 5; at++ {
+		for p := int32(0); p < 3; p++ {
+			last = append(last, add(schemas.EvalSummary{SLO: "lat", AtUnixNano: at * minute, Partition: p, Keys: keysOf(fmt.Sprint("t", p), "m", 4, 0, false)})...)
+		}
+	}
+	var statuses []schemas.IncidentStatus
+	for _, r := range last {
+		statuses = append(statuses, r.Status)
+	}
+	if fmt.Sprint(statuses) != "[resolving resolving closed]" {
+		t.Errorf("statuses %v", statuses)
+	}
+}
+
+// Breaches spread over values (one per model) open nothing; a lone
+// tripped key opens a key incident; 2 breaching keys of one value among
+// many are not attributed when not significant.
+func TestStageAttributesOnlyConcentrations(t *testing.T) {
+	st, _ := New(Config{Partitions: 1})
+	var keys []schemas.SummaryKey
+	for m := 0; m < 10; m++ {
+		ks := keysOf("t", fmt.Sprint("m", m), 6, 0, false)
+		ks[m%6].Status = schemas.StatusBreach // one breach per model, spread over services
+		keys = append(keys, ks...)
+	}
+	for at := int64(1); at <= 4; at++ {
+		out, _ := st.Add(schemas.EvalSummary{SLO: "lat", AtUnixNano: at * minute, Keys: keys})
+		if len(out) != 0 {
+			t.Fatalf("scattered breaches opened %+v", out)
+		}
+	}
+	one := keysOf("t", "m", 20, 1, true)
+	out, _ := st.Add(schemas.EvalSummary{SLO: "lat", AtUnixNano: 5 * minute, Keys: one})
+	if len(out) != 1 || out[0].Dimension != schemas.DimKey || out[0].Value != one[0].Key.String() || out[0].PValue != 1 {
+		t.Fatalf("a lone tripped key: %+v", out)
+	}
+}
+
+func TestStageConfigAndSnapshotErrors(t *testing.T) {
+	for _, c := range []Config{{}, {Partitions: 1, Alpha: 2}, {Partitions: 1, MinKeys: 1}, {Partitions: 1, MinPurity: 1.5}, {Partitions: 1, OpenAfter: -1}} {
+		if _, err := New(c); err == nil {
+			t.Errorf("config %+v accepted", c)
+		}
+	}
+	st, _ := New(Config{Partitions: 2})
+	snap, _ := st.MarshalBinary()
+	other, _ := New(Config{Partitions: 3})
+	if err := other.UnmarshalBinary(snap); !errors.Is(err, ErrSnapshot) {
+		t.Errorf("a 2-partition snapshot into 3 partitions: %v", err)
+	}
+	if err := st.UnmarshalBinary([]byte(`{"format":"x"}`)); !errors.Is(err, ErrSnapshot) {
+		t.Errorf("a foreign format: %v", err)
+	}
+}
