@@ -60,8 +60,17 @@ var incidentProviders = map[string]string{"gpt-4o-mini": "openai", "gpt-4o": "op
 type incidentRun struct {
 	res       replay.Result
 	incidents []schemas.Incident
-	stage     *incident.Stage
+	// perKey are the per-key breaker's commands (what it would have
+	// written without the stage: carried in the summaries); commands what
+	// the stage wrote instead.
+	perKey, commands []schemas.FuseCommand
+	stage            *incident.Stage
 }
+
+// incidentStageConfig is the stage of the tests: it writes the latency
+// SLO's commands.
+var incidentStageConfig = incident.Config{Partitions: incidentKeyedPartitions, Providers: incidentProviders,
+	Commands: []incident.CommandRule{{SLO: "latency-p999"}}}
 
 func runIncidents(t *testing.T, sc traffic.Scenario) incidentRun {
 	t.Helper()
@@ -69,7 +78,7 @@ func runIncidents(t *testing.T, sc traffic.Scenario) incidentRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Summaries = true
+	cfg.Summaries, cfg.AttributedSLOs = true, []string{"latency-p999"}
 	src, err := replay.Generate(sc, replay.Start, incidentDuration, replay.GenConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -78,29 +87,37 @@ func runIncidents(t *testing.T, sc traffic.Scenario) incidentRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := incident.New(incident.Config{Partitions: incidentKeyedPartitions, Providers: incidentProviders})
+	if len(res.Output.Commands) != 0 {
+		t.Fatalf("the workers wrote %d commands of an attributed SLO themselves", len(res.Output.Commands))
+	}
+	st, err := incident.New(incidentStageConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	run := incidentRun{res: res, stage: st}
-	run.incidents = feedRoundRobin(t, st, res.Partitions)
+	out := feedRoundRobin(t, st, res.Partitions)
+	run.incidents, run.commands = out.Incidents, out.Commands
+	for _, s := range res.Output.Summaries {
+		run.perKey = append(run.perKey, s.Commands...)
+	}
 	return run
 }
 
 // feedRoundRobin hands the stage one summary of each partition in turn.
-func feedRoundRobin(t *testing.T, st *incident.Stage, parts []schemas.Output) []schemas.Incident {
+func feedRoundRobin(t *testing.T, st *incident.Stage, parts []schemas.Output) schemas.Output {
 	t.Helper()
-	var out []schemas.Incident
+	var out schemas.Output
 	pos := make([]int, len(parts))
 	for more := true; more; {
 		more = false
 		for p := range parts {
 			if pos[p] < len(parts[p].Summaries) {
-				inc, err := st.Add(parts[p].Summaries[pos[p]])
+				o, err := st.Add(parts[p].Summaries[pos[p]])
 				if err != nil {
 					t.Fatal(err)
 				}
-				out = append(out, inc...)
+				out.Incidents = append(out.Incidents, o.Incidents...)
+				out.Commands = append(out.Commands, o.Commands...)
 				pos[p]++
 				more = true
 			}
@@ -161,13 +178,19 @@ func TestIncidentAttribution(t *testing.T) {
 		incs []traffic.Incident
 		// want lists the attributions that must open, as dimension=value.
 		want []string
+		// wantTargets is the targets the stage writes commands for.
+		wantTargets int
 	}{
-		{"one model across tenants", []traffic.Incident{tail("slow model", 5*m, 15*m, traffic.Target{Model: "claude-3-5-haiku"})}, []string{"model=claude-3-5-haiku"}},
-		{"one tenant across models", []traffic.Incident{tail("slow tenant", 5*m, 15*m, traffic.Target{Tenant: "globex"})}, []string{"tenant=globex"}},
-		{"one provider", []traffic.Incident{tail("slow provider", 5*m, 15*m, traffic.Target{Model: "gpt-4o"}), tail("slow provider 2", 5*m, 15*m, traffic.Target{Model: "gpt-4o-mini"})}, []string{"provider=openai"}},
-		{"one key alone", []traffic.Incident{tail("one key", 5*m, 15*m, traffic.Target{Tenant: "acme", Service: "chat", Model: "llama-3-70b", Variant: "baseline"})}, []string{"key=acme/chat/llama-3-70b/baseline"}},
-		{"two overlapping of different levels", []traffic.Incident{tail("slow model", 5*m, 15*m, traffic.Target{Model: "llama-3-70b"}), tail("slow tenant", 8*m, 18*m, traffic.Target{Tenant: "hooli"})}, []string{"model=llama-3-70b", "tenant=hooli"}},
-		{"clean", nil, nil},
+		{"one model across tenants", []traffic.Incident{tail("slow model", 5*m, 15*m, traffic.Target{Model: "claude-3-5-haiku"})}, []string{"model=claude-3-5-haiku"}, 1},
+		{"one tenant across models", []traffic.Incident{tail("slow tenant", 5*m, 15*m, traffic.Target{Tenant: "globex"})}, []string{"tenant=globex"}, 1},
+		{"one provider", []traffic.Incident{tail("slow provider", 5*m, 15*m, traffic.Target{Model: "gpt-4o"}), tail("slow provider 2", 5*m, 15*m, traffic.Target{Model: "gpt-4o-mini"})}, []string{"provider=openai"}, 2},
+		{"one key alone", []traffic.Incident{tail("one key", 5*m, 15*m, traffic.Target{Tenant: "acme", Service: "chat", Model: "llama-3-70b", Variant: "baseline"})}, []string{"key=acme/chat/llama-3-70b/baseline"}, 1},
+		{"two overlapping of different levels", []traffic.Incident{tail("slow model", 5*m, 15*m, traffic.Target{Model: "llama-3-70b"}), tail("slow tenant", 8*m, 18*m, traffic.Target{Tenant: "hooli"})}, []string{"model=llama-3-70b", "tenant=hooli"},
+			// The tenant's baselines breach first (hooli/*/*/baseline
+			// opens at +11m and merges into the tenant's at +12m, its
+			// target kept under the tenant's commands): 3 targets.
+			3},
+		{"clean", nil, nil, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -179,8 +202,26 @@ func TestIncidentAttribution(t *testing.T) {
 				got = append(got, o.Dimension+"="+o.Value)
 			}
 			slices.Sort(got)
-			trips, firstTrip := tripsOf(run.res.Output.Commands)
-			t.Logf("%s: per-key trips %d, first at +%v; incidents:%s", c.name, trips, time.Duration(firstTrip-replay.Start.UnixNano()), describe(run.incidents))
+			trips, firstTrip := tripsOf(run.perKey)
+			firstCmd := int64(-1)
+			if len(run.commands) > 0 {
+				firstCmd = run.commands[0].IssuedAtUnixNano
+			}
+			evals := func(at int64) int64 {
+				if at < 0 {
+					return -1
+				}
+				return (at - replay.Start.UnixNano() - int64(5*m)) / int64(m)
+			}
+			t.Logf("%s: per-key breaker: %d commands for %d targets (%d trips, first %d evaluations after the start); with the stage: %d commands for %d targets (first %d evaluations after the start), %d per-key suppressed; incidents:%s",
+				c.name, len(run.perKey), targets(run.perKey), trips, evals(firstTrip), len(run.commands), targets(run.commands), evals(firstCmd),
+				run.stage.Stats().Commands.Suppressed, describe(opened(run.incidents)))
+			if c.wantTargets >= 0 && targets(run.commands) != c.wantTargets {
+				t.Errorf("the stage wrote commands for %d targets, want %d:%s", targets(run.commands), c.wantTargets, describeCmds(run.commands))
+			}
+			if len(run.perKey) > 0 && (firstCmd < 0 || firstCmd > firstTrip) {
+				t.Errorf("the stage's first command at +%v, the per-key breaker's first trip at +%v", time.Duration(firstCmd-replay.Start.UnixNano()), time.Duration(firstTrip-replay.Start.UnixNano()))
+			}
 			if !slices.Equal(got, c.want) {
 				t.Fatalf("opened %v, want %v:%s", got, c.want, describe(run.incidents))
 			}
@@ -201,7 +242,7 @@ func TestIncidentAttribution(t *testing.T) {
 						earlier = append(earlier, e)
 					}
 				}
-				if ft := firstTripOf(run.res.Output.Commands, o, earlier); ft >= 0 && detected > ft {
+				if ft := firstTripOf(run.perKey, o, earlier); ft >= 0 && detected > ft {
 					t.Errorf("%s=%s detected at +%v, after its keys' first trip at +%v", o.Dimension, o.Value,
 						time.Duration(detected-replay.Start.UnixNano()), time.Duration(ft-replay.Start.UnixNano()))
 				}
@@ -267,30 +308,32 @@ func carries(k schemas.Key, o schemas.Incident) bool {
 // records must be the same, byte for byte of their fields.
 func checkIncidentDeterminism(t *testing.T, run incidentRun) {
 	t.Helper()
-	cfg := incident.Config{Partitions: incidentKeyedPartitions, Providers: incidentProviders}
+	cfg := incidentStageConfig
 	st, _ := incident.New(cfg)
-	var seq []schemas.Incident
+	var seq, seqCmds = []schemas.Incident(nil), []schemas.FuseCommand(nil)
 	for p := range run.res.Partitions {
 		for _, s := range run.res.Partitions[p].Summaries {
-			inc, err := st.Add(s)
+			o, err := st.Add(s)
 			if err != nil {
 				t.Fatal(err)
 			}
-			seq = append(seq, inc...)
+			seq = append(seq, o.Incidents...)
+			seqCmds = append(seqCmds, o.Commands...)
 		}
 	}
-	if !reflect.DeepEqual(seq, run.incidents) {
-		t.Fatalf("partition after partition: %d records, round-robin %d; they differ", len(seq), len(run.incidents))
+	if !reflect.DeepEqual(seq, run.incidents) || !reflect.DeepEqual(seqCmds, run.commands) {
+		t.Fatalf("partition after partition: %d records and %d commands, round-robin %d and %d; they differ", len(seq), len(seqCmds), len(run.incidents), len(run.commands))
 	}
 	// The restart: the first half of each partition's summaries, then a
 	// snapshot; a new stage restored from it gets everything again.
 	st, _ = incident.New(cfg)
-	var before []schemas.Incident
+	var before schemas.Output
 	for p := range run.res.Partitions {
 		ss := run.res.Partitions[p].Summaries
 		for _, s := range ss[:len(ss)/2] {
-			inc, _ := st.Add(s)
-			before = append(before, inc...)
+			o, _ := st.Add(s)
+			before.Incidents = append(before.Incidents, o.Incidents...)
+			before.Commands = append(before.Commands, o.Commands...)
 		}
 	}
 	snap, err := st.MarshalBinary()
@@ -305,10 +348,29 @@ func checkIncidentDeterminism(t *testing.T, run incidentRun) {
 		t.Fatal("a restored stage's snapshot differs from the one it was restored from")
 	}
 	after := feedRoundRobin(t, again, run.res.Partitions)
-	if all := append(before, after...); !reflect.DeepEqual(all, run.incidents) {
-		t.Fatalf("with a restart: %d records, without %d; they differ", len(all), len(run.incidents))
+	all := append(before.Incidents, after.Incidents...)
+	allCmds := append(before.Commands, after.Commands...)
+	if !reflect.DeepEqual(all, run.incidents) || !reflect.DeepEqual(allCmds, run.commands) {
+		t.Fatalf("with a restart: %d records and %d commands, without %d and %d; they differ", len(all), len(allCmds), len(run.incidents), len(run.commands))
 	}
 	if again.Stats().Duplicates == 0 && len(run.incidents) > 0 {
 		t.Fatal("the re-fed summaries were not counted as duplicates")
 	}
+}
+
+// targets counts the distinct targets of cmds.
+func targets(cmds []schemas.FuseCommand) int {
+	seen := map[schemas.Key]bool{}
+	for _, c := range cmds {
+		seen[c.Target] = true
+	}
+	return len(seen)
+}
+
+func describeCmds(cmds []schemas.FuseCommand) string {
+	var b strings.Builder
+	for _, c := range cmds {
+		fmt.Fprintf(&b, "\n  %s %s %s at +%v", c.Target.String(), c.Action, c.State, time.Duration(c.IssuedAtUnixNano-replay.Start.UnixNano()))
+	}
+	return b.String()
 }

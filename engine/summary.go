@@ -8,6 +8,38 @@ import (
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
+// summaries appends the summaries of the SLOs due at boundary b, and
+// moves the breaker's commands of attributed SLOs (out.Commands from
+// first) into them.
+func (w *Worker) summaries(b int64, due []sloSpan, verdicts []schemas.Verdict, first int) {
+	cmds := w.out.Commands[first:]
+	sums := make([]schemas.EvalSummary, len(due))
+	for i, d := range due {
+		sums[i] = summarize(d.s.spec.Meta, w.partition, b, verdicts[d.from:d.to], cmds)
+	}
+	if len(w.cfg.AttributedSLOs) > 0 {
+		var kept []schemas.FuseCommand
+	next:
+		for _, c := range cmds {
+			for _, id := range c.CorrelationIDs {
+				name, ok := strings.CutPrefix(id, "slo:")
+				if !ok || !slices.Contains(w.cfg.AttributedSLOs, name) {
+					continue
+				}
+				for i, d := range due {
+					if d.s.spec.Meta.SLO == name {
+						sums[i].Commands = append(sums[i].Commands, c)
+						continue next
+					}
+				}
+			}
+			kept = append(kept, c)
+		}
+		w.out.Commands = append(w.out.Commands[:first], kept...)
+	}
+	w.out.Summaries = append(w.out.Summaries, sums...)
+}
+
 // summarize is the evaluation summary of one SLO at boundary b from its
 // verdicts there (in key order) and the commands the breaker issued at b:
 // each key's worst status (breach > warn > ok; a key with only

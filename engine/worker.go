@@ -138,6 +138,15 @@ type WorkerConfig struct {
 	// (processors/incident). Off by default; nothing of the worker's state
 	// or its other output depends on it.
 	Summaries bool
+	// AttributedSLOs names the SLOs whose fuse commands the incident
+	// stage writes (a breaker rule's target: attributed; with
+	// Summaries): the breaker's commands citing one of them (its
+	// "slo:NAME" correlation id) that is due at the boundary go into that
+	// SLO's summary (EvalSummary.Commands) instead of Output.Commands.
+	// A command citing such an SLO at a boundary where it is not due (an
+	// Advance refresh between the evaluations of a slower SLO) is
+	// written as before.
+	AttributedSLOs []string
 	// CheckpointVersion is the format version MarshalBinary writes: 0 or
 	// 5 (the current one), or 4, which the builds before the idle
 	// durations read too (the idle durations are left out: a worker
@@ -574,9 +583,7 @@ func (w *Worker) evaluate(b int64) {
 		}
 	}
 	if w.cfg.Summaries {
-		for _, d := range due {
-			w.out.Summaries = append(w.out.Summaries, summarize(d.s.spec.Meta, w.partition, b, verdicts[d.from:d.to], w.out.Commands[first:]))
-		}
+		w.summaries(b, due, verdicts, first)
 	}
 	w.guard.expire(b)
 }

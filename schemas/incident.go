@@ -27,6 +27,11 @@ type EvalSummary struct {
 	// Keys are the keys with a verdict other than insufficient_data, in
 	// key order.
 	Keys []SummaryKey
+	// Commands are, for an SLO whose commands the incident stage writes
+	// (WorkerConfig.AttributedSLOs), the per-key breaker's commands for
+	// it at the boundary (unsigned): the stage passes or suppresses them
+	// instead of the worker writing them.
+	Commands []FuseCommand
 }
 
 // SummaryKey is one key of an EvalSummary.

@@ -126,6 +126,7 @@ func (s *Stage) miss(slo string, st *sloState, o *open, at int64, b, h, ob, oh i
 	if o.Misses >= s.cfg.CloseAfter {
 		status = schemas.IncidentClosed
 		delete(st.Open, o.Name)
+		st.Closing[o.Name] = o
 		s.stats.Closed++
 	}
 	return s.record(slo, st, o, at, status, b, h, ob, oh, ks)
@@ -163,6 +164,7 @@ func (s *Stage) merge(slo string, st *sloState, o *open, at int64, keys []schema
 		b, h, ob, oh, ks := s.count(keys, func(k schemas.Key) bool { return carries(k, f) })
 		r := s.record(slo, st, f, at, schemas.IncidentClosed, b, h, ob, oh, ks)
 		r.MergedInto = o.ID
+		o.Targets = append(o.Targets, f.Targets...)
 		out = append(out, r)
 		delete(st.Open, f.Name)
 		s.stats.Closed++

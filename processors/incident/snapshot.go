@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/fusebox-dev/fusebox/schemas"
 )
 
 // SnapshotFormat names the encoding MarshalBinary writes.
@@ -78,7 +80,13 @@ func (s *Stage) UnmarshalBinary(b []byte) error {
 		if len(st.Latest) != s.cfg.Partitions {
 			return fmt.Errorf("%w: SLO %q has %d partitions", ErrSnapshot, ss.SLO, len(st.Latest))
 		}
-		st.Pending, st.Streak, st.Open = map[int64]*pending{}, map[string]int{}, map[string]*open{}
+		st.Pending, st.Streak, st.Open, st.Closing = map[int64]*pending{}, map[string]int{}, map[string]*open{}, map[string]*open{}
+		if st.Held == nil {
+			st.Held = map[string]schemas.FuseCommand{}
+		}
+		if st.Forwarded == nil {
+			st.Forwarded = map[string]bool{}
+		}
 		for _, p := range ss.PendingList {
 			if len(p.Seen) != s.cfg.Partitions {
 				return fmt.Errorf("%w: SLO %q: a pending boundary has %d partitions", ErrSnapshot, ss.SLO, len(p.Seen))

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/fusebox-dev/fusebox/schemas"
 )
@@ -43,6 +44,9 @@ type Config struct {
 	Providers map[string]string
 	// ConfigVersion is copied into every record.
 	ConfigVersion string
+	// Commands lists the SLOs whose fuse commands the stage writes (see
+	// CommandRule).
+	Commands []CommandRule
 }
 
 func (c *Config) defaults() error {
@@ -67,6 +71,19 @@ func (c *Config) defaults() error {
 	if c.MaxKeys == 0 {
 		c.MaxKeys = 50
 	}
+	c.Commands = slices.Clone(c.Commands)
+	for i := range c.Commands {
+		r := &c.Commands[i]
+		if r.Action == "" {
+			r.Action, r.Level = schemas.ActionTrip, 2
+		}
+		if r.TTL == 0 {
+			r.TTL = 15 * time.Minute
+		}
+		if r.TTL < 2 {
+			return fmt.Errorf("incident: command rule of SLO %q: ttl must be positive", r.SLO)
+		}
+	}
 	switch {
 	case !(c.Alpha > 0 && c.Alpha < 1):
 		return fmt.Errorf("incident: alpha %v must be in (0, 1)", c.Alpha)
@@ -87,6 +104,8 @@ type Stats struct {
 	Decided    int64 `json:"decided"`
 	Opened     int64 `json:"opened"`
 	Closed     int64 `json:"closed"`
+	// Commands counts the fuse commands (CommandRule).
+	Commands Commands `json:"commands"`
 }
 
 // Stage is the incident stage of one deployment (or of the SLOs one
@@ -108,12 +127,22 @@ type sloState struct {
 	// decided boundaries that found it.
 	Streak map[string]int   `json:"streak"`
 	Open   map[string]*open `json:"-"`
+	// Held is, per per-key target (Key.String), the newest command of it
+	// suppressed while an incident covers it; Forwarded the targets whose
+	// open command went out (see CommandRule).
+	Held      map[string]schemas.FuseCommand `json:"held"`
+	Forwarded map[string]bool                `json:"forwarded"`
+	// Closing holds the aggregate incidents closed at the boundary being
+	// decided, for their close commands (not in the snapshot: it is
+	// empty between boundaries).
+	Closing map[string]*open `json:"-"`
 }
 
 type pending struct {
-	At   int64                `json:"at"`
-	Seen []bool               `json:"seen"`
-	Keys []schemas.SummaryKey `json:"keys"`
+	At       int64                 `json:"at"`
+	Seen     []bool                `json:"seen"`
+	Keys     []schemas.SummaryKey  `json:"keys"`
+	Commands []schemas.FuseCommand `json:"commands"`
 }
 
 // open is one open incident. Level is the index in levels, or -1 for a
@@ -129,6 +158,10 @@ type open struct {
 	Breaching int64       `json:"breaching"`
 	Misses    int         `json:"misses"`
 	PValue    float64     `json:"p_value"`
+	// Targets are the targets of its level commands, Commanded the
+	// boundary of the last one (0: none).
+	Targets   []schemas.Key `json:"targets,omitempty"`
+	Commanded int64         `json:"commanded,omitempty"`
 }
 
 // New returns an empty stage.
@@ -142,24 +175,22 @@ func New(cfg Config) (*Stage, error) {
 // Stats returns the stage's counters.
 func (s *Stage) Stats() Stats { return s.stats }
 
-// Add takes one summary and returns the incident records of every
-// boundary it completes, in boundary order (empty when it completes
-// none). A summary from a partition outside [0, Partitions) is an error.
-func (s *Stage) Add(sum schemas.EvalSummary) ([]schemas.Incident, error) {
+// Add takes one summary and returns the incident records and fuse
+// commands (unsigned) of every boundary it completes, in boundary order
+// (empty when it completes none). A summary from a partition outside [0,
+// Partitions) is an error.
+func (s *Stage) Add(sum schemas.EvalSummary) (schemas.Output, error) {
+	var out schemas.Output
 	if sum.Partition < 0 || int(sum.Partition) >= s.cfg.Partitions {
-		return nil, fmt.Errorf("incident: summary of partition %d, the stage has %d", sum.Partition, s.cfg.Partitions)
+		return out, fmt.Errorf("incident: summary of partition %d, the stage has %d", sum.Partition, s.cfg.Partitions)
 	}
 	if len(s.cfg.SLOs) > 0 && !slices.Contains(s.cfg.SLOs, sum.SLO) {
-		return nil, nil
+		return out, nil
 	}
 	s.stats.Summaries++
 	st := s.slos[sum.SLO]
 	if st == nil {
-		st = &sloState{Latest: make([]int64, s.cfg.Partitions), Decided: math.MinInt64,
-			Pending: map[int64]*pending{}, Streak: map[string]int{}, Open: map[string]*open{}}
-		for i := range st.Latest {
-			st.Latest[i] = math.MinInt64
-		}
+		st = newSLOState(s.cfg.Partitions)
 		s.slos[sum.SLO] = st
 	}
 	if st.Processor == "" {
@@ -168,7 +199,7 @@ func (s *Stage) Add(sum schemas.EvalSummary) ([]schemas.Incident, error) {
 	p := int(sum.Partition)
 	if sum.AtUnixNano <= st.Decided || sum.AtUnixNano < st.Latest[p] {
 		s.stats.Duplicates++
-		return nil, nil
+		return out, nil
 	}
 	pd := st.Pending[sum.AtUnixNano]
 	if pd == nil {
@@ -177,10 +208,11 @@ func (s *Stage) Add(sum schemas.EvalSummary) ([]schemas.Incident, error) {
 	}
 	if pd.Seen[p] {
 		s.stats.Duplicates++
-		return nil, nil
+		return out, nil
 	}
 	pd.Seen[p] = true
 	pd.Keys = append(pd.Keys, sum.Keys...)
+	pd.Commands = append(pd.Commands, sum.Commands...)
 	st.Latest[p] = sum.AtUnixNano
 	ready := slices.Min(st.Latest)
 	var ats []int64
@@ -190,16 +222,30 @@ func (s *Stage) Add(sum schemas.EvalSummary) ([]schemas.Incident, error) {
 		}
 	}
 	slices.Sort(ats)
-	var out []schemas.Incident
 	for _, at := range ats {
 		pd := st.Pending[at]
 		delete(st.Pending, at)
 		// Partitions' keys are disjoint (a tenant lives in one); sorting
 		// makes the merge independent of the arrival order.
 		slices.SortFunc(pd.Keys, func(a, b schemas.SummaryKey) int { return strings.Compare(a.Key.String(), b.Key.String()) })
-		out = append(out, s.decide(sum.SLO, st, at, pd.Keys)...)
+		// Commands in target order (partitions' targets are disjoint).
+		slices.SortStableFunc(pd.Commands, func(a, b schemas.FuseCommand) int { return strings.Compare(a.Target.String(), b.Target.String()) })
+		recs := s.decide(sum.SLO, st, at, pd.Keys)
+		out.Incidents = append(out.Incidents, recs...)
+		out.Commands = append(out.Commands, s.commands(sum.SLO, st, at, pd.Keys, recs, pd.Commands)...)
+		clear(st.Closing)
 		st.Decided = at
 		s.stats.Decided++
 	}
 	return out, nil
+}
+
+func newSLOState(partitions int) *sloState {
+	st := &sloState{Latest: make([]int64, partitions), Decided: math.MinInt64,
+		Pending: map[int64]*pending{}, Streak: map[string]int{}, Open: map[string]*open{},
+		Held: map[string]schemas.FuseCommand{}, Forwarded: map[string]bool{}, Closing: map[string]*open{}}
+	for i := range st.Latest {
+		st.Latest[i] = math.MinInt64
+	}
+	return st
 }

@@ -42,7 +42,7 @@ func TestStageWaitsForEveryPartition(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return out
+		return out.Incidents
 	}
 	for at := int64(1); at <= 2; at++ {
 		add(slow(0, at*minute))
@@ -94,12 +94,13 @@ func TestStageAttributesOnlyConcentrations(t *testing.T) {
 	}
 	for at := int64(1); at <= 4; at++ {
 		out, _ := st.Add(schemas.EvalSummary{SLO: "lat", AtUnixNano: at * minute, Keys: keys})
-		if len(out) != 0 {
+		if len(out.Incidents) != 0 {
 			t.Fatalf("scattered breaches opened %+v", out)
 		}
 	}
 	one := keysOf("t", "m", 20, 1, true)
-	out, _ := st.Add(schemas.EvalSummary{SLO: "lat", AtUnixNano: 5 * minute, Keys: one})
+	res, _ := st.Add(schemas.EvalSummary{SLO: "lat", AtUnixNano: 5 * minute, Keys: one})
+	out := res.Incidents
 	if len(out) != 1 || out[0].Dimension != schemas.DimKey || out[0].Value != one[0].Key.String() || out[0].PValue != 1 {
 		t.Fatalf("a lone tripped key: %+v", out)
 	}
