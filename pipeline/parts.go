@@ -147,6 +147,9 @@ func open(ctx context.Context, o Options) (_ Parts, _ opened, err error) {
 	for _, t := range slices.Concat(f.Topics.Spans, f.Topics.Corrections, LogTopics(f)) {
 		specs = append(specs, topicSpec{name: t, partitions: srcParts, configs: createdTopicConfigs(f.Topics, nil)})
 	}
+	if f.Incidents.Enabled {
+		specs = append(specs, topicSpec{name: f.Topics.Summaries, partitions: f.Topics.KeyedPartitions, configs: createdTopicConfigs(f.Topics, nil)})
+	}
 	counts, err := ensureTopics(ctx, kadm.NewClient(admin), sasl, f.Topics.ReplicationFactor, specs)
 	if err != nil {
 		return Parts{}, op, err
@@ -162,6 +165,9 @@ func open(ctx context.Context, o Options) (_ Parts, _ opened, err error) {
 	own := []string{f.Topics.Keyed, f.Topics.State, f.Topics.DLQ}
 	if f.Sinks.Kafka.Enabled {
 		own = append(own, f.Topics.Verdicts, f.Topics.Fuse)
+	}
+	if f.Incidents.Enabled {
+		own = append(own, f.Topics.Summaries)
 	}
 	checkReplication(ctx, kadm.NewClient(admin), f.Topics, own, o.Logger.With("component", "kafka"))
 	parts.Kafka = NewKafkaWatch(admin, slices.Concat(own, f.Topics.Spans, f.Topics.Corrections, LogTopics(f)),
