@@ -68,8 +68,8 @@ type Pipeline struct {
 	// (incidents.enabled; nil otherwise).
 	incidents   *engine.Incidents
 	incidentsIn Consumer
-	release         func()                 // Parts.Close
-	leave           func(groups ...string) // Parts.Leave
+	release     func()                 // Parts.Close
+	leave       func(groups ...string) // Parts.Leave
 
 	sinks []engine.Sink
 	// The sinks New opened from the SLO file (nil when off, and always nil

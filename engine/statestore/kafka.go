@@ -52,11 +52,11 @@ type Store struct {
 	gen     map[int32]manifest // newest generation written or read, per partition
 	timeout time.Duration
 
-	dep     string // "" writes and reads the unprefixed keys of earlier versions
-	legacy  bool   // read unprefixed keys when the deployment has none of its own
+	dep    string // "" writes and reads the unprefixed keys of earlier versions
+	legacy bool   // read unprefixed keys when the deployment has none of its own
 	// ns, when set, keeps this store's checkpoints under "<dep>/<ns>/"
 	// (Namespace): another stage's, beside the keyed partitions' ones.
-	ns string
+	ns      string
 	log     *slog.Logger
 	foreign atomic.Int64
 }
