@@ -25,6 +25,27 @@ import (
 func TestKafkaIncidentStageOneCommandForASlowModel(t *testing.T) {
 	k := testharness.StartBroker(t)
 	jsonl := filepath.Join(t.TempDir(), "out.jsonl")
+	cfg := incidentConfig(t, k, jsonl)
+	start := time.Unix(1_800_000_000, 0)
+	end := publish(t, k, slowModelScenario(), start, 14*time.Minute)
+	run := startRunWith(t, pipeline.Options{Config: cfg, Logger: testLogger(t)})
+	waitIncidents(t, []string{jsonl}, end.Add(-2*time.Minute).UnixNano())
+	run.stop(t)
+	checkSlowModel(t, k, cfg, start, []string{jsonl})
+}
+
+// slowModelScenario is the demo traffic (36 keys) at 100 calls/s with
+// claude-3-5-haiku slow for every tenant from 4m to 10m.
+func slowModelScenario() traffic.Scenario {
+	sc := traffic.Demo()
+	sc.Rate = 100
+	sc.Incidents = []traffic.Incident{{Name: "slow model", Kind: traffic.TailBlowup, Start: 4 * time.Minute, End: 10 * time.Minute,
+		Target: traffic.Target{Model: "claude-3-5-haiku"}, Magnitude: 0.03}}
+	return sc
+}
+
+func incidentConfig(t *testing.T, k *testharness.Kafka, jsonl string) *config.File {
+	t.Helper()
 	y := "kafka:\n  brokers: [" + strings.Join(k.Brokers, ", ") + "]\n" + `
 time: {idle_source_timeout: 1s, checkpoint_every: 500ms, allowed_lateness: 5s}
 topics: {keyed_partitions: 4}
@@ -45,35 +66,54 @@ incidents:
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := traffic.Demo()
-	sc.Rate = 100
-	sc.Incidents = []traffic.Incident{{Name: "slow model", Kind: traffic.TailBlowup, Start: 4 * time.Minute, End: 10 * time.Minute,
-		Target: traffic.Target{Model: "claude-3-5-haiku"}, Magnitude: 0.03}}
-	start := time.Unix(1_800_000_000, 0)
-	end := publish(t, k, sc, start, 14*time.Minute)
-	run := startRunWith(t, pipeline.Options{Config: cfg, Logger: testLogger(t)})
+	return cfg
+}
 
-	var incs []schemas.Incident
-	want := end.Add(-2 * time.Minute).UnixNano()
-	if !testharness.Poll(90*time.Second, func() bool {
-		b, _ := os.ReadFile(jsonl)
-		incs, err = jsonlsink.ReadIncidents(b)
+// readIncidents reads the incident records of the JSONL files, each id
+// once (a replay writes a record again with its id), in file order.
+func readIncidents(t *testing.T, files []string) []schemas.Incident {
+	t.Helper()
+	seen := map[string]bool{}
+	var out []schemas.Incident
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		incs, err := jsonlsink.ReadIncidents(b)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, i := range incs {
-			if i.Status == schemas.IncidentClosed || i.AtUnixNano >= want {
+			if !seen[i.ID] {
+				seen[i.ID] = true
+				out = append(out, i)
+			}
+		}
+	}
+	return out
+}
+
+// waitIncidents waits for an incident record at want (Unix ns) or later.
+func waitIncidents(t *testing.T, files []string, want int64) {
+	t.Helper()
+	var n int
+	if !testharness.Poll(90*time.Second, func() bool {
+		incs := readIncidents(t, files)
+		n = len(incs)
+		for _, i := range incs {
+			if i.AtUnixNano >= want {
 				return true
 			}
 		}
 		return false
 	}) {
-		t.Fatalf("no incident record closed or at %v after 90s: %d records", time.Unix(0, want), len(incs))
+		t.Fatalf("no incident record at %v after 90s: %d records", time.Unix(0, want), n)
 	}
-	run.stop(t)
+}
 
-	b, _ := os.ReadFile(jsonl)
-	incs, _ = jsonlsink.ReadIncidents(b)
+// checkSlowModel asserts one model=claude-3-5-haiku incident and only its
+// level's commands, and returns the records.
+func checkSlowModel(t *testing.T, k *testharness.Kafka, cfg *config.File, start time.Time, files []string) []schemas.Incident {
+	t.Helper()
+	incs := readIncidents(t, files)
 	var opened []schemas.Incident
 	for _, i := range incs {
 		if i.Status == schemas.IncidentOpened {
@@ -88,7 +128,11 @@ incidents:
 		opened[0].Breaching+opened[0].Healthy, opened[0].OtherBreaching, opened[0].OtherBreaching+opened[0].OtherHealthy, opened[0].PValue, len(incs))
 
 	// The fuse topic: the level's command and nothing per key.
-	_, cmds := readJSONL(t, jsonl)
+	var cmds []schemas.FuseCommand
+	for _, f := range files {
+		_, cs := readJSONL(t, f)
+		cmds = append(cmds, cs...)
+	}
 	level := schemas.Key{Tenant: "*", Service: "*", Model: "claude-3-5-haiku", Variant: "*"}
 	opens := 0
 	for _, c := range cmds {
@@ -107,7 +151,71 @@ incidents:
 	}
 	onKafka := k.ReadAll(t, cfg.Topics.Fuse, len(cmds), 30*time.Second)
 	if len(onKafka) < len(cmds) {
-		t.Fatalf("%d commands on %s, %d in the JSONL file", len(onKafka), cfg.Topics.Fuse, len(cmds))
+		t.Fatalf("%d commands on %s, %d in the JSONL files", len(onKafka), cfg.Topics.Fuse, len(cmds))
 	}
 	t.Logf("%d commands (%d open) for %s", len(cmds), opens, level.String())
+	return incs
+}
+
+// TestKafkaIncidentStageTwoProcesses: the same traffic through two
+// processes (two pipelines in each consumer group: keyed partitions and
+// the incident stage's partitions split between them, moving while they
+// join) gives the incident records of one process, id for id.
+func TestKafkaIncidentStageTwoProcesses(t *testing.T) {
+	start := time.Unix(1_800_000_000, 0)
+	ids := func(incs []schemas.Incident) map[string]schemas.IncidentStatus {
+		m := map[string]schemas.IncidentStatus{}
+		for _, i := range incs {
+			m[i.ID] = i.Status
+		}
+		return m
+	}
+	// One process.
+	k1 := testharness.StartBroker(t)
+	one := filepath.Join(t.TempDir(), "one.jsonl")
+	cfg1 := incidentConfig(t, k1, one)
+	end := publish(t, k1, slowModelScenario(), start, 14*time.Minute)
+	r := startRunWith(t, pipeline.Options{Config: cfg1, Logger: testLogger(t)})
+	last := end.Add(-2 * time.Minute).UnixNano()
+	waitIncidents(t, []string{one}, last)
+	r.stop(t)
+	want := ids(checkSlowModel(t, k1, cfg1, start, []string{one}))
+
+	// Two processes on another broker.
+	k2 := testharness.StartBroker(t)
+	dir := t.TempDir()
+	files := []string{filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")}
+	publish(t, k2, slowModelScenario(), start, 14*time.Minute)
+	var runs []*e2eRun
+	for _, f := range files {
+		runs = append(runs, startRunWith(t, pipeline.Options{Config: incidentConfig(t, k2, f), Logger: testLogger(t)}))
+	}
+	waitIncidents(t, files, last)
+	for _, r := range runs {
+		r.stop(t)
+	}
+	got := checkSlowModel(t, k2, incidentConfig(t, k2, files[0]), start, files)
+	written := 0
+	for _, f := range files {
+		if b, _ := os.ReadFile(f); len(b) > 0 {
+			written++
+		}
+	}
+	t.Logf("two processes: %d distinct records; %d of 2 files hold output", len(got), written)
+	for id, st := range ids(got) {
+		if w, ok := want[id]; !ok || w != st {
+			t.Errorf("record %s (%s) not in the one-process run", id, st)
+		}
+	}
+	// The one-process run may have gone on a record further before it
+	// stopped; every record up to the two-process run's last must be there.
+	lastGot := int64(0)
+	for _, i := range got {
+		lastGot = max(lastGot, i.AtUnixNano)
+	}
+	for _, i := range readIncidents(t, []string{one}) {
+		if i.AtUnixNano <= lastGot && !func() bool { _, ok := ids(got)[i.ID]; return ok }() {
+			t.Errorf("the one-process record %s (%s at %v) is missing from the two processes' output", i.ID, i.Status, time.Unix(0, i.AtUnixNano))
+		}
+	}
 }
