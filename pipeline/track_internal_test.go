@@ -116,7 +116,7 @@ func TestTrackerBreakerLogAndOpenTargets(t *testing.T) {
 	a := schemas.Key{Tenant: "acme", Service: "chat", Model: "m", Variant: schemas.Wildcard}
 	breach := schemas.Verdict{ID: "v1", SLO: "chat-p999", Processor: "tail", Status: schemas.StatusBreach}
 	trip := schemas.FuseCommand{Target: a, Version: 1, Action: schemas.ActionTrip, State: schemas.StateOpen,
-		Reasons: []schemas.Reason{{VerdictID: "v1", Text: "trip (3 of last 5, k=3): tail/chat-p999/latency breach value=2.5 budget=1"}},
+		Reasons:        []schemas.Reason{{VerdictID: "v1", Text: "trip (3 of last 5, k=3): tail/chat-p999/latency breach value=2.5 budget=1"}},
 		CorrelationIDs: []string{"inc1", "slo:chat-p999"}}
 	half := schemas.FuseCommand{Target: a, Version: 2, Action: schemas.ActionHalfOpen, State: schemas.StateHalfOpen,
 		Reasons: []schemas.Reason{{VerdictID: "v1", Text: "half-open after 1m cool-down"}}, CorrelationIDs: []string{"inc1", "slo:chat-p999"}}
