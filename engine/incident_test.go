@@ -2,7 +2,9 @@ package engine_test
 
 import (
 	"fmt"
+	"os"
 	"reflect"
+	"strconv"
 	"slices"
 	"strings"
 	"testing"
@@ -373,4 +375,76 @@ func describeCmds(cmds []schemas.FuseCommand) string {
 		fmt.Fprintf(&b, "\n  %s %s %s at +%v", c.Target.String(), c.Action, c.State, time.Duration(c.IssuedAtUnixNano-replay.Start.UnixNano()))
 	}
 	return b.String()
+}
+
+// BenchmarkIncidentsCleanTraffic is the false-incident study: clean
+// traffic (incidentScenario without incidents, 96 keys, 200 calls/s) for
+// FUSEBOX_INCIDENT_STUDY_HOURS of event time (default 1) per seed (seeds
+// 1..FUSEBOX_INCIDENT_STUDY_SEEDS, default 1), streamed through one worker
+// with summaries and the incident stage. It reports the incidents opened
+// (aggregate and key) per 1,000 key-days; docs/architecture.md#incidents
+// has the figures:
+//
+//	FUSEBOX_INCIDENT_STUDY_HOURS=8 go test ./engine -run '^$' -bench IncidentsCleanTraffic -benchtime 1x
+func BenchmarkIncidentsCleanTraffic(b *testing.B) {
+	hours, seeds := 1, 1
+	if v, err := strconv.Atoi(os.Getenv("FUSEBOX_INCIDENT_STUDY_HOURS")); err == nil && v > 0 {
+		hours = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("FUSEBOX_INCIDENT_STUDY_SEEDS")); err == nil && v > 0 {
+		seeds = v
+	}
+	cfg, _, err := replay.ParseWorkerConfig("incidents.yaml", []byte(incidentSLOFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.Summaries, cfg.AttributedSLOs = true, []string{"latency-p999"}
+	for range b.N {
+		var opened, aggregate, commands, perKey int
+		var keyDays float64
+		for seed := 1; seed <= seeds; seed++ {
+			sc := incidentScenario(uint64(1000+seed))
+			sc.Duration = 0
+			scfg := incidentStageConfig
+			scfg.Partitions = 1
+			st, err := incident.New(scfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			keys := map[schemas.Key]bool{}
+			_, err = replay.Stream(cfg, sc, replay.Start, time.Duration(hours)*time.Hour, time.Second, func(o schemas.Output) {
+				for _, v := range o.Verdicts {
+					keys[v.Key] = true
+				}
+				for _, s := range o.Summaries {
+					perKey += len(s.Commands)
+					out, err := st.Add(s)
+					if err != nil {
+						b.Fatal(err)
+					}
+					commands += len(out.Commands)
+					for _, i := range out.Incidents {
+						if i.Status == schemas.IncidentOpened {
+							opened++
+							if i.Dimension != schemas.DimKey {
+								aggregate++
+							}
+							b.Logf("seed %d: false incident %s=%s at +%v, %d of %d breaching, p=%.3g", seed, i.Dimension, i.Value,
+								time.Duration(i.AtUnixNano-replay.Start.UnixNano()), i.Breaching, i.Breaching+i.Healthy, i.PValue)
+						}
+					}
+				}
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			keyDays += float64(len(keys)) * float64(hours) / 24
+		}
+		b.ReportMetric(keyDays, "key-days")
+		b.ReportMetric(float64(opened), "incidents")
+		b.ReportMetric(float64(aggregate), "aggregate-incidents")
+		b.ReportMetric(float64(opened)/keyDays*1000, "incidents/1000key-days")
+		b.ReportMetric(float64(perKey), "per-key-commands")
+		b.ReportMetric(float64(commands), "stage-commands")
+	}
 }

@@ -159,6 +159,12 @@ func open(ctx context.Context, o Options) (_ Parts, _ opened, err error) {
 			f.Topics.State, counts[f.Topics.State], f.Topics.Keyed, counts[f.Topics.Keyed])
 	}
 
+	if f.Incidents.Enabled && counts[f.Topics.Keyed] != f.Topics.KeyedPartitions {
+		// The incident stage decides a boundary once every keyed
+		// partition reached it: it must know how many there are.
+		return Parts{}, op, fmt.Errorf("incidents.enabled: topics.keyed %s has %d partitions but topics.keyed_partitions says %d: set it to the topic's count",
+			f.Topics.Keyed, counts[f.Topics.Keyed], f.Topics.KeyedPartitions)
+	}
 	if op, err = openSinks(ctx, o, kopt, &parts); err != nil {
 		return Parts{}, op, err
 	}

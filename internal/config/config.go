@@ -375,7 +375,7 @@ func Default() File {
 		Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, Group: "fusebox", ClientID: "fusebox", LeaveOnShutdown: true},
 		Topics: Topics{
 			Spans: []string{"otlp_spans"}, SpanEncoding: "auto", Corrections: []string{"fusebox.corrections"}, Logs: []string{"otlp_logs"},
-			Keyed: "fusebox.keyed", KeyedPartitions: 12, State: "fusebox.state",
+			Keyed: "fusebox.keyed", KeyedPartitions: 12, State: "fusebox.state", Summaries: "fusebox.summaries",
 			Verdicts: "fusebox.verdicts", Fuse: "fusebox.fuse", DLQ: "fusebox.dlq", ReplicationFactor: -1,
 		},
 		Attributes: schemas.DefaultAttributeNames(),

@@ -39,7 +39,8 @@ type Incidents struct {
 	Providers map[string]string `yaml:"providers"`
 	// Commands makes the stage, not the per-key breaker, the writer of
 	// these SLOs' fuse commands: one per incident's level, the per-key
-	// ones it covers suppressed (see incident.CommandRule).
+	// ones it covers suppressed (see incident.CommandRule). Inert unless
+	// Enabled.
 	Commands []IncidentCommand `yaml:"commands"`
 }
 
@@ -83,7 +84,6 @@ func (f *File) validateIncidents() []fieldErr {
 		fail(c.Action == "degrade" && c.Fallback == "", at+".fallback", "degrade needs a fallback model")
 		fail(c.TTL < 0, at+".ttl", "must not be negative")
 	}
-	fail(len(in.Commands) > 0 && !in.Enabled, "incidents.commands", "needs incidents.enabled: true")
 	return errs
 }
 
@@ -108,8 +108,13 @@ func (f *File) incidentStage(partitions int) incident.Config {
 	return c
 }
 
-// AttributedSLOs names the SLOs whose commands the incident stage writes.
+// AttributedSLOs names the SLOs whose commands the incident stage writes:
+// none unless incidents.enabled (without the stage, incidents.commands is
+// inert and the per-key breaker writes every command).
 func (f *File) AttributedSLOs() []string {
+	if !f.Incidents.Enabled {
+		return nil
+	}
 	var out []string
 	for _, c := range f.Incidents.Commands {
 		out = append(out, c.SLO)
