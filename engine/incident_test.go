@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"os"
 	"reflect"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -403,7 +403,7 @@ func BenchmarkIncidentsCleanTraffic(b *testing.B) {
 		var opened, aggregate, commands, perKey int
 		var keyDays float64
 		for seed := 1; seed <= seeds; seed++ {
-			sc := incidentScenario(uint64(1000+seed))
+			sc := incidentScenario(uint64(1000 + seed))
 			sc.Duration = 0
 			scfg := incidentStageConfig
 			scfg.Partitions = 1
