@@ -12,6 +12,7 @@ import (
 	"github.com/fusebox-dev/fusebox/internal/testharness"
 	"github.com/fusebox-dev/fusebox/pipeline"
 	"github.com/fusebox-dev/fusebox/schemas"
+	"github.com/fusebox-dev/fusebox/sinks"
 	"github.com/fusebox-dev/fusebox/sinks/jsonlsink"
 )
 
@@ -148,6 +149,23 @@ func checkSlowModel(t *testing.T, k *testharness.Kafka, cfg *config.File, start 
 	}
 	if opens == 0 {
 		t.Fatalf("no open command for %s among %d", level.String(), len(cmds))
+	}
+	// The incident records on topics.incidents: the JSONL files' ones.
+	onTopic := map[string]bool{}
+	for _, r := range k.ReadAll(t, cfg.Topics.Incidents, len(incs), 30*time.Second) {
+		i, err := sinks.UnmarshalIncidentJSON(r.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(r.Key) != i.IncidentID {
+			t.Errorf("record %s keyed %q, not by its incident id", i.ID, r.Key)
+		}
+		onTopic[i.ID] = true
+	}
+	for _, i := range incs {
+		if !onTopic[i.ID] {
+			t.Errorf("incident record %s (%s) is not on %s", i.ID, i.Status, cfg.Topics.Incidents)
+		}
 	}
 	onKafka := k.ReadAll(t, cfg.Topics.Fuse, len(cmds), 30*time.Second)
 	if len(onKafka) < len(cmds) {

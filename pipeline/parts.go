@@ -174,6 +174,9 @@ func open(ctx context.Context, o Options) (_ Parts, _ opened, err error) {
 	}
 	if f.Incidents.Enabled {
 		own = append(own, f.Topics.Summaries)
+		if f.Sinks.Kafka.Enabled {
+			own = append(own, f.Topics.Incidents)
+		}
 	}
 	checkReplication(ctx, kadm.NewClient(admin), f.Topics, own, o.Logger.With("component", "kafka"))
 	parts.Kafka = NewKafkaWatch(admin, slices.Concat(own, f.Topics.Spans, f.Topics.Corrections, LogTopics(f)),
@@ -258,6 +261,9 @@ func openSinks(ctx context.Context, o Options, kopt []kgo.Opt, parts *Parts) (op
 		kc := kafkasink.DefaultConfig()
 		kc.Brokers = f.Kafka.Brokers
 		kc.VerdictTopic, kc.FuseTopic = f.Topics.Verdicts, f.Topics.Fuse
+		if f.Incidents.Enabled {
+			kc.IncidentTopic = f.Topics.Incidents
+		}
 		kc.VerdictPartitions, kc.FusePartitions = f.Sinks.Kafka.Partitions, f.Sinks.Kafka.Partitions
 		kc.ReplicationFactor = f.Topics.ReplicationFactor
 		if n := f.Topics.MinInsyncReplicas; n > 0 {

@@ -168,6 +168,9 @@ type Topics struct {
 	// stage (only with incidents.enabled), keyed by SLO, with
 	// keyed_partitions partitions. Default "<kafka.group>.summaries".
 	Summaries string `yaml:"summaries"`
+	// Incidents receives the incident stage's records (only with
+	// incidents.enabled and the Kafka sink). Default fusebox.incidents.
+	Incidents string `yaml:"incidents"`
 	Verdicts  string `yaml:"verdicts"` // default fusebox.verdicts
 	Fuse      string `yaml:"fuse"`     // default fusebox.fuse
 	DLQ       string `yaml:"dlq"`      // default fusebox.dlq
@@ -375,7 +378,7 @@ func Default() File {
 		Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, Group: "fusebox", ClientID: "fusebox", LeaveOnShutdown: true},
 		Topics: Topics{
 			Spans: []string{"otlp_spans"}, SpanEncoding: "auto", Corrections: []string{"fusebox.corrections"}, Logs: []string{"otlp_logs"},
-			Keyed: "fusebox.keyed", KeyedPartitions: 12, State: "fusebox.state", Summaries: "fusebox.summaries",
+			Keyed: "fusebox.keyed", KeyedPartitions: 12, State: "fusebox.state", Summaries: "fusebox.summaries", Incidents: "fusebox.incidents",
 			Verdicts: "fusebox.verdicts", Fuse: "fusebox.fuse", DLQ: "fusebox.dlq", ReplicationFactor: -1,
 		},
 		Attributes: schemas.DefaultAttributeNames(),

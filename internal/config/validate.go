@@ -53,7 +53,7 @@ func (f *File) validate(kinds registry.List) []fieldErr {
 	names := map[string]string{}
 	for _, n := range []struct{ field, topic string }{
 		{"topics.keyed", t.Keyed}, {"topics.state", t.State}, {"topics.verdicts", t.Verdicts},
-		{"topics.fuse", t.Fuse}, {"topics.dlq", t.DLQ}, {"topics.summaries", t.Summaries},
+		{"topics.fuse", t.Fuse}, {"topics.dlq", t.DLQ}, {"topics.summaries", t.Summaries}, {"topics.incidents", t.Incidents},
 	} {
 		fail(n.topic == "", n.field, "must not be empty")
 		if other, dup := names[n.topic]; dup && n.topic != "" {
