@@ -186,6 +186,7 @@ func TestIncidentAttribution(t *testing.T) {
 		{"one model across tenants", []traffic.Incident{tail("slow model", 5*m, 15*m, traffic.Target{Model: "claude-3-5-haiku"})}, []string{"model=claude-3-5-haiku"}, 1},
 		{"one tenant across models", []traffic.Incident{tail("slow tenant", 5*m, 15*m, traffic.Target{Tenant: "globex"})}, []string{"tenant=globex"}, 1},
 		{"one provider", []traffic.Incident{tail("slow provider", 5*m, 15*m, traffic.Target{Model: "gpt-4o"}), tail("slow provider 2", 5*m, 15*m, traffic.Target{Model: "gpt-4o-mini"})}, []string{"provider=openai"}, 2},
+		{"one model's canary across tenants", []traffic.Incident{tail("bad canary", 5*m, 15*m, traffic.Target{Model: "gpt-4o", Variant: "canary"})}, []string{"model,variant=gpt-4o,canary"}, 1},
 		{"one key alone", []traffic.Incident{tail("one key", 5*m, 15*m, traffic.Target{Tenant: "acme", Service: "chat", Model: "llama-3-70b", Variant: "baseline"})}, []string{"key=acme/chat/llama-3-70b/baseline"}, 1},
 		{"two overlapping of different levels", []traffic.Incident{tail("slow model", 5*m, 15*m, traffic.Target{Model: "llama-3-70b"}), tail("slow tenant", 8*m, 18*m, traffic.Target{Tenant: "hooli"})}, []string{"model=llama-3-70b", "tenant=hooli"},
 			// The tenant's baselines breach first (hooli/*/*/baseline
