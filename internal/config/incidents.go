@@ -83,6 +83,10 @@ func (f *File) validateIncidents() []fieldErr {
 		fail(c.Action != "" && !ok, at+".action", "must be trip, degrade, throttle or rollback, got "+strconv.Quote(c.Action))
 		fail(c.Action == "degrade" && c.Fallback == "", at+".fallback", "degrade needs a fallback model")
 		fail(c.TTL < 0, at+".ttl", "must not be negative")
+		// The stage drops the summaries of SLOs it does not attribute, and
+		// with them the breaker's commands they carry.
+		fail(len(in.SLOs) > 0 && slices.Contains(names, c.SLO) && !slices.Contains(in.SLOs, c.SLO), at+".slo",
+			strconv.Quote(c.SLO)+" is not in incidents.slos: the stage would not see its commands")
 	}
 	return errs
 }

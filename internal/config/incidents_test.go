@@ -19,6 +19,7 @@ func TestIncidentsSection(t *testing.T) {
 		{"min keys", "incidents:\n  min_keys: 1\n", "incidents: incident: min_keys 1 must be at least 2"},
 		{"command slo", "incidents:\n  enabled: true\n  commands:\n    - {slo: nope}\n", "x.yaml:4: incidents.commands[0].slo: no SLO named \"nope\""},
 		{"action", "incidents:\n  enabled: true\n  commands:\n    - {slo: lat, action: explode}\n", "incidents.commands[0].action: must be trip, degrade, throttle or rollback"},
+		{"not attributed", "incidents:\n  enabled: true\n  slos: [lat2]\n  commands:\n    - {slo: lat}\n", "incidents.commands[0].slo: \"lat\" is not in incidents.slos"},
 		{"degrade", "incidents:\n  enabled: true\n  commands:\n    - {slo: lat, action: degrade}\n", "incidents.commands[0].fallback: degrade needs a fallback model"},
 	} {
 		_, err := Parse("x.yaml", []byte(tc.yaml+incidentsMinimal))
@@ -69,4 +70,6 @@ const incidentsMinimal = `kafka: {brokers: ["localhost:9092"]}
 slos:
   - name: lat
     tail: {budget: 1000}
+  - name: lat2
+    tail: {budget: 2000}
 `
