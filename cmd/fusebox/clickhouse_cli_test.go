@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/csv"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -217,5 +219,26 @@ func TestReportCommandWithVerdicts(t *testing.T) {
 	}
 	if recs := blocks["slo_compliance_daily"]; len(recs) < 2 {
 		t.Errorf("slo_compliance_daily has no row for the verdicts:\n%s", out)
+	}
+
+	// sla_credit with the formula's flags: one slot of the three (10 min
+	// apart) out, by 600 ms over 2500: 100 × (600/2500)² × 600/3600 = 0.96.
+	code, out, stderr = runCmd(t, append(slices.Clone(args), "--format", "csv", "sla_credit", "--credit-base", "100")...)
+	if code != exitOK {
+		t.Fatalf("report sla_credit: exit %d\nstderr: %s", code, stderr)
+	}
+	recs, err = csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("sla_credit CSV: %v, want a header and one row:\n%s", err, out)
+	}
+	row = map[string]string{}
+	for i, col := range recs[0] {
+		row[col] = recs[1][i]
+	}
+	for col, want := range map[string]float64{"step_s": 600, "evaluated_minutes": 30, "minutes_out": 10, "max_overrun_ratio": 0.24, "credit": 0.96} {
+		got, err := strconv.ParseFloat(row[col], 64)
+		if err != nil || math.Abs(got-want) > 1e-9 {
+			t.Errorf("sla_credit %s = %q, want %v (row %v)", col, row[col], want, row)
+		}
 	}
 }

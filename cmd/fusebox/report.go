@@ -23,7 +23,9 @@ followed by an empty line.
 Examples:
   fusebox report --clickhouse 127.0.0.1:9000 --database fusebox --from now-24h
   fusebox report --database fusebox --from 2025-03-01 --to 2025-03-08 \
-      --format csv error_budget --objective 0.995`
+      --format csv error_budget --objective 0.995
+  fusebox report --database fusebox --from 2025-03-01 --to 2025-04-01 \
+      sla_credit --credit-base 25 --credit-exponent 2 --credit-cap 500`
 
 func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var ch clickhouseFlags
@@ -35,7 +37,10 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.StringVar(&fromS, "from", "now-24h", "range start `time` (inclusive): RFC 3339, a date, now or now-DURATION (now-1d)")
 	fs.StringVar(&toS, "to", "now", "range end `time` (exclusive)")
 	fs.StringVar(&format, "format", "table", "output `format`: table or csv")
-	fs.Float64Var(&rargs.Objective, "objective", rargs.Objective, "availability objective for error_budget, in (0, 1)")
+	fs.Float64Var(&rargs.Objective, "objective", rargs.Objective, "objective of error_budget (share of calls) and tenant_slo_health (share of evaluated minutes), in (0, 1)")
+	fs.Float64Var(&rargs.CreditBase, "credit-base", rargs.CreditBase, "sla_credit: credit per hour out of objective at an overrun of once the threshold, >= 0")
+	fs.Float64Var(&rargs.CreditExponent, "credit-exponent", rargs.CreditExponent, "sla_credit: exponent of overrun ÷ threshold (0 flat, 1 linear, 2 proportional-squared), >= 0")
+	fs.Float64Var(&rargs.CreditCap, "credit-cap", rargs.CreditCap, "sla_credit: the most credit per tenant and SLO over the range, 0 for no cap")
 	fs.IntVar(&rargs.Limit, "limit", rargs.Limit, "rows of drift_top")
 	fs.StringVar(&rargs.Target, "target", "", "only this fuse target (tenant/service/model/variant) in fuse_timeline")
 

@@ -16,6 +16,8 @@ func TestReportAndMigrateUsageErrors(t *testing.T) {
 		{[]string{"report", "nope"}, `unknown report "nope"`},
 		{[]string{"report", "--from", "2025-03-02", "--to", "2025-03-01", "drift_top"}, "to:"},
 		{[]string{"report", "error_budget", "--objective", "1.5"}, "objective"},
+		{[]string{"report", "sla_credit", "--credit-exponent", "-1"}, "credit-exponent"},
+		{[]string{"report", "sla_credit", "--credit-cap", "-5"}, "credit-cap"},
 		{[]string{"report", "--database", "a-b"}, "database"},
 		{[]string{"migrate", "--database", "1x"}, "database"},
 		{[]string{"migrate", "--clickhouse", ""}, "addrs"},

@@ -206,6 +206,9 @@ func (s *Store) Fuse() FuseResponse {
 // pattern, for observe.Options.Routes.
 func (s *Store) Routes() map[string]http.Handler {
 	return map[string]http.Handler{
+		// the tenant SLO health matrix (tenants.go)
+		"GET /api/ui/tenants": http.HandlerFunc(s.serveTenants),
+
 		"GET /{$}":         http.RedirectHandler("/ui/", http.StatusFound),
 		"GET /ui":          http.RedirectHandler("/ui/", http.StatusMovedPermanently),
 		"GET /ui/":         assetHandler(),

@@ -260,7 +260,8 @@ func TestStoreMemoryBounded(t *testing.T) {
 			}
 			out.Verdicts = append(out.Verdicts, v)
 			out.Commands = append(out.Commands, schemas.FuseCommand{Target: k, Action: schemas.ActionTrip, State: schemas.StateOpen,
-				Version: uint64(j), IssuedAtUnixNano: int64(j) * minute, Reasons: []schemas.Reason{{Text: fmt.Sprintf("reason %d", j)}}})
+				Version: uint64(j), IssuedAtUnixNano: int64(j) * minute, Reasons: []schemas.Reason{{Text: fmt.Sprintf("reason %d", j)}},
+				CorrelationIDs: []string{fmt.Sprintf("%032x", i*evals+j), "slo:latency"}})
 		}
 		_ = s.Write(ctx, out)
 	}

@@ -10,6 +10,11 @@
 //	                      every series of one key: points over event time
 //	                      and the latest verdict's details and evidence
 //	GET /api/ui/fuse      the fuse commands per target (the fuse timeline)
+//	GET /api/ui/tenants?objective=O
+//	                      the tenant SLO health matrix of what the store
+//	                      holds: per tenant and SLO, compliance, error
+//	                      budget left at objective O (default 0.999),
+//	                      breaches and incidents (TenantsResponse)
 //
 // The data come from a Store, an extra sink of the pipeline: it keeps the
 // recent verdicts and fuse commands in memory, bounded (Config): at most

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -109,4 +110,78 @@ func TestPageNoSamplesInChromium(t *testing.T) {
 			t.Errorf("the tail section's note %q lacks %q", found, want)
 		}
 	}
+}
+
+// TestPageTenantMatrixInChromium loads the page of a store holding the hand
+// fixture (handOutput) with ?objective=0.9 in headless Chromium: the
+// matrix has a cell per tenant and SLO with the values computed by hand
+// (wantHandMatrix), coloured by the budget left, and "–" where a tenant has
+// no verdict of an SLO; an empty store says so instead. (The matrix spans
+// the page above the key list: Section reads it up to the next section.)
+func TestPageTenantMatrixInChromium(t *testing.T) {
+	c := testharness.StartChromium(t)
+	st, err := ui.NewStore(ui.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(st.Handler())
+	defer srv.Close()
+	dom := c.DumpDOM(t, srv.URL+"/ui/", 3*time.Second)
+	sec := uitest.Section(dom, "section", "tenants")
+	if ps := uitest.Elements(sec, "p", map[string]string{"data-empty": "tenants"}); len(ps) != 1 || !strings.Contains(ps[0].Text, "no SLO verdicts") {
+		t.Errorf("the matrix of an empty store: %v, want a \"no SLO verdicts\" note", ps)
+	}
+
+	_ = st.Write(context.Background(), handOutput())
+	url := srv.URL + "/ui/?objective=0.9"
+	dom = c.DumpDOM(t, url, 3*time.Second)
+	checkClean(t, dom)
+	sec = uitest.Section(dom, "section", "tenants")
+	tables := uitest.Elements(sec, "table", map[string]string{"data-chart": "tenants"})
+	if len(tables) != 1 || tables[0].Attrs["data-rows"] != "5" {
+		t.Fatalf("want one matrix of 5 cells, got %v\n%s", tables, sec)
+	}
+	cells := uitest.Elements(sec, "td", map[string]string{"class": "cell"})
+	if len(cells) != len(wantHandMatrix) {
+		t.Fatalf("%d cells, want %d: %v", len(cells), len(wantHandMatrix), cells)
+	}
+	level := func(r ui.TenantSLO) string {
+		switch {
+		case r.BudgetRemaining >= 0.5:
+			return "budget-ok"
+		case r.BudgetRemaining >= 0:
+			return "budget-warn"
+		}
+		return "budget-breach"
+	}
+	// Cells come row by row (tenants), SLOs sorted: the order of wantHandMatrix.
+	for i, w := range wantHandMatrix {
+		e := cells[i]
+		num := func(name string) float64 {
+			v, err := strconv.ParseFloat(e.Attrs[name], 64)
+			if err != nil {
+				t.Errorf("cell %s/%s: %s = %q", w.Tenant, w.SLO, name, e.Attrs[name])
+			}
+			return v
+		}
+		if e.Attrs["data-tenant"] != w.Tenant || e.Attrs["data-slo"] != w.SLO || !e.Has(level(w)) ||
+			!near(num("data-compliance"), w.Compliance) || !near(num("data-budget-remaining"), w.BudgetRemaining) ||
+			num("data-minutes-out") != w.MinutesOut || int(num("data-breach-episodes")) != w.BreachEpisodes || int(num("data-incidents")) != w.Incidents {
+			t.Errorf("cell %d: %v, want %+v (%s)", i, e.Attrs, w, level(w))
+		}
+	}
+	if got := strings.TrimSpace(cells[1].Text); got != "55.56%" {
+		t.Errorf("acme latency compliance shows %q, want 55.56%% (5 of 9 minutes)", got)
+	}
+	var notes []string
+	for _, n := range uitest.Elements(sec, "span", map[string]string{"class": "note"}) {
+		notes = append(notes, n.Text)
+	}
+	if len(notes) != 5 || notes[1] != "budget -344.4% left · 4 min out · 3 episodes · 3 incidents" {
+		t.Errorf("cell notes %q", notes)
+	}
+	if none := uitest.Elements(sec, "td", map[string]string{"class": "none"}); len(none) != 3 {
+		t.Errorf("%d empty cells, want 3 (acme corrections, beta availability, beta quality)", len(none))
+	}
+	c.Screenshot(t, url, filepath.Join(testharness.ArtifactsDir(t), "ui-tenants.png"), 1280, 900, 3*time.Second)
 }

@@ -67,6 +67,11 @@ type Command struct {
 	Fallback string  `json:"fallback,omitempty"`
 	Throttle float64 `json:"throttle,omitempty"`
 	Reason   string  `json:"reason,omitempty"` // the first reason's text
+	// Incident is the command's incident id (its first correlation id), SLOs
+	// the SLOs its slo:NAME correlation ids name: what the tenant matrix
+	// counts (Tenants).
+	Incident string   `json:"incident,omitempty"`
+	SLOs     []string `json:"slos,omitempty"`
 }
 
 // NewStore returns an empty store; cfg's zero fields take the defaults.
@@ -183,6 +188,14 @@ func (s *Store) addCommand(c *schemas.FuseCommand) {
 		Level: c.Level, Version: c.Version, Fallback: c.Fallback, Throttle: c.ThrottleFraction}
 	if len(c.Reasons) > 0 {
 		cmd.Reason = c.Reasons[0].Text
+	}
+	if len(c.CorrelationIDs) > 0 {
+		cmd.Incident = c.CorrelationIDs[0]
+		for _, id := range c.CorrelationIDs[1:] {
+			if slo, ok := strings.CutPrefix(id, "slo:"); ok {
+				cmd.SLOs = append(cmd.SLOs, slo)
+			}
+		}
 	}
 	less := func(a Command) int {
 		if a.T != cmd.T {

@@ -29,6 +29,11 @@ const (
 	ParamObjective Param = "objective" // Float64 in (0, 1)
 	ParamLimit     Param = "limit"     // UInt64
 	ParamTarget    Param = "target"    // String, "" for all
+	// sla_credit's formula: credit = base × Σ ratio^exponent × hours,
+	// capped at cap (0: none).
+	ParamCreditBase     Param = "credit_base"     // Float64 >= 0
+	ParamCreditExponent Param = "credit_exponent" // Float64 >= 0
+	ParamCreditCap      Param = "credit_cap"      // Float64 >= 0, 0 for no cap
 )
 
 // Report is one reporting query.
@@ -51,11 +56,14 @@ var (
 	FuseTimeline            = mustLoad("fuse_timeline", ParamFrom, ParamTo, ParamTarget)
 	DriftTop                = mustLoad("drift_top", ParamFrom, ParamTo, ParamLimit)
 	CorrectionRateByVariant = mustLoad("correction_rate_by_variant", ParamFrom, ParamTo)
+	TenantSLOHealth         = mustLoad("tenant_slo_health", ParamFrom, ParamTo, ParamObjective)
+	SLACredit               = mustLoad("sla_credit", ParamFrom, ParamTo, ParamCreditBase, ParamCreditExponent, ParamCreditCap)
 )
 
 // All returns every report in print order.
 func All() []Report {
-	return []Report{TailP999Hourly, SLOComplianceDaily, ErrorBudget, FuseTimeline, DriftTop, CorrectionRateByVariant}
+	return []Report{TailP999Hourly, SLOComplianceDaily, ErrorBudget, FuseTimeline, DriftTop, CorrectionRateByVariant,
+		TenantSLOHealth, SLACredit}
 }
 
 // Lookup returns the report with the given name.

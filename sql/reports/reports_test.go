@@ -115,14 +115,16 @@ func makeFixtures(rng *rand.Rand) fixtures {
 			issued := from.Add(-30*time.Minute + time.Duration(v-1)*time.Hour + time.Duration(ti)*time.Minute)
 			c := schemas.FuseCommand{Target: target, Action: actions[v-1], Level: int(v % 3), State: schemas.StateOpen,
 				Version: v, IssuedAtUnixNano: issued.UnixNano(), ExpiresAtUnixNano: issued.Add(15 * time.Minute).UnixNano(),
-				Fallback: "m-small", Reasons: []schemas.Reason{{VerdictID: fmt.Sprintf("v%d-%d", ti, v), Text: "r"}}, KeyID: "k1", Signature: "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"}
+				Fallback: "m-small", Reasons: []schemas.Reason{{VerdictID: fmt.Sprintf("v%d-%d", ti, v), Text: "r"}},
+				CorrelationIDs: []string{fmt.Sprintf("inc-%d", ti), "slo:latency"}, KeyID: "k1", Signature: "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"}
 			f.commands = append(f.commands, c)
 		}
 	}
 	return f
 }
 
-// load migrates a database and inserts the fixtures twice (a replay).
+// load migrates a database and inserts the fixtures and the hand fixtures
+// (handFixtures, in a range of their own) twice (a replay).
 func load(t *testing.T, ch *testharness.ClickHouse, f fixtures) driver.Conn {
 	t.Helper()
 	db := ch.NewDatabase(t)
@@ -131,6 +133,9 @@ func load(t *testing.T, ch *testharness.ClickHouse, f fixtures) driver.Conn {
 	if _, err := clickhousesink.Migrate(ctx, admin, db); err != nil {
 		t.Fatal(err)
 	}
+	hand := handFixtures()
+	f.verdicts = append(slices.Clone(f.verdicts), hand.verdicts...)
+	f.commands = append(slices.Clone(f.commands), hand.commands...)
 	for pass := 0; pass < 2; pass++ {
 		if err := clickhousesink.InsertVerdicts(ctx, admin, db, f.verdicts); err != nil {
 			t.Fatal(err)
@@ -423,6 +428,9 @@ func TestReports(t *testing.T) {
 			[]string{"metric", "tenant", "service", "model", "variant", "evaluations", "breaches", "breach_share", "max_statistic"}, want)
 	})
 
+	t.Run("tenant_slo_health", func(t *testing.T) { pageEqualsReport(t, conn, f) })
+	t.Run("sla_credit", func(t *testing.T) { creditEqualsGo(t, conn, f) })
+
 	t.Run("correction_rate_by_variant", func(t *testing.T) {
 		type gk struct{ model, variant string }
 		sums := map[gk]*[2]int64{}
@@ -507,7 +515,7 @@ func TestArgsValidate(t *testing.T) {
 	if err := a.Validate(reports.TailP999Hourly); err != nil {
 		t.Errorf("tail report does not use the objective: %v", err)
 	}
-	if names := reports.Names(); len(names) != 6 || names[0] != "tail_p999_hourly" {
+	if names := reports.Names(); len(names) != 8 || names[0] != "tail_p999_hourly" {
 		t.Errorf("Names() = %v", names)
 	}
 	if _, ok := reports.Lookup("nope"); ok {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
+	"strings"
 	"time"
 
 	chgo "github.com/ClickHouse/clickhouse-go/v2"
@@ -15,13 +17,17 @@ import (
 // uses.
 type Args struct {
 	From, To  time.Time // the range [From, To), truncated to whole seconds
-	Objective float64   // error_budget's availability objective (default 0.999)
+	Objective float64   // error_budget's availability and tenant_slo_health's minutes objective (default 0.999)
 	Limit     int       // drift_top's row limit (default 20)
 	Target    string    // fuse_timeline's target filter ("" for all)
+	// sla_credit's formula (sla_credit.sql): credit = CreditBase ×
+	// Σ (overrun ÷ threshold)^CreditExponent × hours out, capped at
+	// CreditCap when CreditCap > 0. Defaults 1, 2 and 0 (no cap).
+	CreditBase, CreditExponent, CreditCap float64
 }
 
 // DefaultArgs returns Args with the defaults above and no range.
-func DefaultArgs() Args { return Args{Objective: 0.999, Limit: 20} }
+func DefaultArgs() Args { return Args{Objective: 0.999, Limit: 20, CreditBase: 1, CreditExponent: 2} }
 
 // ArgError names the argument that is wrong.
 type ArgError struct {
@@ -43,6 +49,11 @@ func (a *Args) Validate(r Report) error {
 		case ParamObjective:
 			if !(a.Objective > 0 && a.Objective < 1) {
 				errs = append(errs, &ArgError{Arg: "objective", Reason: fmt.Sprintf("%v: must be in (0, 1), e.g. 0.999", a.Objective)})
+			}
+		case ParamCreditBase, ParamCreditExponent, ParamCreditCap:
+			v := map[Param]float64{ParamCreditBase: a.CreditBase, ParamCreditExponent: a.CreditExponent, ParamCreditCap: a.CreditCap}[p]
+			if !(v >= 0) || math.IsInf(v, 0) {
+				errs = append(errs, &ArgError{Arg: strings.ReplaceAll(string(p), "_", "-"), Reason: fmt.Sprintf("%v: must be a finite number >= 0", v)})
 			}
 		case ParamLimit:
 			if a.Limit < 1 {
@@ -68,6 +79,12 @@ func (a *Args) bind(r Report) []any {
 			v = uint64(a.Limit)
 		case ParamTarget:
 			v = a.Target
+		case ParamCreditBase:
+			v = a.CreditBase
+		case ParamCreditExponent:
+			v = a.CreditExponent
+		case ParamCreditCap:
+			v = a.CreditCap
 		}
 		out = append(out, chgo.Named(string(p), v))
 	}

@@ -33,6 +33,11 @@ type sqlcheckDump struct {
 	Order         []string             `json:"order"`
 	Params        map[string]any       `json:"params"`
 	Reports       []dumpReport         `json:"reports"`
+	// HandParams and HandReports: tenant_slo_health and sla_credit over the
+	// hand fixture (tenant_reports_test.go), whose values the pytest also
+	// checks against the numbers computed by hand.
+	HandParams  []map[string]any `json:"hand_params"`
+	HandReports []dumpReport     `json:"hand_reports"`
 }
 
 type dumpMigration struct {
@@ -123,13 +128,24 @@ func TestDumpForCurrentEngine(t *testing.T) {
 
 	args := reports.DefaultArgs()
 	args.From, args.To, args.Limit = from, to, 5
-	d.Params = map[string]any{"from": from.Unix(), "to": to.Unix(), "objective": args.Objective, "limit": args.Limit, "target": args.Target}
+	d.Params = dumpParams(args)
 	for _, r := range reports.All() {
 		tab := run(t, conn, r, args)
 		if len(tab.Rows) == 0 {
 			t.Fatalf("%s: no rows from the fixtures: nothing to compare", r.Name)
 		}
 		d.Reports = append(d.Reports, dumpReport{Name: r.Name, SQL: r.SQL, Columns: tab.Columns, Types: tab.Types, Rows: jsonRows(t, tab.Types, tab.Rows)})
+	}
+	// The hand fixture: the defaults' formula, then exponent 1 with a cap.
+	hand := handArgs()
+	linear := hand
+	linear.CreditExponent, linear.CreditCap = 1, 0.4
+	for _, a := range []reports.Args{hand, linear} {
+		for _, r := range []reports.Report{reports.TenantSLOHealth, reports.SLACredit} {
+			tab := run(t, conn, r, a)
+			d.HandParams = append(d.HandParams, dumpParams(a))
+			d.HandReports = append(d.HandReports, dumpReport{Name: r.Name, SQL: r.SQL, Columns: tab.Columns, Types: tab.Types, Rows: jsonRows(t, tab.Types, tab.Rows)})
+		}
 	}
 	b, err := json.MarshalIndent(d, "", " ")
 	if err != nil {
@@ -147,6 +163,12 @@ func TestDumpForCurrentEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s: ClickHouse %s, %d reports", path, d.Server, len(d.Reports))
+}
+
+// dumpParams are a's values by parameter name, as the pytest binds them.
+func dumpParams(a reports.Args) map[string]any {
+	return map[string]any{"from": a.From.Unix(), "to": a.To.Unix(), "objective": a.Objective, "limit": a.Limit, "target": a.Target,
+		"credit_base": a.CreditBase, "credit_exponent": a.CreditExponent, "credit_cap": a.CreditCap}
 }
 
 // jsonRows turns scanned values into JSON values ClickHouse's JSONEachRow

@@ -279,6 +279,47 @@ function fuseChart(targets, t0, t1, sel) {
   return s;
 }
 
+function pct(x) { return typeof x === "number" && isFinite(x) ? `${(100 * x).toPrecision(4).replace(/\.?0+$/, "")}%` : "–"; }
+
+function plural(n, word) { return `${n} ${word}${n === 1 ? "" : "s"}`; }
+
+// tenantMatrix draws the tenant SLO health matrix (GET /api/ui/tenants): a
+// row per tenant, a column per SLO; each cell the compliance, coloured by
+// the error budget left (green from half left, amber above none, red
+// overspent), then minutes out, breach episodes and incidents.
+function tenantMatrix(m) {
+  const slos = [...new Set(m.rows.map((r) => r.slo))].sort();
+  const tenants = [...new Set(m.rows.map((r) => r.tenant))].sort();
+  const byPair = new Map(m.rows.map((r) => [`${r.tenant}\u0000${r.slo}`, r]));
+  const f = el("figure", { class: "matrix" });
+  f.appendChild(el("figcaption", {}, `${tenants.length} tenants × ${slos.length} SLOs, evaluations ${fmtTime(m.from)}–${fmtTime(m.to)} UTC, objective ${pct(m.objective)} of the minutes`));
+  const table = el("table", { "data-chart": "tenants", "data-rows": m.rows.length });
+  const head = el("tr");
+  head.appendChild(el("th", {}, "tenant"));
+  for (const slo of slos) head.appendChild(el("th", {}, slo));
+  table.appendChild(head);
+  for (const tenant of tenants) {
+    const tr = el("tr");
+    tr.appendChild(el("th", { class: "tenant" }, tenant));
+    for (const slo of slos) {
+      const r = byPair.get(`${tenant}\u0000${slo}`);
+      if (!r) { tr.appendChild(el("td", { class: "none" }, "–")); continue; }
+      const level = r.budget_remaining >= 0.5 ? "ok" : r.budget_remaining >= 0 ? "warn" : "breach";
+      const td = el("td", {
+        class: `cell budget-${level}`, "data-tenant": tenant, "data-slo": slo, "data-compliance": r.compliance,
+        "data-budget-remaining": r.budget_remaining, "data-minutes-out": r.minutes_out, "data-breach-episodes": r.breach_episodes,
+        "data-incidents": r.incidents,
+        title: `${fmt(r.evaluated_minutes)} minutes evaluated (every ${r.step_s} s), ${fmt(r.minutes_out)} out of objective; budget ${fmt(r.budget_minutes)} minutes, ${fmt(r.budget_minutes_left)} left; ${plural(r.breach_evaluations, "breach verdict")}; ${plural(r.fuse_commands, "fuse command")}`,
+      }, pct(r.compliance));
+      td.appendChild(el("span", { class: "note" }, `budget ${pct(r.budget_remaining)} left · ${fmt(r.minutes_out)} min out · ${plural(r.breach_episodes, "episode")} · ${plural(r.incidents, "incident")}`));
+      tr.appendChild(td);
+    }
+    table.appendChild(tr);
+  }
+  f.appendChild(table);
+  return f;
+}
+
 async function getJSON(path) {
   const r = await fetch(path, { cache: "no-store" });
   if (r.status === 404) return null;
@@ -318,6 +359,10 @@ async function refresh() {
         return a;
       }));
     }
+    const objective = new URLSearchParams(location.search).get("objective");
+    const tenants = await getJSON("/api/ui/tenants" + (objective ? `?objective=${encodeURIComponent(objective)}` : ""));
+    fill("tenants", [tenants.rows.length ? tenantMatrix(tenants) :
+      el("p", { class: "empty", "data-empty": "tenants" }, "no data yet: no SLO verdicts, the matrix fills with the first evaluations")]);
     const detailResp = sel ? await getJSON(`/api/ui/key?${keyQuery(sel)}`) : null;
     const incidents = await getJSON("/api/ui/incidents");
     renderIncidents(incidents ? incidents.incidents : []);

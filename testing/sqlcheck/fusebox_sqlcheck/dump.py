@@ -41,6 +41,10 @@ class Dump:
     order: list[str]
     params: dict[str, Any]
     reports: list[ReportResult]
+    # tenant_slo_health and sla_credit over the hand fixture
+    # (sql/reports/tenant_reports_test.go), each with its parameters
+    hand_params: list[dict[str, Any]]
+    hand_reports: list[ReportResult]
 
 
 def load_dump(path: Path) -> Dump:
@@ -62,4 +66,6 @@ def load_dump(path: Path) -> Dump:
         order=list(d["order"]),
         params=dict(d["params"]),
         reports=[ReportResult(r["name"], r["sql"], r["columns"], r["types"], r["rows"]) for r in d["reports"]],
+        hand_params=[dict(p) for p in d["hand_params"]],
+        hand_reports=[ReportResult(r["name"], r["sql"], r["columns"], r["types"], r["rows"]) for r in d["hand_reports"]],
     )

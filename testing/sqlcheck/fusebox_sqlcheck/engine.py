@@ -16,7 +16,7 @@ from fusebox_sqlcheck.dump import Dump
 # zone and, for DateTime64, a fraction).
 _SETTINGS = "SETTINGS output_format_json_quote_64bit_integers = 0, date_time_input_format = 'best_effort'"
 
-_PARAM = re.compile(r"@(from|to|objective|limit|target)\b")
+_PARAM = re.compile(r"@(from|to|objective|limit|target|credit_base|credit_exponent|credit_cap)\b")
 
 
 class Engine:

@@ -10,6 +10,7 @@ import pytest
 
 from fusebox_sqlcheck import Engine, Replay, compare_tables, load_dump, replay
 from fusebox_sqlcheck.dump import Dump
+from fusebox_sqlcheck.engine import bind
 
 ROOT = Path(__file__).resolve().parents[3]
 DUMP = Path(os.environ.get("FUSEBOX_SQLCHECK_DUMP", ROOT / ".cache" / "sqlcheck" / "clickhouse-18.16.json"))
@@ -72,12 +73,84 @@ def test_rollups_reached_the_view(engine: Engine, dump: Dump, result: Replay) ->
     assert rows[0][0] * 2 == len(dump.tables["span_rollups_input"].rows)
 
 
-@pytest.mark.parametrize("name", ["tail_p999_hourly", "slo_compliance_daily", "error_budget", "fuse_timeline", "drift_top", "correction_rate_by_variant"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "tail_p999_hourly",
+        "slo_compliance_daily",
+        "error_budget",
+        "fuse_timeline",
+        "drift_top",
+        "correction_rate_by_variant",
+        "tenant_slo_health",
+        "sla_credit",
+    ],
+)
 def test_report_equals_18_16(dump: Dump, result: Replay, name: str) -> None:
     want = next(r for r in dump.reports if r.name == name)
     cols, _types, rows = result.reports[name]
     diffs = compare_tables(name, cols, rows, want.columns, want.rows)
     assert not diffs, "\n".join(diffs)
+
+
+# tenant_slo_health and sla_credit over the hand fixture of
+# sql/reports/tenant_reports_test.go (its comment lists the rows): the values
+# below are computed by hand there, not by either engine, so a wrong formula
+# fails here on chDB as it fails the Go test on 18.16.
+HAND_HEALTH_COLUMNS = ["tenant", "slo", "step_s", "evaluated_minutes", "minutes_out", "compliance", "budget_minutes",
+                       "budget_minutes_left", "budget_remaining", "breach_evaluations", "breach_episodes", "incidents",
+                       "fuse_commands"]  # fmt: skip
+# objective 0.9
+HAND_HEALTH = [
+    ["acme", "availability", 60, 1, 1, 0, 0.1, -0.9, -9, 1, 1, 0, 0],
+    ["acme", "latency", 60, 9, 4, 5 / 9, 0.9, 0.9 - 4, 1 - 4 / 0.9, 5, 3, 3, 5],
+    ["acme", "quality", 300, 60, 10, 10 / 12, 6, -4, 1 - 10 / 6, 2, 1, 1, 1],
+    ["beta", "corrections", 60, 4, 1, 0.75, 0.4, -0.6, -1.5, 1, 1, 0, 0],
+    ["beta", "latency", 60, 10, 2, 0.8, 1, -1, -1, 2, 1, 1, 1],
+]
+HAND_CREDIT_COLUMNS = ["tenant", "slo", "step_s", "evaluated_minutes", "minutes_out", "minutes_out_unpriced", "hours_out",
+                       "max_overrun_ratio", "credit_uncapped", "credit"]  # fmt: skip
+# base 10, exponent 2, no cap: credit = 10 × Σ ratio² × step_s / 3600
+HAND_CREDIT = [
+    ["acme", "quality", 300, 60, 10, 0, 10 / 60, 1, 10 * (0.5**2 + 1**2) * 300 / 3600, 10 * 1.25 * 300 / 3600],
+    ["acme", "latency", 60, 9, 4, 0, 4 / 60, 2, 10 * (0.5**2 + 2**2 + 0.2**2 + 0.1**2) / 60, 10 * 4.3 / 60],
+    ["acme", "availability", 60, 1, 1, 0, 1 / 60, 1, 10 / 60, 10 / 60],
+    ["beta", "latency", 60, 10, 2, 0, 2 / 60, 0.5, 10 * 0.5 / 60, 10 * 0.5 / 60],
+    ["beta", "corrections", 60, 4, 1, 1, 1 / 60, 0, 0, 0],
+]
+# base 10, exponent 1, cap 0.4
+HAND_CREDIT_LINEAR_CAPPED = [
+    ["acme", "latency", 60, 9, 4, 0, 4 / 60, 2, 10 * (0.5 + 2 + 0.2 + 0.1) / 60, 0.4],
+    ["acme", "quality", 300, 60, 10, 0, 10 / 60, 1, 10 * 1.5 * 300 / 3600, 0.4],
+    ["acme", "availability", 60, 1, 1, 0, 1 / 60, 1, 10 / 60, 10 / 60],
+    ["beta", "latency", 60, 10, 2, 0, 2 / 60, 0.5, 10 / 60, 10 / 60],
+    ["beta", "corrections", 60, 4, 1, 1, 1 / 60, 0, 0, 0],
+]
+
+
+def _hand_expected(name: str, params: dict[str, object]) -> tuple[list[str], list[list[object]]]:
+    if name == "tenant_slo_health":
+        assert params["objective"] == 0.9
+        return HAND_HEALTH_COLUMNS, HAND_HEALTH
+    assert (params["credit_base"], params["credit_cap"]) in ((10, 0), (10, 0.4))
+    if params["credit_exponent"] == 2:
+        return HAND_CREDIT_COLUMNS, HAND_CREDIT
+    assert params["credit_exponent"] == 1 and params["credit_cap"] == 0.4
+    return HAND_CREDIT_COLUMNS, HAND_CREDIT_LINEAR_CAPPED
+
+
+def test_tenant_reports_hand_computed(dump: Dump, engine: Engine, result: Replay) -> None:
+    engine.execute("USE fusebox")
+    assert {r.name for r in dump.hand_reports} == {"tenant_slo_health", "sla_credit"}
+    assert len(dump.hand_reports) == 4
+    for params, rep in zip(dump.hand_params, dump.hand_reports):
+        cols, _types, rows = engine.rows(bind(rep.sql, params))
+        # equal to 18.16's result ...
+        diffs = compare_tables(f"{rep.name} vs 18.16", cols, rows, rep.columns, rep.rows)
+        # ... and to the values computed by hand
+        want_cols, want = _hand_expected(rep.name, params)
+        diffs += compare_tables(f"{rep.name} by hand", cols, rows, want_cols, want)
+        assert not diffs, "\n".join(diffs)
 
 
 # The Grafana dashboard (deploy/grafana/fusebox.json) on the current engine
