@@ -66,7 +66,9 @@ type incidentRun struct {
 	// written without the stage: carried in the summaries); commands what
 	// the stage wrote instead.
 	perKey, commands []schemas.FuseCommand
-	stage            *incident.Stage
+	// effects are the stage's effect verdicts of its level commands.
+	effects []schemas.Verdict
+	stage   *incident.Stage
 }
 
 // incidentStageConfig is the stage of the tests: it writes the latency
@@ -98,7 +100,7 @@ func runIncidents(t *testing.T, sc traffic.Scenario) incidentRun {
 	}
 	run := incidentRun{res: res, stage: st}
 	out := feedRoundRobin(t, st, res.Partitions)
-	run.incidents, run.commands = out.Incidents, out.Commands
+	run.incidents, run.commands, run.effects = out.Incidents, out.Commands, out.Verdicts
 	for _, s := range res.Output.Summaries {
 		run.perKey = append(run.perKey, s.Commands...)
 	}
@@ -120,6 +122,7 @@ func feedRoundRobin(t *testing.T, st *incident.Stage, parts []schemas.Output) sc
 				}
 				out.Incidents = append(out.Incidents, o.Incidents...)
 				out.Commands = append(out.Commands, o.Commands...)
+				out.Verdicts = append(out.Verdicts, o.Verdicts...)
 				pos[p]++
 				more = true
 			}
@@ -219,8 +222,32 @@ func TestIncidentAttribution(t *testing.T) {
 			t.Logf("%s: per-key breaker: %d commands for %d targets (%d trips, first %d evaluations after the start); with the stage: %d commands for %d targets (first %d evaluations after the start), %d per-key suppressed; incidents:%s",
 				c.name, len(run.perKey), targets(run.perKey), trips, evals(firstTrip), len(run.commands), targets(run.commands), evals(firstCmd),
 				run.stage.Stats().Commands.Suppressed, describe(opened(run.incidents)))
+			if testing.Verbose() {
+				t.Logf("all records:%s", describe(run.incidents))
+			}
 			if c.wantTargets >= 0 && targets(run.commands) != c.wantTargets {
 				t.Errorf("the stage wrote commands for %d targets, want %d:%s", targets(run.commands), c.wantTargets, describeCmds(run.commands))
+			}
+			// One effect verdict per level target (a target with a
+			// wildcard: the stage's own commands), judged on the level's
+			// keys; none for the per-key commands it passes.
+			levelTargets := map[schemas.Key]bool{}
+			for _, c := range run.commands {
+				if strings.Contains(c.Target.String(), "*") {
+					levelTargets[c.Target] = true
+				}
+			}
+			for _, v := range run.effects {
+				if v.Processor != "effect" || !levelTargets[v.Key] || v.Metric != "breaching_share" {
+					t.Errorf("effect verdict %s %s %s for a target without a level command", v.Processor, v.Metric, v.Key.String())
+				}
+				if err := v.Validate(); err != nil {
+					t.Errorf("effect verdict %s: %v", v.Key.String(), err)
+				}
+				t.Logf("effect of %s: %s after %v evaluations, breaching share %.2f -> %.2f", v.Key.String(), v.Method, detailOf(v, "evaluations"), detailOf(v, "before"), v.Value)
+			}
+			if len(run.effects) != len(levelTargets) {
+				t.Errorf("%d effect verdicts for %d level targets", len(run.effects), len(levelTargets))
 			}
 			if len(run.perKey) > 0 && (firstCmd < 0 || firstCmd > firstTrip) {
 				t.Errorf("the stage's first command at +%v, the per-key breaker's first trip at +%v", time.Duration(firstCmd-replay.Start.UnixNano()), time.Duration(firstTrip-replay.Start.UnixNano()))
@@ -313,7 +340,7 @@ func checkIncidentDeterminism(t *testing.T, run incidentRun) {
 	t.Helper()
 	cfg := incidentStageConfig
 	st, _ := incident.New(cfg)
-	var seq, seqCmds = []schemas.Incident(nil), []schemas.FuseCommand(nil)
+	var seq, seqCmds, seqEff = []schemas.Incident(nil), []schemas.FuseCommand(nil), []schemas.Verdict(nil)
 	for p := range run.res.Partitions {
 		for _, s := range run.res.Partitions[p].Summaries {
 			o, err := st.Add(s)
@@ -322,9 +349,10 @@ func checkIncidentDeterminism(t *testing.T, run incidentRun) {
 			}
 			seq = append(seq, o.Incidents...)
 			seqCmds = append(seqCmds, o.Commands...)
+			seqEff = append(seqEff, o.Verdicts...)
 		}
 	}
-	if !reflect.DeepEqual(seq, run.incidents) || !reflect.DeepEqual(seqCmds, run.commands) {
+	if !reflect.DeepEqual(seq, run.incidents) || !reflect.DeepEqual(seqCmds, run.commands) || !reflect.DeepEqual(seqEff, run.effects) {
 		t.Fatalf("partition after partition: %d records and %d commands, round-robin %d and %d; they differ", len(seq), len(seqCmds), len(run.incidents), len(run.commands))
 	}
 	// The restart: the first half of each partition's summaries, then a
@@ -337,6 +365,7 @@ func checkIncidentDeterminism(t *testing.T, run incidentRun) {
 			o, _ := st.Add(s)
 			before.Incidents = append(before.Incidents, o.Incidents...)
 			before.Commands = append(before.Commands, o.Commands...)
+			before.Verdicts = append(before.Verdicts, o.Verdicts...)
 		}
 	}
 	snap, err := st.MarshalBinary()
@@ -353,7 +382,8 @@ func checkIncidentDeterminism(t *testing.T, run incidentRun) {
 	after := feedRoundRobin(t, again, run.res.Partitions)
 	all := append(before.Incidents, after.Incidents...)
 	allCmds := append(before.Commands, after.Commands...)
-	if !reflect.DeepEqual(all, run.incidents) || !reflect.DeepEqual(allCmds, run.commands) {
+	allEff := append(before.Verdicts, after.Verdicts...)
+	if !reflect.DeepEqual(all, run.incidents) || !reflect.DeepEqual(allCmds, run.commands) || !reflect.DeepEqual(allEff, run.effects) {
 		t.Fatalf("with a restart: %d records and %d commands, without %d and %d; they differ", len(all), len(allCmds), len(run.incidents), len(run.commands))
 	}
 	if again.Stats().Duplicates == 0 && len(run.incidents) > 0 {
@@ -448,4 +478,9 @@ func BenchmarkIncidentsCleanTraffic(b *testing.B) {
 		b.ReportMetric(float64(perKey), "per-key-commands")
 		b.ReportMetric(float64(commands), "stage-commands")
 	}
+}
+
+func detailOf(v schemas.Verdict, name string) float64 {
+	x, _ := v.Detail(name)
+	return x
 }

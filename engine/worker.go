@@ -576,14 +576,16 @@ func (w *Worker) evaluate(b int64) {
 			w.commands(w.breaker.Observe(verdicts[i]))
 		}
 		w.commands(w.breaker.Advance(b))
-		if w.effects != nil {
-			// Effect verdicts are not SLO verdicts: the breaker never
-			// sees them, and Stats.Verdicts does not count them.
-			w.out.Verdicts = append(w.out.Verdicts, w.effects.Evaluate(b, verdicts, w.out.Commands[first:])...)
-		}
 	}
 	if w.cfg.Summaries {
+		// Before the effect judge: the commands of attributed SLOs go to
+		// the incident stage, which judges the commands it writes.
 		w.summaries(b, due, verdicts, first)
+	}
+	if w.breaker != nil && w.effects != nil {
+		// Effect verdicts are not SLO verdicts: the breaker never
+		// sees them, and Stats.Verdicts does not count them.
+		w.out.Verdicts = append(w.out.Verdicts, w.effects.Evaluate(b, verdicts, w.out.Commands[first:])...)
 	}
 	w.guard.expire(b)
 }

@@ -135,13 +135,14 @@ func (s *Stage) commands(slo string, st *sloState, at int64, keys []schemas.Summ
 			// under its commands, so that none outlives it.
 			o.Targets = append(s.levelTargets(o, rec.Keys), o.Targets...)
 			o.Commanded = at
+			o.Judge = &judgement{Version: uint64(at/1e9)<<20 | 1, Level: r.Level, Action: string(r.Action), IssuedAt: at,
+				Before: share(rec.Breaching, rec.Healthy)}
 			for _, t := range o.Targets {
 				out = append(out, s.levelCommand(r, o, t, at, schemas.StateOpen, rec, slo))
 			}
 		case rec.Status == schemas.IncidentClosed:
 			closed = true
-			c := st.Closing[name]
-			delete(st.Closing, name)
+			c := st.Closing[name] // cleared after the boundary (the effect judge reads it too)
 			if c == nil {
 				continue
 			}

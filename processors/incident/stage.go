@@ -47,6 +47,10 @@ type Config struct {
 	// Commands lists the SLOs whose fuse commands the stage writes (see
 	// CommandRule).
 	Commands []CommandRule
+	// EffectEvaluations is how many decided boundaries after a level
+	// command its effect is waited for (effect.go). Default 10 (the effect
+	// section's evaluations).
+	EffectEvaluations int
 }
 
 func (c *Config) defaults() error {
@@ -70,6 +74,12 @@ func (c *Config) defaults() error {
 	}
 	if c.MaxKeys == 0 {
 		c.MaxKeys = 50
+	}
+	if c.EffectEvaluations == 0 {
+		c.EffectEvaluations = 10
+	}
+	if c.EffectEvaluations < 1 {
+		return errors.New("incident: effect evaluations must be positive")
 	}
 	c.Commands = slices.Clone(c.Commands)
 	for i := range c.Commands {
@@ -162,6 +172,8 @@ type open struct {
 	// boundary of the last one (0: none).
 	Targets   []schemas.Key `json:"targets,omitempty"`
 	Commanded int64         `json:"commanded,omitempty"`
+	// Judge is the pending effect judgement of its opening command.
+	Judge *judgement `json:"judge,omitempty"`
 }
 
 // New returns an empty stage.
@@ -175,8 +187,9 @@ func New(cfg Config) (*Stage, error) {
 // Stats returns the stage's counters.
 func (s *Stage) Stats() Stats { return s.stats }
 
-// Add takes one summary and returns the incident records and fuse
-// commands (unsigned) of every boundary it completes, in boundary order
+// Add takes one summary and returns the incident records, fuse commands
+// (unsigned) and effect verdicts of the level commands of every boundary
+// it completes, in boundary order
 // (empty when it completes none). A summary from a partition outside [0,
 // Partitions) is an error.
 func (s *Stage) Add(sum schemas.EvalSummary) (schemas.Output, error) {
@@ -233,6 +246,7 @@ func (s *Stage) Add(sum schemas.EvalSummary) (schemas.Output, error) {
 		recs := s.decide(sum.SLO, st, at, pd.Keys)
 		out.Incidents = append(out.Incidents, recs...)
 		out.Commands = append(out.Commands, s.commands(sum.SLO, st, at, pd.Keys, recs, pd.Commands)...)
+		out.Verdicts = append(out.Verdicts, s.judgeEffects(sum.SLO, st, at, recs)...)
 		clear(st.Closing)
 		st.Decided = at
 		s.stats.Decided++
