@@ -89,6 +89,7 @@ type candidate struct {
 	n, b     int64
 	p, pAdj  float64
 	breaches []int // indices of its breaching keys
+	members  []int // indices of all its keys, ascending
 }
 
 // attribute explains the breaching keys of one decided boundary (see the
@@ -118,6 +119,7 @@ func (s *Stage) attribute(keys []schemas.SummaryKey) []attribution {
 				byValue[v] = c
 			}
 			c.n++
+			c.members = append(c.members, i)
 			if keys[i].Status == schemas.StatusBreach {
 				c.b++
 				c.breaches = append(c.breaches, i)
@@ -175,6 +177,7 @@ func (s *Stage) attribute(keys []schemas.SummaryKey) []attribution {
 		if best == nil || bestCover < s.cfg.MinKeys {
 			break
 		}
+		best = s.finest(best, sig, keys)
 		a := attribution{level: best.level, value: best.value, n: best.n, b: best.b, pAdj: best.pAdj}
 		for _, i := range best.breaches {
 			explained[i] = true
@@ -185,6 +188,49 @@ func (s *Stage) attribute(keys []schemas.SummaryKey) []attribution {
 		out = append(out, a)
 	}
 	return out
+}
+
+// finest returns, instead of best, a significant candidate nested in it
+// (its keys a strict subset of best's) when best's extra keys — best's
+// minus the nested one's — breach below MinPurity: one noise breach
+// beside a model's bad canary must not widen the attribution to the model
+// (tripping its healthy baselines), nor one of another model widen a slow
+// model to its provider. Among such nested candidates the one covering
+// most breaching keys is taken (ties as in better), and again from it.
+func (s *Stage) finest(best *candidate, sig []*candidate, keys []schemas.SummaryKey) *candidate {
+	for {
+		var next *candidate
+		for _, f := range sig {
+			if f == best || len(f.members) >= len(best.members) || !subset(f.members, best.members) {
+				continue
+			}
+			extra, extraB := int64(len(best.members)-len(f.members)), best.b-f.b
+			if float64(extraB) >= s.cfg.MinPurity*float64(extra) {
+				continue // the coarser value's other keys breach too
+			}
+			if next == nil || better(f, len(f.breaches), next, len(next.breaches)) {
+				next = f
+			}
+		}
+		if next == nil {
+			return best
+		}
+		best = next
+	}
+}
+
+// subset reports whether every index of a (ascending) is in b (ascending).
+func subset(a, b []int) bool {
+	j := 0
+	for _, x := range a {
+		for j < len(b) && b[j] < x {
+			j++
+		}
+		if j == len(b) || b[j] != x {
+			return false
+		}
+	}
+	return true
 }
 
 // better reports whether candidate c (covering cover unexplained

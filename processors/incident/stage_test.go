@@ -122,3 +122,50 @@ func TestStageConfigAndSnapshotErrors(t *testing.T) {
 		t.Errorf("a foreign format: %v", err)
 	}
 }
+
+// One noise breach beside a concentrated one does not widen the
+// attribution: a bad canary (12 keys) and one breaching baseline key stay
+// model,variant=x,canary (not model=x, 13 of 24, which would trip 11
+// healthy baselines); a slow model x (24 keys) and one breaching key of
+// model y stay model=x (not the provider of both).
+func TestNoiseDoesNotWidenTheAttribution(t *testing.T) {
+	mk := func(model, variant string, n, b int) []schemas.SummaryKey {
+		var out []schemas.SummaryKey
+		for i := 0; i < n; i++ {
+			k := schemas.SummaryKey{Key: schemas.Key{Tenant: fmt.Sprintf("t%02d", i), Service: "chat", Model: model, Variant: variant}, Status: schemas.StatusOK}
+			if i < b {
+				k.Status = schemas.StatusBreach
+			}
+			out = append(out, k)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		keys []schemas.SummaryKey
+		want string
+	}{
+		{"canary and a baseline", concat(mk("x", "canary", 12, 12), mk("x", "baseline", 12, 1), mk("z", "canary", 12, 0), mk("z", "baseline", 12, 0)), "model,variant=x,canary"},
+		{"model and a key of another", concat(mk("x", "baseline", 24, 24), mk("y", "baseline", 24, 1), mk("z", "baseline", 24, 0)), "model=x"},
+		{"canary alone", concat(mk("x", "canary", 12, 12), mk("x", "baseline", 12, 0), mk("z", "canary", 12, 0), mk("z", "baseline", 12, 0)), "model,variant=x,canary"},
+		{"the whole model", concat(mk("x", "canary", 12, 12), mk("x", "baseline", 12, 10), mk("z", "canary", 12, 0), mk("z", "baseline", 12, 0)), "model=x"},
+	} {
+		st, _ := New(Config{Partitions: 1, Providers: map[string]string{"x": "p", "y": "p", "z": "q"}})
+		atts := st.attribute(tc.keys)
+		if len(atts) != 1 || atts[0].name() != tc.want {
+			var got []string
+			for _, a := range atts {
+				got = append(got, a.name())
+			}
+			t.Errorf("%s: attributed %v, want [%s]", tc.name, got, tc.want)
+		}
+	}
+}
+
+func concat(xs ...[]schemas.SummaryKey) []schemas.SummaryKey {
+	var out []schemas.SummaryKey
+	for _, x := range xs {
+		out = append(out, x...)
+	}
+	return out
+}
