@@ -17,6 +17,9 @@ import (
 // workers it is pure; its state is in its snapshot.
 type IncidentStage interface {
 	Add(s schemas.EvalSummary) (schemas.Output, error)
+	// Lagging returns (and forgets) one line per boundary decided without
+	// a lagging keyed partition since the last call, for a WARN.
+	Lagging() []string
 	MarshalBinary() ([]byte, error)
 	UnmarshalBinary([]byte) error
 }
@@ -139,6 +142,11 @@ func (p *incidentPartition) Handle(ctx context.Context, b *batch.Batch) error {
 		}
 		out.Incidents = append(out.Incidents, o.Incidents...)
 		out.Commands = append(out.Commands, o.Commands...)
+		out.Verdicts = append(out.Verdicts, o.Verdicts...)
+		for _, l := range p.st.Lagging() {
+			p.in.cfg.Logger.Warn("incident stage: "+l+"; their commands and keys come late (a stuck or restoring worker, or a process whose SLO file has no incidents)",
+				"partition", p.partition)
+		}
 		b.Records[i].Payload = nil
 		n++
 	}

@@ -104,6 +104,10 @@ type Incident struct {
 	// Keys are the breaching keys carrying the value at AtUnixNano, in key
 	// order, at most the stage's max_keys (the count is Breaching).
 	Keys []Key
+	// Partial marks a record of a boundary decided without every keyed
+	// partition's summary (one lagged by more than the stage's max_wait
+	// evaluations): its counts miss that partition's keys.
+	Partial bool
 	// MergedInto is, on the closing record of a key incident, the
 	// IncidentID of the incident that explained it when that opened.
 	MergedInto    string

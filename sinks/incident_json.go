@@ -34,6 +34,7 @@ type incidentJSON struct {
 	At             int64         `json:"at_unix_nano"`
 	Keys           []schemas.Key `json:"keys"`
 	MergedInto     string        `json:"merged_into,omitempty"`
+	Partial        bool          `json:"partial,omitempty"`
 	ConfigVersion  string        `json:"config_version"`
 }
 
@@ -56,7 +57,7 @@ func MarshalIncidentJSON(dst []byte, inc *schemas.Incident) ([]byte, error) {
 		Dimension: inc.Dimension, Value: inc.Value, Status: string(inc.Status),
 		Breaching: inc.Breaching, Healthy: inc.Healthy, OtherBreaching: inc.OtherBreaching, OtherHealthy: inc.OtherHealthy,
 		PValue: inc.PValue, First: inc.FirstUnixNano, Last: inc.LastUnixNano, At: inc.AtUnixNano,
-		Keys: keys, MergedInto: inc.MergedInto, ConfigVersion: inc.ConfigVersion,
+		Keys: keys, MergedInto: inc.MergedInto, Partial: inc.Partial, ConfigVersion: inc.ConfigVersion,
 	})
 	if err != nil {
 		return dst, err
@@ -78,7 +79,7 @@ func UnmarshalIncidentJSON(data []byte) (schemas.Incident, error) {
 		ID: j.ID, IncidentID: j.IncidentID, SLO: j.SLO, Processor: j.Processor, Dimension: j.Dimension, Value: j.Value,
 		Status: schemas.IncidentStatus(j.Status), Breaching: j.Breaching, Healthy: j.Healthy,
 		OtherBreaching: j.OtherBreaching, OtherHealthy: j.OtherHealthy, PValue: j.PValue,
-		FirstUnixNano: j.First, LastUnixNano: j.Last, AtUnixNano: j.At, Keys: j.Keys, MergedInto: j.MergedInto,
+		FirstUnixNano: j.First, LastUnixNano: j.Last, AtUnixNano: j.At, Keys: j.Keys, MergedInto: j.MergedInto, Partial: j.Partial,
 		ConfigVersion: j.ConfigVersion,
 	}, nil
 }

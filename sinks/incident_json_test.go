@@ -18,7 +18,7 @@ func sampleIncident() schemas.Incident {
 		Dimension: "model", Value: "claude-3-5-haiku", Status: schemas.IncidentGrowing,
 		Breaching: 19, Healthy: 5, OtherBreaching: 0, OtherHealthy: 72, PValue: 3.18e-14,
 		FirstUnixNano: 1_700_000_000_000_000_000, LastUnixNano: 1_700_000_060_000_000_000, AtUnixNano: 1_700_000_060_000_000_000,
-		Keys: []schemas.Key{{Tenant: "acme", Service: "chat", Model: "claude-3-5-haiku", Variant: "baseline"}}, MergedInto: id, ConfigVersion: "v1",
+		Keys: []schemas.Key{{Tenant: "acme", Service: "chat", Model: "claude-3-5-haiku", Variant: "baseline"}}, MergedInto: id, Partial: true, ConfigVersion: "v1",
 	}
 }
 

@@ -35,6 +35,10 @@ type Incidents struct {
 	CloseAfter int `yaml:"close_after"`
 	// MaxKeys caps the keys listed in an incident record. Default 50.
 	MaxKeys int `yaml:"max_keys"`
+	// MaxWait is how many evaluations the stage waits for a lagging keyed
+	// partition before it decides without it (records marked partial, a
+	// WARN naming the partition). Default 5.
+	MaxWait int `yaml:"max_wait"`
 	// Providers maps a model to its provider, for the provider dimension.
 	Providers map[string]string `yaml:"providers"`
 	// Commands makes the stage, not the per-key breaker, the writer of
@@ -98,7 +102,7 @@ func IncidentStage(f *File, partitions int) incident.Config { return f.incidentS
 func (f *File) incidentStage(partitions int) incident.Config {
 	in := f.Incidents
 	c := incident.Config{Partitions: partitions, SLOs: in.SLOs, Alpha: in.Alpha, MinKeys: in.MinKeys, MinPurity: in.MinPurity,
-		OpenAfter: in.OpenAfter, CloseAfter: in.CloseAfter, MaxKeys: in.MaxKeys, Providers: in.Providers, ConfigVersion: f.Version}
+		OpenAfter: in.OpenAfter, CloseAfter: in.CloseAfter, MaxKeys: in.MaxKeys, MaxWait: in.MaxWait, Providers: in.Providers, ConfigVersion: f.Version}
 	for _, r := range in.Commands {
 		cr := incident.CommandRule{SLO: r.SLO, Fallback: r.Fallback, TTL: r.TTL}
 		if r.Action != "" {

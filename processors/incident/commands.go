@@ -118,7 +118,10 @@ func (s *Stage) levelCommand(r *CommandRule, o *open, target schemas.Key, at int
 func (s *Stage) commands(slo string, st *sloState, at int64, keys []schemas.SummaryKey, recs []schemas.Incident, cmds []schemas.FuseCommand) []schemas.FuseCommand {
 	r := s.rule(slo)
 	if r == nil {
-		return nil
+		// No rule for it here (a process whose SLO file has none yet, in
+		// a rolling edit): the breaker's commands go out as it decided.
+		s.stats.Commands.Forwarded += int64(len(cmds))
+		return cmds
 	}
 	var out []schemas.FuseCommand
 	closed := false
@@ -158,6 +161,9 @@ func (s *Stage) commands(slo string, st *sloState, at int64, keys []schemas.Summ
 	}
 	s.stats.Commands.Issued += int64(len(out))
 	breaching := func(t schemas.Key) bool {
+		if keys == nil {
+			return true // a late summary: its breaker decided on data the stage no longer judges
+		}
 		for i := range keys {
 			if keys[i].Status == schemas.StatusBreach && t.Matches(keys[i].Key) {
 				return true

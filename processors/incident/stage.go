@@ -47,6 +47,15 @@ type Config struct {
 	// Commands lists the SLOs whose fuse commands the stage writes (see
 	// CommandRule).
 	Commands []CommandRule
+	// MaxWait is how many undecided boundaries an SLO may hold while a
+	// keyed partition lags (a stuck worker, a process still restoring, a
+	// worker without the SLO): beyond it, the oldest is decided with the
+	// partitions that reported it, its records marked Partial, and the
+	// lagging partitions are named by Lagging. Their summaries of decided
+	// boundaries then arrive late: their keys are not judged any more,
+	// their commands go through at once (Stats.Late). So a trip waits at
+	// most MaxWait evaluations for the slowest partition. Default 5.
+	MaxWait int
 	// EffectEvaluations is how many decided boundaries after a level
 	// command its effect is waited for (effect.go). Default 10 (the effect
 	// section's evaluations).
@@ -77,6 +86,12 @@ func (c *Config) defaults() error {
 	}
 	if c.EffectEvaluations == 0 {
 		c.EffectEvaluations = 10
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = 5
+	}
+	if c.MaxWait < 1 {
+		return errors.New("incident: max_wait must be positive")
 	}
 	if c.EffectEvaluations < 1 {
 		return errors.New("incident: effect evaluations must be positive")
@@ -114,6 +129,11 @@ type Stats struct {
 	Decided    int64 `json:"decided"`
 	Opened     int64 `json:"opened"`
 	Closed     int64 `json:"closed"`
+	// Partial counts the boundaries decided without a lagging partition
+	// (Config.MaxWait); Late the summaries that came after their boundary
+	// was decided.
+	Partial int64 `json:"partial"`
+	Late    int64 `json:"late"`
 	// Commands counts the fuse commands (CommandRule).
 	Commands Commands `json:"commands"`
 }
@@ -124,6 +144,17 @@ type Stage struct {
 	cfg   Config
 	slos  map[string]*sloState
 	stats Stats
+	// lagging collects, since the last Lagging call, the partial
+	// decisions' descriptions (not in the snapshot: they are for the log).
+	lagging []string
+}
+
+// Lagging returns and forgets what the partial decisions since the last
+// call were: one line per SLO and set of missing partitions, for the log.
+func (s *Stage) Lagging() []string {
+	l := s.lagging
+	s.lagging = nil
+	return l
 }
 
 type sloState struct {
@@ -198,6 +229,10 @@ func (s *Stage) Add(sum schemas.EvalSummary) (schemas.Output, error) {
 		return out, fmt.Errorf("incident: summary of partition %d, the stage has %d", sum.Partition, s.cfg.Partitions)
 	}
 	if len(s.cfg.SLOs) > 0 && !slices.Contains(s.cfg.SLOs, sum.SLO) {
+		// Not attributed here (a process with an older SLO list): its
+		// breaker's commands go out as the worker decided them.
+		out.Commands = append(out.Commands, sum.Commands...)
+		s.stats.Commands.Forwarded += int64(len(sum.Commands))
 		return out, nil
 	}
 	s.stats.Summaries++
@@ -210,8 +245,17 @@ func (s *Stage) Add(sum schemas.EvalSummary) (schemas.Output, error) {
 		st.Processor = sum.Processor
 	}
 	p := int(sum.Partition)
-	if sum.AtUnixNano <= st.Decided || sum.AtUnixNano < st.Latest[p] {
+	if sum.AtUnixNano <= st.Latest[p] && (sum.AtUnixNano <= st.Decided || st.Pending[sum.AtUnixNano] == nil || st.Pending[sum.AtUnixNano].Seen[p]) {
 		s.stats.Duplicates++
+		return out, nil
+	}
+	if sum.AtUnixNano <= st.Decided {
+		// Late: its boundary was decided without this partition
+		// (MaxWait). Its keys are not judged any more; its breaker's
+		// commands go through the command path at once.
+		st.Latest[p] = max(st.Latest[p], sum.AtUnixNano)
+		s.stats.Late++
+		out.Commands = append(out.Commands, s.commands(sum.SLO, st, st.Decided, nil, nil, sum.Commands)...)
 		return out, nil
 	}
 	pd := st.Pending[sum.AtUnixNano]
@@ -230,12 +274,19 @@ func (s *Stage) Add(sum schemas.EvalSummary) (schemas.Output, error) {
 	ready := slices.Min(st.Latest)
 	var ats []int64
 	for at := range st.Pending {
-		if at <= ready {
-			ats = append(ats, at)
-		}
+		ats = append(ats, at)
 	}
 	slices.Sort(ats)
-	for _, at := range ats {
+	for i, at := range ats {
+		partial := false
+		if at > ready {
+			// Undecided for a lagging partition: decide it anyway once
+			// more than MaxWait boundaries wait.
+			if len(ats)-i <= s.cfg.MaxWait {
+				break
+			}
+			partial = true
+		}
 		pd := st.Pending[at]
 		delete(st.Pending, at)
 		// Partitions' keys are disjoint (a tenant lives in one); sorting
@@ -244,6 +295,20 @@ func (s *Stage) Add(sum schemas.EvalSummary) (schemas.Output, error) {
 		// Commands in target order (partitions' targets are disjoint).
 		slices.SortStableFunc(pd.Commands, func(a, b schemas.FuseCommand) int { return strings.Compare(a.Target.String(), b.Target.String()) })
 		recs := s.decide(sum.SLO, st, at, pd.Keys)
+		if partial {
+			var missing []int
+			for q, seen := range pd.Seen {
+				if !seen && st.Latest[q] < at {
+					missing = append(missing, q)
+				}
+			}
+			s.stats.Partial++
+			s.lagging = append(s.lagging, fmt.Sprintf("SLO %q: boundary %d decided without keyed partitions %v, which lag by more than max_wait %d evaluations",
+				sum.SLO, at, missing, s.cfg.MaxWait))
+			for j := range recs {
+				recs[j].Partial = true
+			}
+		}
 		out.Incidents = append(out.Incidents, recs...)
 		out.Commands = append(out.Commands, s.commands(sum.SLO, st, at, pd.Keys, recs, pd.Commands)...)
 		out.Verdicts = append(out.Verdicts, s.judgeEffects(sum.SLO, st, at, recs)...)

@@ -3,6 +3,7 @@ package incident
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/fusebox-dev/fusebox/schemas"
@@ -168,4 +169,65 @@ func concat(xs ...[]schemas.SummaryKey) []schemas.SummaryKey {
 		out = append(out, x...)
 	}
 	return out
+}
+
+// A keyed partition that stops sending (stuck, restoring, or without the
+// SLO) does not hold the stage forever: after max_wait undecided
+// boundaries the oldest is decided without it, its records are marked
+// partial and Lagging names it; the level command goes out; its late
+// summaries are not judged but their commands go through.
+func TestLaggingPartitionDoesNotBlindTheStage(t *testing.T) {
+	st, _ := New(Config{Partitions: 3, MaxWait: 3, Commands: []CommandRule{{SLO: "lat"}}})
+	sum := func(p int32, at int64, bad bool, cmds ...schemas.FuseCommand) schemas.EvalSummary {
+		n := 0
+		if bad {
+			n = 4
+		}
+		return schemas.EvalSummary{SLO: "lat", Processor: "tail", AtUnixNano: at * minute, Partition: p,
+			Keys: append(keysOf(fmt.Sprint("t", p), "m", 4, n, false), keysOf(fmt.Sprint("t", p), "other", 8, 0, false)...), Commands: cmds}
+	}
+	var out schemas.Output
+	add := func(s schemas.EvalSummary) {
+		t.Helper()
+		o, err := st.Add(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Incidents = append(out.Incidents, o.Incidents...)
+		out.Commands = append(out.Commands, o.Commands...)
+	}
+	add(sum(2, 1, false)) // partition 2 says boundary 1, then nothing
+	for at := int64(1); at <= 8; at++ {
+		add(sum(0, at, true))
+		add(sum(1, at, true))
+	}
+	if st.Stats().Partial == 0 || len(st.slos["lat"].Pending) > 3 {
+		t.Fatalf("partial decisions %d, pending %d: the stage waits for partition 2", st.Stats().Partial, len(st.slos["lat"].Pending))
+	}
+	lag := st.Lagging()
+	if len(lag) == 0 || !strings.Contains(lag[0], "[2]") {
+		t.Fatalf("Lagging %v does not name partition 2", lag)
+	}
+	var opened *schemas.Incident
+	for i := range out.Incidents {
+		if out.Incidents[i].Status == schemas.IncidentOpened {
+			opened = &out.Incidents[i]
+		}
+	}
+	if opened == nil || opened.Value != "m" || !opened.Partial {
+		t.Fatalf("no partial model=m incident: %+v", out.Incidents)
+	}
+	if len(out.Commands) != 1 || out.Commands[0].Target.Model != "m" || out.Commands[0].Target.Tenant != "*" {
+		t.Fatalf("commands %+v, want the level's", out.Commands)
+	}
+	// Partition 2 comes back: its summaries of decided boundaries are
+	// late; a trip of one of its keys not covered (model other) goes out.
+	other := schemas.FuseCommand{Target: schemas.Key{Tenant: "t2", Service: "s00", Model: "other", Variant: "baseline"}, Action: schemas.ActionTrip,
+		Level: 2, State: schemas.StateOpen, Version: 1, IssuedAtUnixNano: 2 * minute, ExpiresAtUnixNano: 20 * minute,
+		Reasons: []schemas.Reason{{VerdictID: "v", Text: "t"}}, CorrelationIDs: []string{"b", "slo:lat"}}
+	out = schemas.Output{}
+	add(sum(2, 2, false, other))
+	if st.Stats().Late != 1 || len(out.Commands) != 1 || out.Commands[0].Target != other.Target || len(out.Incidents) != 0 {
+		t.Fatalf("late summary: late %d, out %+v", st.Stats().Late, out)
+	}
 }

@@ -359,6 +359,7 @@ const ddlIncidents = `CREATE TABLE IF NOT EXISTS {db}.incidents (
     key_models          Array(String),
     key_variants        Array(String),
     merged_into         String,
+    partial             UInt8,
     config_version      String,
     inserted_at         DateTime('UTC') DEFAULT now()
 ) ENGINE = ReplacingMergeTree

@@ -29,7 +29,7 @@ const (
  fallback, throttle_fraction, reason_verdict_ids, reason_texts, correlation_ids, key_id, signature)`
 	insertIncidents = `INSERT INTO %s.incidents (id, incident_id, slo, processor, dimension, value, status,
  breaching, healthy, other_breaching, other_healthy, p_value, first_at, first_unix_nano, last_at, last_unix_nano, at, at_unix_nano,
- key_tenants, key_services, key_models, key_variants, merged_into, config_version)`
+ key_tenants, key_services, key_models, key_variants, merged_into, partial, config_version)`
 	insertRollups = `INSERT INTO %s.span_rollups_input (tenant, service, model, variant, minute, minute_unix_nano,
  spans, errors, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens,
  corrections, late_spans, failed_answers, failed_length, failed_content_filter, empty_answers,
@@ -70,7 +70,7 @@ func InsertIncidents(ctx context.Context, conn driver.Conn, db string, is []sche
 		return []any{i.ID, i.IncidentID, i.SLO, i.Processor, i.Dimension, i.Value, string(i.Status),
 			i.Breaching, i.Healthy, i.OtherBreaching, i.OtherHealthy, i.PValue,
 			unixTime(i.FirstUnixNano), i.FirstUnixNano, unixTime(i.LastUnixNano), i.LastUnixNano, unixTime(i.AtUnixNano), i.AtUnixNano,
-			ts, ss, ms, vs, i.MergedInto, i.ConfigVersion}
+			ts, ss, ms, vs, i.MergedInto, boolUInt8(i.Partial), i.ConfigVersion}
 	})
 }
 
@@ -190,4 +190,11 @@ func isConnectionError(err error) bool {
 	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, chgo.ErrAcquireConnTimeout)
+}
+
+func boolUInt8(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
 }
