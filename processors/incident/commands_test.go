@@ -88,3 +88,62 @@ func TestLevelCommandSuppressesAndHandsBack(t *testing.T) {
 		t.Fatalf("after the close: %+v", out.Commands)
 	}
 }
+
+// When the level's trip stops its traffic, its keys leave the summaries
+// (insufficient_data): that is no evidence either way — the incident
+// stays open and its command in effect (refreshed), and the effect is not
+// "recovered" but no_traffic; once the keys come back healthy the
+// incident resolves and closes.
+func TestTripThatStopsTheTrafficKeepsTheIncident(t *testing.T) {
+	st, _ := New(Config{Partitions: 1, Commands: []CommandRule{{SLO: "lat", TTL: 4 * time.Minute}}})
+	mk := func(mBad, mPresent bool) []schemas.SummaryKey {
+		var out []schemas.SummaryKey
+		if mPresent {
+			out = append(out, keysOf("t", "m", 4, map[bool]int{true: 4, false: 0}[mBad], false)...)
+		}
+		return append(out, keysOf("t", "o", 20, 0, false)...)
+	}
+	var all schemas.Output
+	add := func(at int64, ks []schemas.SummaryKey) schemas.Output {
+		t.Helper()
+		o, err := st.Add(schemas.EvalSummary{SLO: "lat", Processor: "tail", AtUnixNano: at * minute, Keys: ks})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.Incidents = append(all.Incidents, o.Incidents...)
+		all.Commands = append(all.Commands, o.Commands...)
+		all.Verdicts = append(all.Verdicts, o.Verdicts...)
+		return o
+	}
+	add(1, mk(true, true))
+	add(2, mk(true, true)) // opens, the level command goes out
+	for at := int64(3); at <= 13; at++ {
+		add(at, mk(false, false)) // tripped: no traffic, no verdict of m
+	}
+	for _, r := range all.Incidents {
+		if r.Status == schemas.IncidentClosed || r.Status == schemas.IncidentResolving {
+			t.Fatalf("the incident %s at +%dm while its keys had no traffic", r.Status, r.AtUnixNano/minute)
+		}
+	}
+	if len(all.Verdicts) != 1 || all.Verdicts[0].Method != "trip:no_traffic" || all.Verdicts[0].Status != schemas.StatusInsufficientData {
+		t.Fatalf("effect verdicts %+v, want one trip:no_traffic", all.Verdicts)
+	}
+	opens := 0
+	for _, c := range all.Commands {
+		if c.State == schemas.StateOpen {
+			opens++
+		}
+		if c.State == schemas.StateClosed {
+			t.Fatalf("the level command closed at +%dm without evidence", c.IssuedAtUnixNano/minute)
+		}
+	}
+	if opens < 3 { // the open and its refreshes every TTL/2 (2m)
+		t.Fatalf("%d open commands, want the open and refreshes", opens)
+	}
+	for at := int64(14); at <= 16; at++ {
+		add(at, mk(false, true)) // back, healthy
+	}
+	if last := all.Incidents[len(all.Incidents)-1]; last.Status != schemas.IncidentClosed {
+		t.Fatalf("healthy again for 3 evaluations: %s", last.Status)
+	}
+}

@@ -7,11 +7,12 @@ import (
 // The effect of a level command is judged on the level's traffic: the
 // share of the attributed value's keys that breach. Before is that share
 // at the boundary the command was issued; the command has recovered at
-// the first later decided boundary where no key of the value breaches
-// (outcome recovered, status ok), and not recovered when
+// the first later decided boundary where some key of the value is healthy
+// and none breaches (outcome recovered, status ok), and not recovered when
 // Config.EffectEvaluations boundaries passed with some still breaching
 // (not_recovered, breach) — or when the incident closed first with some
-// still breaching. One effect verdict per level target of the incident's
+// still breaching; with no key of the value judged by then (the trip
+// stopped the traffic) the outcome is no_traffic (insufficient_data). One effect verdict per level target of the incident's
 // opening command, in the layout of processors/effect's (processor
 // "effect", metric "breaching_share", method "<action>:<outcome>", details
 // command_version … superseded_by), so the fuse_effects view reads it.
@@ -71,10 +72,13 @@ func (s *Stage) judgeEffects(slo string, st *sloState, at int64, recs []schemas.
 		}
 		after := share(rec.Breaching, rec.Healthy)
 		outcome := ""
+		ending := j.Evals >= s.cfg.EffectEvaluations || rec.Status == schemas.IncidentClosed || rec.MergedInto != ""
 		switch {
-		case rec.Breaching == 0:
-			outcome = "recovered"
-		case j.Evals >= s.cfg.EffectEvaluations || rec.Status == schemas.IncidentClosed || rec.MergedInto != "":
+		case rec.Breaching == 0 && rec.Healthy > 0:
+			outcome = "recovered" // healthy traffic of the level, none breaching
+		case rec.Breaching+rec.Healthy == 0 && ending:
+			outcome = "no_traffic" // the level's keys were not judged since (its trip stopped them)
+		case rec.Breaching > 0 && ending:
 			outcome = "not_recovered"
 		}
 		if outcome == "" {
@@ -82,8 +86,11 @@ func (s *Stage) judgeEffects(slo string, st *sloState, at int64, recs []schemas.
 		}
 		o.Judge = nil
 		status, recovered, afterStatus := schemas.StatusBreach, 0.0, 3.0
-		if outcome == "recovered" {
+		switch outcome {
+		case "recovered":
 			status, recovered, afterStatus = schemas.StatusOK, 1, 1
+		case "no_traffic":
+			status, afterStatus = schemas.StatusInsufficientData, 0
 		}
 		for _, t := range o.Targets {
 			v := schemas.Verdict{

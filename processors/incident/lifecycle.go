@@ -86,6 +86,13 @@ func (s *Stage) decide(slo string, st *sloState, at int64, keys []schemas.Summar
 			out = append(out, s.record(slo, st, o, at, schemas.IncidentOngoing, b, h, ob, oh, ks))
 			continue
 		}
+		if b+h == 0 {
+			// No key of the value was judged (its traffic stopped — the
+			// level's own trip, most likely — or is insufficient): no
+			// evidence either way, neither found nor missed.
+			out = append(out, s.record(slo, st, o, at, schemas.IncidentOngoing, b, h, ob, oh, ks))
+			continue
+		}
 		out = append(out, s.miss(slo, st, o, at, b, h, ob, oh, ks))
 	}
 	// Key incidents: a tripped breaching key no open incident covers
@@ -105,6 +112,12 @@ func (s *Stage) decide(slo string, st *sloState, at int64, keys []schemas.Summar
 			continue
 		}
 		b, h, ob, oh, ks := s.count(keys, func(k schemas.Key) bool { return k == o.Key })
+		if b+h == 0 && o.First != at {
+			// The key was not judged (its trip stopped its traffic): no
+			// evidence either way.
+			out = append(out, s.record(slo, st, o, at, schemas.IncidentOngoing, b, h, ob, oh, ks))
+			continue
+		}
 		if b == 0 {
 			out = append(out, s.miss(slo, st, o, at, b, h, ob, oh, ks))
 			continue
