@@ -12,6 +12,7 @@ import (
 
 	"github.com/fusebox-dev/fusebox/internal/sim/replay"
 	"github.com/fusebox-dev/fusebox/internal/sim/traffic"
+	"github.com/fusebox-dev/fusebox/processors/effect"
 	"github.com/fusebox-dev/fusebox/processors/incident"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
@@ -72,9 +73,12 @@ type incidentRun struct {
 }
 
 // incidentStageConfig is the stage of the tests: it writes the latency
-// SLO's commands.
+// SLO's commands. MaxWait is unbounded: the determinism checks feed one
+// partition's summaries after another's, an arrival order in which every
+// partition but the first lags by the whole run (a bounded wait would
+// decide without them: partial records, by design order-dependent).
 var incidentStageConfig = incident.Config{Partitions: incidentKeyedPartitions, Providers: incidentProviders,
-	Commands: []incident.CommandRule{{SLO: "latency-p999"}}}
+	Commands: []incident.CommandRule{{SLO: "latency-p999"}}, MaxWait: 1 << 30}
 
 func runIncidents(t *testing.T, sc traffic.Scenario) incidentRun {
 	t.Helper()
@@ -483,4 +487,12 @@ func BenchmarkIncidentsCleanTraffic(b *testing.B) {
 func detailOf(v schemas.Verdict, name string) float64 {
 	x, _ := v.Detail(name)
 	return x
+}
+
+// The incident stage writes effect verdicts in processors/effect's layout
+// (fuse_effects reads them by these names).
+func TestIncidentEffectDetailsAreTheEffectProcessors(t *testing.T) {
+	if !slices.Equal(incident.EffectDetailNames, effect.DetailNames) {
+		t.Fatalf("incident.EffectDetailNames %v, effect.DetailNames %v", incident.EffectDetailNames, effect.DetailNames)
+	}
 }

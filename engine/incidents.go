@@ -119,7 +119,16 @@ func (p *incidentPartition) Start(ctx context.Context, committed int64) (int64, 
 		err = st.UnmarshalBinary(body)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("%w: incident partition %d: %w", ErrCorruptSnapshot, p.partition, err)
+		// The stage's state is derived from summaries (a changed
+		// topics.keyed_partitions, an unreadable checkpoint): it starts
+		// empty from the committed offset rather than not at all; incidents
+		// open then reopen under new ids.
+		p.in.cfg.Logger.Warn("incident checkpoint not restored: the stage starts empty (open incidents reopen under new ids)",
+			"partition", p.partition, "bytes", len(snap), "err", err)
+		if p.st, err = p.in.cfg.New(); err != nil {
+			return 0, err
+		}
+		return -1, nil
 	}
 	p.in.cfg.Logger.Info("restored incident checkpoint", "partition", p.partition, "next_offset", next, "bytes", len(snap))
 	return next, nil

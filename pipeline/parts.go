@@ -165,6 +165,11 @@ func open(ctx context.Context, o Options) (_ Parts, _ opened, err error) {
 		return Parts{}, op, fmt.Errorf("incidents.enabled: topics.keyed %s has %d partitions but topics.keyed_partitions says %d: set it to the topic's count",
 			f.Topics.Keyed, counts[f.Topics.Keyed], f.Topics.KeyedPartitions)
 	}
+	if f.Incidents.Enabled && counts[f.Topics.Summaries] != f.Topics.KeyedPartitions {
+		// The summaries sink writes partition FNV-1a(SLO) mod keyed_partitions.
+		return Parts{}, op, fmt.Errorf("incidents.enabled: topics.summaries %s has %d partitions, it needs topics.keyed_partitions (%d)",
+			f.Topics.Summaries, counts[f.Topics.Summaries], f.Topics.KeyedPartitions)
+	}
 	if op, err = openSinks(ctx, o, kopt, &parts); err != nil {
 		return Parts{}, op, err
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -77,8 +78,19 @@ func (f *File) validateIncidents() []fieldErr {
 	for i, s := range in.SLOs {
 		fail(!slices.Contains(names, s), "incidents.slos["+strconv.Itoa(i)+"]", "no SLO named "+strconv.Quote(s))
 	}
-	if _, err := incident.New(f.incidentStage(1)); err != nil {
-		fail(true, "incidents", err.Error())
+	fail(in.Alpha != 0 && !(in.Alpha > 0 && in.Alpha < 1), "incidents.alpha", fmt.Sprintf("must be in (0, 1), got %v", in.Alpha))
+	fail(in.MinKeys != 0 && in.MinKeys < 2, "incidents.min_keys", fmt.Sprintf("must be at least 2 (one key is the per-key breaker's), got %d", in.MinKeys))
+	fail(in.MinPurity != 0 && !(in.MinPurity > 0 && in.MinPurity <= 1), "incidents.min_purity", fmt.Sprintf("must be in (0, 1], got %v", in.MinPurity))
+	for _, n := range []struct {
+		field string
+		v     int
+	}{{"open_after", in.OpenAfter}, {"close_after", in.CloseAfter}, {"max_keys", in.MaxKeys}, {"max_wait", in.MaxWait}} {
+		fail(n.v < 0, "incidents."+n.field, fmt.Sprintf("must be positive, got %d", n.v))
+	}
+	if len(errs) == 0 {
+		if _, err := incident.New(f.incidentStage(1)); err != nil {
+			fail(true, "incidents", err.Error()) // a rule the checks above missed
+		}
 	}
 	for i, c := range in.Commands {
 		at := "incidents.commands[" + strconv.Itoa(i) + "]"

@@ -15,8 +15,9 @@ import (
 func TestIncidentsSection(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"unknown slo", "incidents:\n  enabled: true\n  slos: [nope]\n", "x.yaml:3: incidents.slos[0]: no SLO named \"nope\""},
-		{"alpha", "incidents:\n  enabled: true\n  alpha: 2\n", "incidents: incident: alpha 2 must be in (0, 1)"},
-		{"min keys", "incidents:\n  min_keys: 1\n", "incidents: incident: min_keys 1 must be at least 2"},
+		{"alpha", "incidents:\n  enabled: true\n  alpha: 2\n", "x.yaml:3: incidents.alpha: must be in (0, 1), got 2"},
+		{"min keys", "incidents:\n  min_keys: 1\n", "x.yaml:2: incidents.min_keys: must be at least 2"},
+		{"max wait", "incidents:\n  max_wait: -1\n", "x.yaml:2: incidents.max_wait: must be positive, got -1"},
 		{"command slo", "incidents:\n  enabled: true\n  commands:\n    - {slo: nope}\n", "x.yaml:4: incidents.commands[0].slo: no SLO named \"nope\""},
 		{"action", "incidents:\n  enabled: true\n  commands:\n    - {slo: lat, action: explode}\n", "incidents.commands[0].action: must be trip, degrade, throttle or rollback"},
 		{"not attributed", "incidents:\n  enabled: true\n  slos: [lat2]\n  commands:\n    - {slo: lat}\n", "incidents.commands[0].slo: \"lat\" is not in incidents.slos"},

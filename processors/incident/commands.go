@@ -137,6 +137,8 @@ func (s *Stage) commands(slo string, st *sloState, at int64, keys []schemas.Summ
 			// Targets of finer incidents merged into it (merge) stay
 			// under its commands, so that none outlives it.
 			o.Targets = append(s.levelTargets(o, rec.Keys), o.Targets...)
+			slices.SortFunc(o.Targets, func(a, b schemas.Key) int { return strings.Compare(a.String(), b.String()) })
+			o.Targets = slices.Compact(o.Targets) // a merged model's */*/X/* inside its provider's
 			o.Commanded = at
 			o.Judge = &judgement{Version: uint64(at/1e9)<<20 | 1, Level: r.Level, Action: string(r.Action), IssuedAt: at,
 				Before: share(rec.Breaching, rec.Healthy)}
@@ -228,7 +230,17 @@ func (s *Stage) commands(slo string, st *sloState, at int64, keys []schemas.Summ
 }
 
 // coveredTarget reports whether a per-key target carries the value of an
-// open aggregate incident of the SLO.
+// open aggregate incident of the SLO whose level command went out (an
+// incident open before its SLO got a command rule covers nothing: its
+// keys' breakers go on writing).
 func (s *Stage) coveredTarget(st *sloState, t schemas.Key) bool {
-	return s.covered(st, t)
+	for _, o := range st.Open {
+		if o.Level < 0 || o.Commanded == 0 {
+			continue
+		}
+		if v, ok := valueOf(t, levels[o.Level], s.cfg.Providers); ok && v == o.Value {
+			return true
+		}
+	}
+	return false
 }

@@ -34,7 +34,9 @@
 //
 // (stats.HypergeomUpperTail), Holm-adjusted over every candidate tested at
 // the boundary (stats.Holm): the family-wise error rate is Config.Alpha
-// whatever the number of values. A candidate is significant when its
+// over the values tested. Which values are tested (those with MinKeys
+// breaching keys) is itself chosen from the data, so this is a screen,
+// not an exact level: a value with fewer breaching keys is never tested. A candidate is significant when its
 // adjusted p-value is below Alpha and its purity b_v/n_v is at least
 // Config.MinPurity. The breaches are then explained greedily: the
 // significant candidate covering the most still-unexplained breaching

@@ -21,9 +21,10 @@ import (
 // effectMetric is the effect verdicts' metric.
 const effectMetric = "breaching_share"
 
-// effectDetailNames is processors/effect.DetailNames (not imported: a
-// processor package imports no other processor's).
-var effectDetailNames = []string{
+// EffectDetailNames is processors/effect.DetailNames (not imported: a
+// processor package imports no other processor's; engine's
+// TestIncidentEffectDetailsAreTheEffectProcessors checks they are equal).
+var EffectDetailNames = []string{
 	"command_version", "command_level", "before", "after", "after_status", "recovered",
 	"evaluations", "max_evaluations", "evaluations_with_traffic", "scope_keys", "superseded_by",
 }
@@ -102,7 +103,7 @@ func (s *Stage) judgeEffects(slo string, st *sloState, at int64, recs []schemas.
 			}
 			vals := []float64{float64(j.Version), float64(j.Level), j.Before, after, afterStatus, recovered,
 				float64(j.Evals), float64(s.cfg.EffectEvaluations), float64(j.Traffic), float64(rec.Breaching + rec.Healthy), 0}
-			for k, n := range effectDetailNames {
+			for k, n := range EffectDetailNames {
 				v.Details = append(v.Details, schemas.Detail{Name: n, Value: vals[k]})
 			}
 			out = append(out, v)

@@ -61,8 +61,9 @@ func (s *Stage) MarshalBinary() ([]byte, error) {
 }
 
 // UnmarshalBinary replaces the stage's state with a snapshot's. The
-// snapshot must be of the same number of partitions: a changed
-// topics.keyed_partitions starts the stage empty (the caller's choice).
+// snapshot must be of the same number of partitions; otherwise (a changed
+// topics.keyed_partitions) it fails with ErrSnapshot, and engine.Incidents
+// starts the stage empty, logging why.
 func (s *Stage) UnmarshalBinary(b []byte) error {
 	var snap snapshot
 	if err := json.Unmarshal(b, &snap); err != nil {
