@@ -159,6 +159,7 @@ func (s *Stage) attribute(keys []schemas.SummaryKey) []attribution {
 		}
 	}
 	explained := make([]bool, len(keys))
+	claimed := make([]bool, len(keys)) // every key of a value attributed already
 	var out []attribution
 	for {
 		var best *candidate
@@ -170,6 +171,18 @@ func (s *Stage) attribute(keys []schemas.SummaryKey) []attribution {
 					cover++
 				}
 			}
+			// Its purity on what no attribution took yet: a model whose
+			// canary was attributed is not attributed again for three
+			// noise breaches among its baselines.
+			free := 0
+			for _, i := range c.members {
+				if !claimed[i] {
+					free++
+				}
+			}
+			if float64(cover) < s.cfg.MinPurity*float64(free) {
+				continue
+			}
 			if best == nil || better(c, cover, best, bestCover) {
 				best, bestCover = c, cover
 			}
@@ -177,11 +190,21 @@ func (s *Stage) attribute(keys []schemas.SummaryKey) []attribution {
 		if best == nil || bestCover < s.cfg.MinKeys {
 			break
 		}
-		best = s.finest(best, sig, keys)
+		best = s.finest(best, sig, explained)
 		a := attribution{level: best.level, value: best.value, n: best.n, b: best.b, pAdj: best.pAdj}
+		fresh := 0
 		for _, i := range best.breaches {
+			if !explained[i] {
+				fresh++
+			}
 			explained[i] = true
 			a.keys = append(a.keys, keys[i].Key)
+		}
+		if fresh == 0 {
+			break // explains nothing new: done (and no loop)
+		}
+		for _, i := range best.members {
+			claimed[i] = true
 		}
 		a.otherB = B - best.b
 		a.otherHealth = (N - B) - (best.n - best.b)
@@ -197,25 +220,39 @@ func (s *Stage) attribute(keys []schemas.SummaryKey) []attribution {
 // (tripping its healthy baselines), nor one of another model widen a slow
 // model to its provider. Among such nested candidates the one covering
 // most breaching keys is taken (ties as in better), and again from it.
-func (s *Stage) finest(best *candidate, sig []*candidate, keys []schemas.SummaryKey) *candidate {
+func (s *Stage) finest(best *candidate, sig []*candidate, explained []bool) *candidate {
+	cover := func(c *candidate) int {
+		n := 0
+		for _, i := range c.breaches {
+			if !explained[i] {
+				n++
+			}
+		}
+		return n
+	}
 	for {
 		var next *candidate
+		nextCover := 0
 		for _, f := range sig {
 			if f == best || len(f.members) >= len(best.members) || !subset(f.members, best.members) {
 				continue
+			}
+			fc := cover(f)
+			if fc < s.cfg.MinKeys {
+				continue // explains too little that is still unexplained
 			}
 			extra, extraB := int64(len(best.members)-len(f.members)), best.b-f.b
 			if float64(extraB) >= s.cfg.MinPurity*float64(extra) {
 				continue // the coarser value's other keys breach too
 			}
-			if next == nil || better(f, len(f.breaches), next, len(next.breaches)) {
-				next = f
+			if next == nil || better(f, fc, next, nextCover) {
+				next, nextCover = f, fc
 			}
 		}
 		if next == nil {
 			return best
 		}
-		best = next
+		best = next // strictly fewer keys each time: this ends
 	}
 }
 

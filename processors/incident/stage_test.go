@@ -148,6 +148,7 @@ func TestNoiseDoesNotWidenTheAttribution(t *testing.T) {
 	}{
 		{"canary and a baseline", concat(mk("x", "canary", 12, 12), mk("x", "baseline", 12, 1), mk("z", "canary", 12, 0), mk("z", "baseline", 12, 0)), "model,variant=x,canary"},
 		{"model and a key of another", concat(mk("x", "baseline", 24, 24), mk("y", "baseline", 24, 1), mk("z", "baseline", 24, 0)), "model=x"},
+		{"canary and three baselines", concat(mk("x", "canary", 12, 12), mk("x", "baseline", 12, 3), mk("z", "canary", 12, 0), mk("z", "baseline", 12, 0)), "model,variant=x,canary"},
 		{"canary alone", concat(mk("x", "canary", 12, 12), mk("x", "baseline", 12, 0), mk("z", "canary", 12, 0), mk("z", "baseline", 12, 0)), "model,variant=x,canary"},
 		{"the whole model", concat(mk("x", "canary", 12, 12), mk("x", "baseline", 12, 10), mk("z", "canary", 12, 0), mk("z", "baseline", 12, 0)), "model=x"},
 	} {
