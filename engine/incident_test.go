@@ -187,20 +187,25 @@ func TestIncidentAttribution(t *testing.T) {
 		incs []traffic.Incident
 		// want lists the attributions that must open, as dimension=value.
 		want []string
-		// wantTargets is the targets the stage writes commands for.
-		wantTargets int
+		// wantTargets is the targets the stage writes commands for, and
+		// wantCommands the commands (open, TTL/2 refresh, close per target).
+		wantTargets, wantCommands int
 	}{
-		{"one model across tenants", []traffic.Incident{tail("slow model", 5*m, 15*m, traffic.Target{Model: "claude-3-5-haiku"})}, []string{"model=claude-3-5-haiku"}, 1},
-		{"one tenant across models", []traffic.Incident{tail("slow tenant", 5*m, 15*m, traffic.Target{Tenant: "globex"})}, []string{"tenant=globex"}, 1},
-		{"one provider", []traffic.Incident{tail("slow provider", 5*m, 15*m, traffic.Target{Model: "gpt-4o"}), tail("slow provider 2", 5*m, 15*m, traffic.Target{Model: "gpt-4o-mini"})}, []string{"provider=openai"}, 2},
-		{"one model's canary across tenants", []traffic.Incident{tail("bad canary", 5*m, 15*m, traffic.Target{Model: "gpt-4o", Variant: "canary"})}, []string{"model,variant=gpt-4o,canary"}, 1},
-		{"one key alone", []traffic.Incident{tail("one key", 5*m, 15*m, traffic.Target{Tenant: "acme", Service: "chat", Model: "llama-3-70b", Variant: "baseline"})}, []string{"key=acme/chat/llama-3-70b/baseline"}, 1},
+		{"one model across tenants", []traffic.Incident{tail("slow model", 5*m, 15*m, traffic.Target{Model: "claude-3-5-haiku"})}, []string{"model=claude-3-5-haiku"}, 1, 3},
+		{"one tenant across models", []traffic.Incident{tail("slow tenant", 5*m, 15*m, traffic.Target{Tenant: "globex"})}, []string{"tenant=globex"},
+			// Its baselines (8 of 8) and its chat keys breach first, the
+			// canaries 3 of 8: globex/*/*/baseline and globex/chat/*/*
+			// open at +8m and merge into globex/*/*/* at +9m.
+			3, 11},
+		{"one provider", []traffic.Incident{tail("slow provider", 5*m, 15*m, traffic.Target{Model: "gpt-4o"}), tail("slow provider 2", 5*m, 15*m, traffic.Target{Model: "gpt-4o-mini"})}, []string{"provider=openai"}, 2, 6},
+		{"one model's canary across tenants", []traffic.Incident{tail("bad canary", 5*m, 15*m, traffic.Target{Model: "gpt-4o", Variant: "canary"})}, []string{"model,variant=gpt-4o,canary"}, 1, 3},
+		{"one key alone", []traffic.Incident{tail("one key", 5*m, 15*m, traffic.Target{Tenant: "acme", Service: "chat", Model: "llama-3-70b", Variant: "baseline"})}, []string{"key=acme/chat/llama-3-70b/baseline"}, 1, 4},
 		{"two overlapping of different levels", []traffic.Incident{tail("slow model", 5*m, 15*m, traffic.Target{Model: "llama-3-70b"}), tail("slow tenant", 8*m, 18*m, traffic.Target{Tenant: "hooli"})}, []string{"model=llama-3-70b", "tenant=hooli"},
 			// The tenant's baselines breach first (hooli/*/*/baseline
 			// opens at +11m and merges into the tenant's at +12m, its
 			// target kept under the tenant's commands): 3 targets.
-			3},
-		{"clean", nil, nil, 0},
+			3, 8},
+		{"clean", nil, nil, 0, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -229,8 +234,8 @@ func TestIncidentAttribution(t *testing.T) {
 			if testing.Verbose() {
 				t.Logf("all records:%s", describe(run.incidents))
 			}
-			if c.wantTargets >= 0 && targets(run.commands) != c.wantTargets {
-				t.Errorf("the stage wrote commands for %d targets, want %d:%s", targets(run.commands), c.wantTargets, describeCmds(run.commands))
+			if targets(run.commands) != c.wantTargets || len(run.commands) != c.wantCommands {
+				t.Errorf("the stage wrote %d commands for %d targets, want %d for %d:%s", len(run.commands), targets(run.commands), c.wantCommands, c.wantTargets, describeCmds(run.commands))
 			}
 			// One effect verdict per level target (a target with a
 			// wildcard: the stage's own commands), judged on the level's
