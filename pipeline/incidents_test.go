@@ -60,6 +60,9 @@ breaker:
     - {processor: tail, action: trip}
 incidents:
   enabled: true
+  # The traffic is a backlog published before the start: the keyed
+  # partitions catch up at their own pace, up to its 14 minutes apart.
+  max_wait: 1000
   commands:
     - {slo: latency}
 `

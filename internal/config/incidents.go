@@ -38,7 +38,7 @@ type Incidents struct {
 	MaxKeys int `yaml:"max_keys"`
 	// MaxWait is how many evaluations the stage waits for a lagging keyed
 	// partition before it decides without it (records marked partial, a
-	// WARN naming the partition). Default 5.
+	// WARN naming the partition). Default 30.
 	MaxWait int `yaml:"max_wait"`
 	// Providers maps a model to its provider, for the provider dimension.
 	Providers map[string]string `yaml:"providers"`

@@ -54,7 +54,10 @@ type Config struct {
 	// lagging partitions are named by Lagging. Their summaries of decided
 	// boundaries then arrive late: their keys are not judged any more,
 	// their commands go through at once (Stats.Late). So a trip waits at
-	// most MaxWait evaluations for the slowest partition. Default 5.
+	// most MaxWait evaluations for the slowest partition. Default 30: a
+	// backlog's catch-up makes partitions diverge in event time (each
+	// reads its own at its own pace), and a smaller bound decides its
+	// boundaries partially.
 	MaxWait int
 	// EffectEvaluations is how many decided boundaries after a level
 	// command its effect is waited for (effect.go). Default 10 (the effect
@@ -88,7 +91,7 @@ func (c *Config) defaults() error {
 		c.EffectEvaluations = 10
 	}
 	if c.MaxWait == 0 {
-		c.MaxWait = 5
+		c.MaxWait = 30
 	}
 	if c.MaxWait < 1 {
 		return errors.New("incident: max_wait must be positive")
