@@ -132,6 +132,21 @@ type WorkerConfig struct {
 	// NewEffects makes the effect judge of one partition worker; nil for
 	// none (it is used only with a breaker).
 	NewEffects func() (Effects, error)
+	// Summaries makes the worker write an evaluation summary
+	// (schemas.EvalSummary) of every SLO at every boundary it evaluates
+	// it, into Output.Summaries: the incident stage's input
+	// (processors/incident). Off by default; nothing of the worker's state
+	// or its other output depends on it.
+	Summaries bool
+	// AttributedSLOs names the SLOs whose fuse commands the incident
+	// stage writes (a breaker rule's target: attributed; with
+	// Summaries): the breaker's commands citing one of them (its
+	// "slo:NAME" correlation id) that is due at the boundary go into that
+	// SLO's summary (EvalSummary.Commands) instead of Output.Commands.
+	// A command citing such an SLO at a boundary where it is not due (an
+	// Advance refresh between the evaluations of a slower SLO) is
+	// written as before.
+	AttributedSLOs []string
 	// CheckpointVersion is the format version MarshalBinary writes: 0 or
 	// 5 (the current one), or 4, which the builds before the idle
 	// durations read too (the idle durations are left out: a worker
@@ -537,11 +552,13 @@ func (w *Worker) evaluate(b int64) {
 		}
 	}
 	var verdicts []schemas.Verdict
+	var due []sloSpan
 	for i := range w.slos {
 		s := &w.slos[i]
 		if s.next != b {
 			continue
 		}
+		due = append(due, sloSpan{s, len(verdicts), len(verdicts) + len(s.emit.verdicts)})
 		// Processors emit in key order already; sorting again makes the
 		// order a property of the engine, not of every processor.
 		slices.SortStableFunc(s.emit.verdicts, compareVerdicts)
@@ -553,19 +570,31 @@ func (w *Worker) evaluate(b int64) {
 	}
 	w.stats.Verdicts += int64(len(verdicts))
 	w.out.Verdicts = append(w.out.Verdicts, verdicts...)
+	first := len(w.out.Commands)
 	if w.breaker != nil {
-		first := len(w.out.Commands)
 		for i := range verdicts {
 			w.commands(w.breaker.Observe(verdicts[i]))
 		}
 		w.commands(w.breaker.Advance(b))
-		if w.effects != nil {
-			// Effect verdicts are not SLO verdicts: the breaker never
-			// sees them, and Stats.Verdicts does not count them.
-			w.out.Verdicts = append(w.out.Verdicts, w.effects.Evaluate(b, verdicts, w.out.Commands[first:])...)
-		}
+	}
+	if w.cfg.Summaries {
+		// Before the effect judge: the commands of attributed SLOs go to
+		// the incident stage, which judges the commands it writes.
+		w.summaries(b, due, verdicts, first)
+	}
+	if w.breaker != nil && w.effects != nil {
+		// Effect verdicts are not SLO verdicts: the breaker never
+		// sees them, and Stats.Verdicts does not count them.
+		w.out.Verdicts = append(w.out.Verdicts, w.effects.Evaluate(b, verdicts, w.out.Commands[first:])...)
 	}
 	w.guard.expire(b)
+}
+
+// sloSpan is one SLO due at a boundary and its verdicts' range in the
+// boundary's verdicts.
+type sloSpan struct {
+	s        *sloState
+	from, to int
 }
 
 // evaluateSLO evaluates s at boundary b into s.emit, with the breaker's

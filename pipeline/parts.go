@@ -147,6 +147,9 @@ func open(ctx context.Context, o Options) (_ Parts, _ opened, err error) {
 	for _, t := range slices.Concat(f.Topics.Spans, f.Topics.Corrections, LogTopics(f)) {
 		specs = append(specs, topicSpec{name: t, partitions: srcParts, configs: createdTopicConfigs(f.Topics, nil)})
 	}
+	if f.Incidents.Enabled {
+		specs = append(specs, topicSpec{name: f.Topics.Summaries, partitions: f.Topics.KeyedPartitions, configs: createdTopicConfigs(f.Topics, nil)})
+	}
 	counts, err := ensureTopics(ctx, kadm.NewClient(admin), sasl, f.Topics.ReplicationFactor, specs)
 	if err != nil {
 		return Parts{}, op, err
@@ -156,12 +159,29 @@ func open(ctx context.Context, o Options) (_ Parts, _ opened, err error) {
 			f.Topics.State, counts[f.Topics.State], f.Topics.Keyed, counts[f.Topics.Keyed])
 	}
 
+	if f.Incidents.Enabled && counts[f.Topics.Keyed] != f.Topics.KeyedPartitions {
+		// The incident stage decides a boundary once every keyed
+		// partition reached it: it must know how many there are.
+		return Parts{}, op, fmt.Errorf("incidents.enabled: topics.keyed %s has %d partitions but topics.keyed_partitions says %d: set it to the topic's count",
+			f.Topics.Keyed, counts[f.Topics.Keyed], f.Topics.KeyedPartitions)
+	}
+	if f.Incidents.Enabled && counts[f.Topics.Summaries] != f.Topics.KeyedPartitions {
+		// The summaries sink writes partition FNV-1a(SLO) mod keyed_partitions.
+		return Parts{}, op, fmt.Errorf("incidents.enabled: topics.summaries %s has %d partitions, it needs topics.keyed_partitions (%d)",
+			f.Topics.Summaries, counts[f.Topics.Summaries], f.Topics.KeyedPartitions)
+	}
 	if op, err = openSinks(ctx, o, kopt, &parts); err != nil {
 		return Parts{}, op, err
 	}
 	own := []string{f.Topics.Keyed, f.Topics.State, f.Topics.DLQ}
 	if f.Sinks.Kafka.Enabled {
 		own = append(own, f.Topics.Verdicts, f.Topics.Fuse)
+	}
+	if f.Incidents.Enabled {
+		own = append(own, f.Topics.Summaries)
+		if f.Sinks.Kafka.Enabled {
+			own = append(own, f.Topics.Incidents)
+		}
 	}
 	checkReplication(ctx, kadm.NewClient(admin), f.Topics, own, o.Logger.With("component", "kafka"))
 	parts.Kafka = NewKafkaWatch(admin, slices.Concat(own, f.Topics.Spans, f.Topics.Corrections, LogTopics(f)),
@@ -246,6 +266,9 @@ func openSinks(ctx context.Context, o Options, kopt []kgo.Opt, parts *Parts) (op
 		kc := kafkasink.DefaultConfig()
 		kc.Brokers = f.Kafka.Brokers
 		kc.VerdictTopic, kc.FuseTopic = f.Topics.Verdicts, f.Topics.Fuse
+		if f.Incidents.Enabled {
+			kc.IncidentTopic = f.Topics.Incidents
+		}
 		kc.VerdictPartitions, kc.FusePartitions = f.Sinks.Kafka.Partitions, f.Sinks.Kafka.Partitions
 		kc.ReplicationFactor = f.Topics.ReplicationFactor
 		if n := f.Topics.MinInsyncReplicas; n > 0 {

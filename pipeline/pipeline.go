@@ -64,8 +64,12 @@ type Pipeline struct {
 	foreignState    func() int64         // Parts.StateForeign
 	stateSizes      func() map[int32]int // Parts.StateSizes
 	source, keyedIn Consumer
-	release         func()                 // Parts.Close
-	leave           func(groups ...string) // Parts.Leave
+	// incidents and incidentsIn are the incident stage and its consumer
+	// (incidents.enabled; nil otherwise).
+	incidents   *engine.Incidents
+	incidentsIn Consumer
+	release     func()                 // Parts.Close
+	leave       func(groups ...string) // Parts.Leave
 
 	sinks []engine.Sink
 	// The sinks New opened from the SLO file (nil when off, and always nil
@@ -164,8 +168,17 @@ func Assemble(ctx context.Context, f *config.File, parts Parts, log *slog.Logger
 	}
 	p.sw = newSinkWatch(log.With("component", "sinks"), health)
 
+	keyedSinks := p.sinks
+	if f.Incidents.Enabled {
+		// The summaries go to the incident stage; the stage writes its
+		// records and commands to the same sinks as the keyed stage.
+		keyedSinks = append(slices.Clone(p.sinks), &summarySink{cl: parts.Producer, topic: f.Topics.Summaries, partitions: f.Topics.KeyedPartitions})
+		if err := p.assembleIncidents(f, parts, log); err != nil {
+			return nil, err
+		}
+	}
 	if p.keyed, err = engine.NewKeyed(engine.KeyedConfig{
-		Worker: wc, Store: parts.Store, Sinks: p.sinks, Signer: parts.Signer, Deployment: f.Deployment(),
+		Worker: wc, Store: parts.Store, Sinks: keyedSinks, Signer: parts.Signer, Deployment: f.Deployment(),
 		CheckpointEvery: f.Time.CheckpointEvery, CheckpointRecords: f.Time.CheckpointRecords,
 		WatermarkStallEvaluations: f.Time.WatermarkStallEvaluations,
 		Logger:                    log.With("component", "engine"),
@@ -244,13 +257,17 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.tr.state.Store(trackerRunning)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make(chan error, 3)
+	errs := make(chan error, 4)
 	var wg sync.WaitGroup
 	go p.sw.run(ctx)
 	if p.kw != nil {
 		go p.kw.Run(ctx)
 	}
-	for _, run := range []func(context.Context) error{p.router.Run, p.source.Run, p.keyedIn.Run} {
+	runs := []func(context.Context) error{p.router.Run, p.source.Run, p.keyedIn.Run}
+	if p.incidentsIn != nil {
+		runs = append(runs, p.incidentsIn.Run)
+	}
+	for _, run := range runs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -300,7 +317,11 @@ func (p *Pipeline) Run(ctx context.Context) error {
 // processes take its partitions over at once).
 func (p *Pipeline) leaveGroups() {
 	if p.leave != nil {
-		p.leave(p.cfg.Kafka.Group+".router", p.cfg.Kafka.Group+".engine")
+		groups := []string{p.cfg.Kafka.Group + ".router", p.cfg.Kafka.Group + ".engine"}
+		if p.incidentsIn != nil {
+			groups = append(groups, p.cfg.Kafka.Group+".incidents")
+		}
+		p.leave(groups...)
 	}
 }
 

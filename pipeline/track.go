@@ -65,6 +65,29 @@ type targetState struct {
 	// one (a half-open after the cool-down names none and keeps the
 	// tripping SLO); unknownSLO when no verdict of the command was seen.
 	slo string
+	// incident is the command's incident id (incidentOf).
+	incident string
+}
+
+// incidentOf is a command's incident id: its first correlation id (the
+// breaker's per-target incident, or the incident stage's attributed
+// incident for a level command); "" when it has none.
+func incidentOf(c *schemas.FuseCommand) string {
+	if len(c.CorrelationIDs) == 0 || strings.HasPrefix(c.CorrelationIDs[0], "slo:") {
+		return ""
+	}
+	return c.CorrelationIDs[0]
+}
+
+// sloOfCommand is the SLO a command's first "slo:NAME" correlation id
+// names, "" when none.
+func sloOfCommand(c *schemas.FuseCommand) string {
+	for _, id := range c.CorrelationIDs {
+		if n, ok := strings.CutPrefix(id, "slo:"); ok {
+			return n
+		}
+	}
+	return ""
 }
 
 // unknownSLO is the slo label of a target whose command's verdicts were
@@ -131,9 +154,17 @@ func (t *tracker) count(out schemas.Output) {
 		if reason == "" && len(c.Reasons) > 0 {
 			reason = c.Reasons[0].Text
 		}
+		if slo == "" || slo == unknownSLO {
+			// A command of the incident stage cites an incident record,
+			// not a verdict: its "slo:NAME" correlation id names the SLO.
+			if n := sloOfCommand(c); n != "" {
+				slo = n
+			}
+		}
 		if slo == "" {
 			slo = unknownSLO
 		}
+		incident := incidentOf(c)
 		if t.log != nil && (!seen || old.state != c.State || old.action != c.Action) {
 			from := schemas.StateClosed
 			if seen {
@@ -141,7 +172,7 @@ func (t *tracker) count(out schemas.Output) {
 			}
 			// reason carries the SLO's value and budget that caused it.
 			t.log.Info("breaker state change", "target", c.Target.String(), "action", string(c.Action),
-				"state", string(c.State), "from", string(from), "slo", slo, "version", c.Version, "reason", reason)
+				"state", string(c.State), "from", string(from), "slo", slo, "incident", incident, "version", c.Version, "reason", reason)
 		}
 		if !seen && len(t.targets) >= maxTrackedTargets {
 			for k, s := range t.targets {
@@ -153,14 +184,16 @@ func (t *tracker) count(out schemas.Output) {
 				continue
 			}
 		}
-		t.targets[c.Target] = targetState{version: c.Version, state: c.State, action: c.Action, slo: slo}
+		t.targets[c.Target] = targetState{version: c.Version, state: c.State, action: c.Action, slo: slo, incident: incident}
 	}
 }
 
-// openTargets counts the open and half-open targets per SLO, action and
-// state; a combination seen once is reported from then on, at 0 when no
-// target is in it, so an alert's series ends with a 0 rather than
-// vanishing. The caller holds t.mu.
+// openTargets counts the open and half-open targets per SLO, action,
+// state and incident; a combination seen once is reported at 0 when no
+// target is in it any more, so an alert's series ends with a 0 rather
+// than vanishing — once (the next call, i.e. the next scrape), then it is
+// forgotten, so that every incident's series does not stay forever. The
+// caller holds t.mu.
 func (t *tracker) openTargets() []observe.SLOTargetCount {
 	if t.seenOpen == nil {
 		t.seenOpen = map[openKey]bool{}
@@ -168,22 +201,26 @@ func (t *tracker) openTargets() []observe.SLOTargetCount {
 	n := map[openKey]int64{}
 	for _, s := range t.targets {
 		if s.state == schemas.StateOpen || s.state == schemas.StateHalfOpen {
-			k := openKey{s.slo, s.action, s.state}
+			k := openKey{s.slo, s.action, s.state, s.incident}
 			n[k]++
 			t.seenOpen[k] = true
 		}
 	}
 	out := make([]observe.SLOTargetCount, 0, len(t.seenOpen))
 	for k := range t.seenOpen {
-		out = append(out, observe.SLOTargetCount{SLO: k.slo, Action: string(k.action), State: string(k.state), Count: n[k]})
+		out = append(out, observe.SLOTargetCount{SLO: k.slo, Action: string(k.action), State: string(k.state), Incident: k.incident, Count: n[k]})
+		if n[k] == 0 {
+			delete(t.seenOpen, k)
+		}
 	}
 	return out
 }
 
 type openKey struct {
-	slo    string
-	action schemas.Action
-	state  schemas.BreakerState
+	slo      string
+	action   schemas.Action
+	state    schemas.BreakerState
+	incident string
 }
 
 // sink is the counting sink the keyed stage writes to last.

@@ -103,9 +103,11 @@ func TestSinkSampleMapping(t *testing.T) {
 }
 
 // TestTrackerBreakerLogAndOpenTargets: one INFO line per state change of
-// a target naming its action, state, SLO and the reason with the value
-// that caused it; none for a replay or a repeat of the same state; the
-// open-targets gauge by SLO, action and state, at 0 once a target closes.
+// a target naming its action, state, SLO, incident id and the reason with
+// the value that caused it; none for a replay or a repeat of the same
+// state; the open-targets gauge by SLO, action, state and incident, a
+// series at 0 once (the next scrape) when its targets leave it, then
+// gone.
 func TestTrackerBreakerLogAndOpenTargets(t *testing.T) {
 	var b strings.Builder
 	tr := newTracker()
@@ -114,10 +116,11 @@ func TestTrackerBreakerLogAndOpenTargets(t *testing.T) {
 	a := schemas.Key{Tenant: "acme", Service: "chat", Model: "m", Variant: schemas.Wildcard}
 	breach := schemas.Verdict{ID: "v1", SLO: "chat-p999", Processor: "tail", Status: schemas.StatusBreach}
 	trip := schemas.FuseCommand{Target: a, Version: 1, Action: schemas.ActionTrip, State: schemas.StateOpen,
-		Reasons: []schemas.Reason{{VerdictID: "v1", Text: "trip (3 of last 5, k=3): tail/chat-p999/latency breach value=2.5 budget=1"}}}
+		Reasons:        []schemas.Reason{{VerdictID: "v1", Text: "trip (3 of last 5, k=3): tail/chat-p999/latency breach value=2.5 budget=1"}},
+		CorrelationIDs: []string{"inc1", "slo:chat-p999"}}
 	half := schemas.FuseCommand{Target: a, Version: 2, Action: schemas.ActionHalfOpen, State: schemas.StateHalfOpen,
-		Reasons: []schemas.Reason{{VerdictID: "v1", Text: "half-open after 1m cool-down"}}}
-	closeCmd := schemas.FuseCommand{Target: a, Version: 3, Action: schemas.ActionClose, State: schemas.StateClosed}
+		Reasons: []schemas.Reason{{VerdictID: "v1", Text: "half-open after 1m cool-down"}}, CorrelationIDs: []string{"inc1", "slo:chat-p999"}}
+	closeCmd := schemas.FuseCommand{Target: a, Version: 3, Action: schemas.ActionClose, State: schemas.StateClosed, CorrelationIDs: []string{"inc1", "slo:chat-p999"}}
 	s := tr.sink()
 	write := func(out schemas.Output) {
 		t.Helper()
@@ -130,7 +133,7 @@ func TestTrackerBreakerLogAndOpenTargets(t *testing.T) {
 		defer tr.mu.Unlock()
 		m := map[string]int64{}
 		for _, c := range tr.openTargets() {
-			m[c.SLO+"/"+c.Action+"/"+c.State] = c.Count
+			m[c.SLO+"/"+c.Action+"/"+c.State+"/"+c.Incident] = c.Count
 		}
 		return m
 	}
@@ -142,23 +145,26 @@ func TestTrackerBreakerLogAndOpenTargets(t *testing.T) {
 	}
 	write(schemas.Output{Verdicts: []schemas.Verdict{breach}, Commands: []schemas.FuseCommand{trip}})
 	write(schemas.Output{Commands: []schemas.FuseCommand{trip}}) // replay: no line
-	if g := gauge(); len(g) != 1 || g["chat-p999/trip/open"] != 1 {
+	if g := gauge(); len(g) != 1 || g["chat-p999/trip/open/inc1"] != 1 {
 		t.Errorf("open targets after the trip: %v", g)
 	}
 	write(schemas.Output{Commands: []schemas.FuseCommand{half}}) // no verdict: keeps the tripping SLO
-	if g := gauge(); g["chat-p999/trip/open"] != 0 || g["chat-p999/half_open/half_open"] != 1 {
-		t.Errorf("open targets after half-open: %v", g)
+	if g, ok := gauge()["chat-p999/trip/open/inc1"]; !ok || g != 0 {
+		t.Errorf("the trip's series after half-open: %v, %v; want a 0", g, ok)
+	}
+	if g := gauge(); len(g) != 1 || g["chat-p999/half_open/half_open/inc1"] != 1 {
+		t.Errorf("open targets after half-open, the next scrape: %v", g)
 	}
 	write(schemas.Output{Commands: []schemas.FuseCommand{closeCmd}})
-	if g := gauge(); len(g) != 2 || g["chat-p999/trip/open"] != 0 || g["chat-p999/half_open/half_open"] != 0 {
-		t.Errorf("open targets after close: %v", g)
+	if g, ok := gauge()["chat-p999/half_open/half_open/inc1"]; len(gauge()) != 0 || !ok || g != 0 {
+		t.Errorf("open targets after close: the half-open series %v, %v; want one 0, then nothing", g, ok)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	if len(lines) != 3 {
 		t.Fatalf("%d log lines, want 3 (trip, half-open, close):\n%s", len(lines), b.String())
 	}
 	for i, want := range []string{
-		`"level":"INFO","msg":"breaker state change","component":"breaker","target":"` + a.String() + `","action":"trip","state":"open","from":"closed","slo":"chat-p999"`,
+		`"level":"INFO","msg":"breaker state change","component":"breaker","target":"` + a.String() + `","action":"trip","state":"open","from":"closed","slo":"chat-p999","incident":"inc1"`,
 		`"action":"half_open","state":"half_open","from":"open","slo":"chat-p999"`,
 		`"action":"close","state":"closed","from":"half_open","slo":"chat-p999"`,
 	} {

@@ -8,9 +8,16 @@ type Output struct {
 	Verdicts []Verdict
 	Commands []FuseCommand
 	Rollups  []Rollup
+	// Summaries are the workers' evaluation summaries (only with
+	// incidents configured): the incident stage's input, not written by
+	// the verdict sinks.
+	Summaries []EvalSummary
+	// Incidents are the incident stage's records.
+	Incidents []Incident
 }
 
 // Empty reports whether there is nothing to write.
 func (o *Output) Empty() bool {
-	return len(o.Verdicts) == 0 && len(o.Commands) == 0 && len(o.Rollups) == 0
+	return len(o.Verdicts) == 0 && len(o.Commands) == 0 && len(o.Rollups) == 0 &&
+		len(o.Summaries) == 0 && len(o.Incidents) == 0
 }

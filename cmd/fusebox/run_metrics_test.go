@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -85,11 +86,15 @@ func TestKafkaRunMetricsPassPromtool(t *testing.T) {
 	for _, want := range []string{
 		`fusebox_sink_records_total{destination="` + jsonl + `",sink="jsonl"}`,
 		`fusebox_watermark_timestamp_seconds{partition="`,
-		`fusebox_breaker_open_targets{action="trip",slo="latency",state="open"}`,
 	} {
 		if !strings.Contains(text, "\n"+want) {
 			t.Errorf("no %s in the scrape:\n%s", want, grepLines(text, want[:strings.IndexByte(want, '{')]))
 		}
+	}
+	// The open targets carry their incident id (the trip's first
+	// correlation id: 32 hex digits).
+	if !openTargetsLine.MatchString(text) {
+		t.Errorf("no open trip target of latency with its incident in the scrape:\n%s", grepLines(text, "fusebox_breaker_open_targets"))
 	}
 	if strings.Contains(text, "fusebox_watermark_seconds") || strings.Contains(text, `topic="`+jsonl) {
 		t.Error("old names on /metrics: fusebox_watermark_seconds or a sink's topic label")
@@ -102,6 +107,9 @@ func TestKafkaRunMetricsPassPromtool(t *testing.T) {
 	run.sigterm(t)
 	run.waitClean(t)
 }
+
+// openTargetsLine is a scrape's line of an open trip target of the latency SLO.
+var openTargetsLine = regexp.MustCompile(`\nfusebox_breaker_open_targets\{action="trip",incident="[0-9a-f]{32}",slo="latency",state="open"\} [1-9]`)
 
 // grepLines returns the lines of text containing s.
 func grepLines(text, s string) string {

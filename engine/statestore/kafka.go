@@ -52,8 +52,11 @@ type Store struct {
 	gen     map[int32]manifest // newest generation written or read, per partition
 	timeout time.Duration
 
-	dep     string // "" writes and reads the unprefixed keys of earlier versions
-	legacy  bool   // read unprefixed keys when the deployment has none of its own
+	dep    string // "" writes and reads the unprefixed keys of earlier versions
+	legacy bool   // read unprefixed keys when the deployment has none of its own
+	// ns, when set, keeps this store's checkpoints under "<dep>/<ns>/"
+	// (Namespace): another stage's, beside the keyed partitions' ones.
+	ns      string
 	log     *slog.Logger
 	foreign atomic.Int64
 }
@@ -105,9 +108,26 @@ func (s *Store) Foreign() int64 { return s.foreign.Load() }
 
 func (s *Store) prefix() string {
 	if s.dep == "" {
+		if s.ns != "" {
+			return s.ns + "/"
+		}
 		return ""
 	}
+	if s.ns != "" {
+		return s.dep + "/" + s.ns + "/"
+	}
 	return s.dep + "/"
+}
+
+// Namespace returns a store on the same topic and client whose
+// checkpoints are keyed "<dep>/<ns>/p<N>/..." (call it after
+// SetDeployment): the incident stage's, one per partition of its own
+// topic, written to partition N of the state topic beside the keyed
+// partition's (the keys differ; neither store counts the other's as
+// foreign). ns must not start with "p" followed by a digit.
+func (s *Store) Namespace(ns string) *Store {
+	return &Store{topic: s.topic, cl: s.cl, seeds: s.seeds, opts: s.opts, chunk: s.chunk, gen: map[int32]manifest{}, timeout: s.timeout,
+		dep: s.dep, log: s.log, ns: ns}
 }
 
 func (s *Store) manifestKey(p int32) string { return s.prefix() + legacyManifestKey(p) }
@@ -269,7 +289,7 @@ func (s *Store) countForeign(p int32, latest map[string][]byte) {
 	if s.dep == "" {
 		return
 	}
-	own := s.prefix()
+	own := s.dep + "/" // the deployment's: every namespace of it
 	others := map[string]int{}
 	for k := range latest {
 		switch {

@@ -191,3 +191,37 @@ func TestDeploymentsShareAStateTopic(t *testing.T) {
 		t.Fatalf("partition 2: found=%v err=%v", found, err)
 	}
 }
+
+// A namespace's checkpoints sit beside the keyed partition's on the same
+// partition: each restores its own, and neither counts the other's
+// records as another deployment's.
+func TestNamespaceBesideTheKeyedCheckpoint(t *testing.T) {
+	k := testharness.StartKafka(t)
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(5, 5))
+	keyed := newStore(t, k, "state")
+	keyed.SetDeployment("alpha", false, nil)
+	inc := keyed.Namespace("incidents")
+	wantK, wantI := random(r, 2500), random(r, 1800)
+	for gen := 0; gen < 2; gen++ {
+		if err := keyed.Save(ctx, 0, wantK); err != nil {
+			t.Fatal(err)
+		}
+		if err := inc.Save(ctx, 0, wantI); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k.Cluster.Compact()
+	keyed2 := newStore(t, k, "state")
+	keyed2.SetDeployment("alpha", false, nil)
+	inc2 := keyed2.Namespace("incidents")
+	if got, found, err := keyed2.Load(ctx, 0); err != nil || !found || !bytes.Equal(got, wantK) {
+		t.Fatalf("keyed: found=%v err=%v %d bytes, want %d", found, err, len(got), len(wantK))
+	}
+	if got, found, err := inc2.Load(ctx, 0); err != nil || !found || !bytes.Equal(got, wantI) {
+		t.Fatalf("incidents: found=%v err=%v %d bytes, want %d", found, err, len(got), len(wantI))
+	}
+	if keyed2.Foreign() != 0 || inc2.Foreign() != 0 {
+		t.Fatalf("foreign: keyed %d, incidents %d; want 0", keyed2.Foreign(), inc2.Foreign())
+	}
+}

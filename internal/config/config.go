@@ -47,11 +47,13 @@ type File struct {
 	Breaker Breaker         `yaml:"breaker"`
 	// Effect configures the effect verdict of every fuse command
 	// (processors/effect).
-	Effect  Effect  `yaml:"effect"`
-	Signing Signing `yaml:"signing"`
-	Sinks   Sinks   `yaml:"sinks"`
-	HTTP    HTTP    `yaml:"http"`
-	Log     Log     `yaml:"log"`
+	Effect Effect `yaml:"effect"`
+	// Incidents attributes breaches across keys (the incident stage).
+	Incidents Incidents `yaml:"incidents"`
+	Signing   Signing   `yaml:"signing"`
+	Sinks     Sinks     `yaml:"sinks"`
+	HTTP      HTTP      `yaml:"http"`
+	Log       Log       `yaml:"log"`
 	// Compat is for rolling upgrades between builds (docs/state-and-upgrades.md).
 	Compat Compat `yaml:"compat"`
 }
@@ -161,10 +163,17 @@ type Topics struct {
 	// creates it; it bounds how many processes share the work. Default 12.
 	KeyedPartitions int32 `yaml:"keyed_partitions"`
 	// State is the compacted checkpoint topic. Default "<kafka.group>.state".
-	State    string `yaml:"state"`
-	Verdicts string `yaml:"verdicts"` // default fusebox.verdicts
-	Fuse     string `yaml:"fuse"`     // default fusebox.fuse
-	DLQ      string `yaml:"dlq"`      // default fusebox.dlq
+	State string `yaml:"state"`
+	// Summaries carries the workers' evaluation summaries to the incident
+	// stage (only with incidents.enabled), keyed by SLO, with
+	// keyed_partitions partitions. Default "<kafka.group>.summaries".
+	Summaries string `yaml:"summaries"`
+	// Incidents receives the incident stage's records (only with
+	// incidents.enabled and the Kafka sink). Default fusebox.incidents.
+	Incidents string `yaml:"incidents"`
+	Verdicts  string `yaml:"verdicts"` // default fusebox.verdicts
+	Fuse      string `yaml:"fuse"`     // default fusebox.fuse
+	DLQ       string `yaml:"dlq"`      // default fusebox.dlq
 	// ReplicationFactor is the replication factor of the topics fusebox
 	// creates (keyed, state, verdicts, fuse, DLQ, and source topics it
 	// finds missing); -1, the default, leaves it to the broker's
@@ -369,7 +378,7 @@ func Default() File {
 		Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, Group: "fusebox", ClientID: "fusebox", LeaveOnShutdown: true},
 		Topics: Topics{
 			Spans: []string{"otlp_spans"}, SpanEncoding: "auto", Corrections: []string{"fusebox.corrections"}, Logs: []string{"otlp_logs"},
-			Keyed: "fusebox.keyed", KeyedPartitions: 12, State: "fusebox.state",
+			Keyed: "fusebox.keyed", KeyedPartitions: 12, State: "fusebox.state", Summaries: "fusebox.summaries", Incidents: "fusebox.incidents",
 			Verdicts: "fusebox.verdicts", Fuse: "fusebox.fuse", DLQ: "fusebox.dlq", ReplicationFactor: -1,
 		},
 		Attributes: schemas.DefaultAttributeNames(),

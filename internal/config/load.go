@@ -214,6 +214,9 @@ func (f *File) deriveTopics(lines map[string]int) {
 	if _, set := lines["topics.state"]; !set {
 		f.Topics.State = f.Kafka.Group + ".state"
 	}
+	if _, set := lines["topics.summaries"]; !set {
+		f.Topics.Summaries = f.Kafka.Group + ".summaries"
+	}
 }
 
 // Deployment is the identity of this deployment in its keyed records and

@@ -38,6 +38,7 @@ func (f *File) validate(kinds registry.List) []fieldErr {
 		fail(true, "kafka.sasl.mechanism", "must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, got "+strconv.Quote(f.Kafka.SASL.Mechanism))
 	}
 	errs = append(errs, tlsErrs("kafka.tls", f.Kafka.TLS)...)
+	errs = append(errs, f.validateIncidents()...)
 
 	t := &f.Topics
 	fail(len(t.Spans) == 0, "topics.spans", "list at least one span topic")
@@ -52,7 +53,7 @@ func (f *File) validate(kinds registry.List) []fieldErr {
 	names := map[string]string{}
 	for _, n := range []struct{ field, topic string }{
 		{"topics.keyed", t.Keyed}, {"topics.state", t.State}, {"topics.verdicts", t.Verdicts},
-		{"topics.fuse", t.Fuse}, {"topics.dlq", t.DLQ},
+		{"topics.fuse", t.Fuse}, {"topics.dlq", t.DLQ}, {"topics.summaries", t.Summaries}, {"topics.incidents", t.Incidents},
 	} {
 		fail(n.topic == "", n.field, "must not be empty")
 		if other, dup := names[n.topic]; dup && n.topic != "" {

@@ -39,6 +39,8 @@ func WorkerConfig(f *File) (engine.WorkerConfig, error) {
 		// processor alone waits 5s) must not make a live service look
 		// like a backfill under a small lateness.
 		LiveLag: f.Time.AllowedLateness + f.Time.IdleSourceTimeout,
+		// The incident stage's input (topics.summaries).
+		Summaries: f.Incidents.Enabled, AttributedSLOs: f.AttributedSLOs(),
 	}
 	answers := f.Answers.Rule()
 	for i := range f.SLOs {

@@ -52,7 +52,7 @@ var families = []Family{
 	{MetricProcessingLatency, "histogram", nil, "Wall time from fetching a batch to the sinks accepting what it produced, in seconds."},
 	{MetricVerdicts, "counter", []string{"processor", "status"}, "Verdicts emitted, per processor and status (ok, warn, breach, insufficient_data)."},
 	{MetricBreakerTargets, "gauge", []string{"state"}, "Targets in each breaker state (closed, open, half_open)."},
-	{MetricBreakerOpenTargets, "gauge", []string{"slo", "action", "state"}, "Targets open or half-open now, per SLO that tripped them, action and state (open, half_open); a series seen once stays, at 0 when none."},
+	{MetricBreakerOpenTargets, "gauge", []string{"slo", "action", "state", "incident"}, "Targets open or half-open now, per SLO that tripped them, action, state (open, half_open) and incident id; a series ends with one 0 when its targets close."},
 	{MetricFuseCommands, "counter", []string{"action"}, "Fuse commands emitted, per action; every action from the start at 0."},
 	{MetricSinkRecords, "counter", []string{"sink", "destination"}, "Records durably written, per sink and destination (Kafka: topic, ClickHouse: table, JSONL: file)."},
 	{MetricSinkErrors, "counter", []string{"sink", "destination"}, "Failed write attempts, per sink and destination (Kafka: topic, ClickHouse: table, JSONL: file); each is retried."},
@@ -169,7 +169,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	a.emit()
 	a = e.agg(MetricBreakerOpenTargets, prometheus.GaugeValue, false)
 	for _, v := range s.BreakerOpen {
-		a.add(float64(v.Count), v.SLO, v.Action, v.State)
+		a.add(float64(v.Count), v.SLO, v.Action, v.State, v.Incident)
 	}
 	a.emit()
 	a = e.agg(MetricFuseCommands, prometheus.CounterValue, false)

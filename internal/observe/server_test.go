@@ -104,7 +104,7 @@ func pipelineSource(scrapes *atomic.Int64, h *Histogram) SourceFunc {
 		s.Verdicts = append(s.Verdicts, VerdictCount{"tail", "breach", 4}, VerdictCount{"tail", "ok", 90})
 		s.BreakerTargets = append(s.BreakerTargets, StateCount{"open", 2}, StateCount{"closed", 30})
 		s.FuseCommands = append(s.FuseCommands, ActionCount{"trip", 5})
-		s.BreakerOpen = append(s.BreakerOpen, SLOTargetCount{"chat-p999", "trip", "open", 2}, SLOTargetCount{"chat-p999", "trip", "half_open", 0})
+		s.BreakerOpen = append(s.BreakerOpen, SLOTargetCount{"chat-p999", "trip", "open", "i1", 2}, SLOTargetCount{"chat-p999", "trip", "half_open", "i1", 0})
 		s.SinkRecordsOut = append(s.SinkRecordsOut, SinkCount{"kafka", "fusebox.verdicts", 10}, SinkCount{"clickhouse", "verdicts", 9})
 		s.SinkErrors = append(s.SinkErrors, SinkCount{"clickhouse", "verdicts", 2})
 		s.LateSpans += 6
@@ -149,8 +149,8 @@ func TestMetricsServeWhatTheSourcesGive(t *testing.T) {
 		want   float64
 	}{
 		{MetricBuildInfo, []string{"go_version=" + runtime.Version(), "revision=" + Revision(), "version=v1.2.3"}, 1},
-		{MetricBreakerOpenTargets, []string{"action=trip", "slo=chat-p999", "state=open"}, 2},
-		{MetricBreakerOpenTargets, []string{"action=trip", "slo=chat-p999", "state=half_open"}, 0},
+		{MetricBreakerOpenTargets, []string{"action=trip", "incident=i1", "slo=chat-p999", "state=open"}, 2},
+		{MetricBreakerOpenTargets, []string{"action=trip", "incident=i1", "slo=chat-p999", "state=half_open"}, 0},
 		{MetricReady, nil, 1},
 		{MetricRecordsIn, []string{"topic=otlp_spans"}, 1200},
 		{MetricRecordsIn, []string{"topic=fusebox.corrections"}, 30},

@@ -48,9 +48,11 @@ type Snapshot struct {
 	// (closed, open, half_open): fusebox_breaker_targets{state}.
 	BreakerTargets []StateCount
 	// BreakerOpen is how many targets are open or half-open now, per SLO
-	// that tripped them, action and state:
-	// fusebox_breaker_open_targets{slo,action,state}. Its cardinality is
-	// bounded by the config: SLOs × the breaker's actions × 2.
+	// that tripped them, action, state and incident id:
+	// fusebox_breaker_open_targets{slo,action,state,incident}. Its
+	// cardinality is SLOs × the breaker's actions × 2 × the incidents open
+	// now (a closed incident's series is reported at 0 once, then
+	// dropped).
 	BreakerOpen []SLOTargetCount
 	// FuseCommands counts fuse commands emitted, per action:
 	// fusebox_fuse_commands_total{action}.
@@ -163,7 +165,10 @@ type SLOTargetCount struct {
 	SLO    string
 	Action string
 	State  string
-	Count  int64
+	// Incident is the targets' incident id (their commands' first
+	// correlation id); "" when the commands carry none.
+	Incident string
+	Count    int64
 }
 
 // DimensionCount counts per key dimension.

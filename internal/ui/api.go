@@ -215,6 +215,9 @@ func (s *Store) Routes() map[string]http.Handler {
 		"GET /api/ui/keys": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Keys()) }),
 		"GET /api/ui/fuse": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Fuse()) }),
 		"GET /api/ui/key":  http.HandlerFunc(s.serveKey),
+		"GET /api/ui/incidents": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, http.StatusOK, s.Incidents())
+		}),
 	}
 }
 

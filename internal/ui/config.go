@@ -18,6 +18,8 @@ type Config struct {
 	// MaxCommands is how many commands each target keeps, the newest.
 	// Default 64.
 	MaxCommands int
+	// MaxIncidents is how many incidents are kept (DefaultMaxIncidents).
+	MaxIncidents int
 }
 
 // Defaults of Config.
@@ -37,7 +39,7 @@ func (c Config) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"MaxSeries", c.MaxSeries}, {"MaxPoints", c.MaxPoints}, {"MaxTargets", c.MaxTargets}, {"MaxCommands", c.MaxCommands}} {
+	}{{"MaxSeries", c.MaxSeries}, {"MaxPoints", c.MaxPoints}, {"MaxTargets", c.MaxTargets}, {"MaxCommands", c.MaxCommands}, {"MaxIncidents", c.MaxIncidents}} {
 		if f.v < 0 {
 			errs = append(errs, fmt.Errorf("%w: %s %d is negative", ErrBadConfig, f.name, f.v))
 		}
@@ -55,5 +57,6 @@ func (c Config) withDefaults() Config {
 	def(&c.MaxPoints, DefaultMaxPoints)
 	def(&c.MaxTargets, DefaultMaxTargets)
 	def(&c.MaxCommands, DefaultMaxCommands)
+	def(&c.MaxIncidents, DefaultMaxIncidents)
 	return c
 }

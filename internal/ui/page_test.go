@@ -33,7 +33,7 @@ func TestPageEmptyInChromium(t *testing.T) {
 	if len(uitest.Elements(dom, "body", map[string]string{"data-state": "ready"})) != 1 {
 		t.Fatalf("the page never got ready:\n%s", dom)
 	}
-	for _, id := range []string{"tail", "drift", "qq", "burn", "other", "fuse"} {
+	for _, id := range []string{"incidents", "tail", "drift", "qq", "burn", "other", "fuse"} {
 		sec := uitest.Section(dom, "section", id)
 		if ps := uitest.Elements(sec, "p", map[string]string{"class": "empty"}); len(ps) != 1 || !strings.Contains(ps[0].Text, "no ") {
 			t.Errorf("section %s of an empty store: %v, want one \"no data yet\" note", id, ps)

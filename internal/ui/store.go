@@ -19,6 +19,8 @@ type Store struct {
 	seq     uint64 // update counter: the recency of series and targets
 	series  map[seriesID]*series
 	targets map[schemas.Key]*target
+	// incidents holds each incident's newest record (incidents.go).
+	incidents map[string]*incidentEntry
 	// counters, for the page and the tests
 	verdicts, commands           int64
 	droppedSeries, droppedTarget int64
@@ -77,13 +79,14 @@ func NewStore(cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Store{cfg: cfg.withDefaults(), series: map[seriesID]*series{}, targets: map[schemas.Key]*target{}}, nil
+	return &Store{cfg: cfg.withDefaults(), series: map[seriesID]*series{}, targets: map[schemas.Key]*target{}, incidents: map[string]*incidentEntry{}}, nil
 }
 
 // Config returns the store's bounds, defaults filled in.
 func (s *Store) Config() Config { return s.cfg }
 
-// Write records out's verdicts and commands. It never fails.
+// Write records out's verdicts, commands and incident records. It never
+// fails.
 func (s *Store) Write(_ context.Context, out schemas.Output) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -92,6 +95,9 @@ func (s *Store) Write(_ context.Context, out schemas.Output) error {
 	}
 	for i := range out.Commands {
 		s.addCommand(&out.Commands[i])
+	}
+	for i := range out.Incidents {
+		s.addIncident(&out.Incidents[i])
 	}
 	return nil
 }

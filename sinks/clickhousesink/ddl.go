@@ -56,6 +56,8 @@ const (
 	TableRollupsInput = "span_rollups_input"
 	ViewRollups       = "span_rollups_mv"
 	ViewEffects       = "fuse_effects"
+	TableIncidents    = "incidents"
+	ViewIncidents     = "incidents_latest"
 )
 
 const ddlMigrations = `CREATE TABLE IF NOT EXISTS {db}.fusebox_schema_migrations (
@@ -326,3 +328,63 @@ func expand(stmt, db string, cfg MigrateConfig) string {
 		"{days}", strconv.Itoa(cfg.RollupRetentionDays),
 	).Replace(stmt)
 }
+
+// ddlIncidents holds the incident stage's records (schemas.Incident), one
+// row per incident per evaluation; a replay writes the same id again,
+// collapsed by ReplacingMergeTree on (slo, incident_id, at_unix_nano, id)
+// — at and the incident are functions of the id, so duplicates meet.
+// Keys are the breaching keys listed (capped by incidents.max_keys) as
+// four parallel arrays.
+const ddlIncidents = `CREATE TABLE IF NOT EXISTS {db}.incidents (
+    id                  String,
+    incident_id         String,
+    slo                 String,
+    processor           String,
+    dimension           String,
+    value               String,
+    status              String,
+    breaching           Int64,
+    healthy             Int64,
+    other_breaching     Int64,
+    other_healthy       Int64,
+    p_value             Float64,
+    first_at            DateTime('UTC'),
+    first_unix_nano     Int64,
+    last_at             DateTime('UTC'),
+    last_unix_nano      Int64,
+    at                  DateTime('UTC'),
+    at_unix_nano        Int64,
+    key_tenants         Array(String),
+    key_services        Array(String),
+    key_models          Array(String),
+    key_variants        Array(String),
+    merged_into         String,
+    partial             UInt8,
+    config_version      String,
+    inserted_at         DateTime('UTC') DEFAULT now()
+) ENGINE = ReplacingMergeTree
+PARTITION BY toYYYYMM(at)
+ORDER BY (slo, incident_id, at_unix_nano, id)`
+
+// ddlIncidentsView is one row per incident: its level, when it opened and
+// when it was last attributed, its newest record's status, the most
+// breaching keys any record counted, and the smallest p-value. Read it
+// over FINAL of the table (the view's SELECT says FINAL, so duplicates do
+// not count).
+const ddlIncidentsView = `CREATE VIEW IF NOT EXISTS {db}.incidents_latest AS
+SELECT
+    incident_id,
+    any(slo)                       AS slo,
+    any(processor)                 AS processor,
+    any(dimension)                 AS dimension,
+    any(value)                     AS value,
+    min(first_at)                  AS first_at,
+    max(last_at)                   AS last_at,
+    max(at)                        AS updated_at,
+    argMax(status, at_unix_nano)   AS status,
+    max(breaching)                 AS max_breaching,
+    min(p_value)                   AS min_p_value,
+    count()                        AS records,
+    max(merged_into)               AS merged_into
+FROM {db}.incidents FINAL
+GROUP BY incident_id`

@@ -34,12 +34,13 @@ func (s *Sink) flusher() {
 }
 
 // cycle takes every pending row and inserts it: verdicts, then rollups, then
-// commands, in chunks of BatchSize, each chunk retried until it succeeds.
+// incident records, then commands (which cite verdicts and incident
+// records), in chunks of BatchSize, each chunk retried until it succeeds.
 // It reports false when Close stopped it half-way.
 func (s *Sink) cycle() bool {
 	s.mu.Lock()
-	vs, rs, cs := s.verdicts, s.rollups, s.commands
-	s.verdicts, s.rollups, s.commands = nil, nil, nil
+	vs, rs, cs, is := s.verdicts, s.rollups, s.commands, s.incidents
+	s.verdicts, s.rollups, s.commands, s.incidents = nil, nil, nil, nil
 	target := s.written
 	s.mu.Unlock()
 
@@ -59,6 +60,14 @@ func (s *Sink) cycle() bool {
 			return false
 		}
 		rs = rs[n:]
+	}
+	for len(is) > 0 {
+		n := min(len(is), s.cfg.BatchSize)
+		chunk := is[:n]
+		if !s.insert(tIncidents, n, func(ctx context.Context, c driver.Conn) error { return InsertIncidents(ctx, c, db, chunk) }) {
+			return false
+		}
+		is = is[n:]
 	}
 	for len(cs) > 0 {
 		n := min(len(cs), s.cfg.BatchSize)

@@ -27,6 +27,9 @@ const (
 	insertCommands = `INSERT INTO %s.fuse_commands (target, target_tenant, target_service, target_model, target_variant,
  version, action, level, state, issued_at, issued_at_unix_nano, expires_at, expires_at_unix_nano,
  fallback, throttle_fraction, reason_verdict_ids, reason_texts, correlation_ids, key_id, signature)`
+	insertIncidents = `INSERT INTO %s.incidents (id, incident_id, slo, processor, dimension, value, status,
+ breaching, healthy, other_breaching, other_healthy, p_value, first_at, first_unix_nano, last_at, last_unix_nano, at, at_unix_nano,
+ key_tenants, key_services, key_models, key_variants, merged_into, partial, config_version)`
 	insertRollups = `INSERT INTO %s.span_rollups_input (tenant, service, model, variant, minute, minute_unix_nano,
  spans, errors, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens,
  corrections, late_spans, failed_answers, failed_length, failed_content_filter, empty_answers,
@@ -54,6 +57,20 @@ func InsertCommands(ctx context.Context, conn driver.Conn, db string, cs []schem
 			c.Version, string(c.Action), int32(c.Level), string(c.State),
 			unixTime(c.IssuedAtUnixNano), c.IssuedAtUnixNano, unixTime(c.ExpiresAtUnixNano), c.ExpiresAtUnixNano,
 			c.Fallback, c.ThrottleFraction, ids, texts, nonNil(c.CorrelationIDs), c.KeyID, c.Signature}
+	})
+}
+
+// InsertIncidents inserts incident records into db.incidents.
+func InsertIncidents(ctx context.Context, conn driver.Conn, db string, is []schemas.Incident) error {
+	return insert(ctx, conn, insertIncidents, db, is, func(i *schemas.Incident) []any {
+		ts, ss, ms, vs := make([]string, len(i.Keys)), make([]string, len(i.Keys)), make([]string, len(i.Keys)), make([]string, len(i.Keys))
+		for j, k := range i.Keys {
+			ts[j], ss[j], ms[j], vs[j] = k.Tenant, k.Service, k.Model, k.Variant
+		}
+		return []any{i.ID, i.IncidentID, i.SLO, i.Processor, i.Dimension, i.Value, string(i.Status),
+			i.Breaching, i.Healthy, i.OtherBreaching, i.OtherHealthy, i.PValue,
+			unixTime(i.FirstUnixNano), i.FirstUnixNano, unixTime(i.LastUnixNano), i.LastUnixNano, unixTime(i.AtUnixNano), i.AtUnixNano,
+			ts, ss, ms, vs, i.MergedInto, boolUInt8(i.Partial), i.ConfigVersion}
 	})
 }
 
@@ -173,4 +190,11 @@ func isConnectionError(err error) bool {
 	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, chgo.ErrAcquireConnTimeout)
+}
+
+func boolUInt8(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -43,6 +43,7 @@ var Migrations = []Migration{
 	{Version: 6, Name: "fuse_effects", Statements: []string{ddlEffectsView}},
 	{Version: 7, Name: "span_rollups_failed_answers", Columns: rollupsFailedAnswersColumns,
 		Statements: []string{ddlDropRollupsView, ddlDropRollupsInput, ddlRollupsInputV3, ddlRollupsViewV3}},
+	{Version: 8, Name: "incidents", Statements: []string{ddlIncidents, ddlIncidentsView}},
 }
 
 // MigrateConfig tunes Migrate.

@@ -65,6 +65,7 @@ func wantMigrations(server ServerVersion) (wants []migrationWant, ttl bool) {
 			{5, "span_rollups_token_kinds", OutcomeApplied, OutcomeAlreadyApplied},
 			{6, "fuse_effects", OutcomeApplied, OutcomeAlreadyApplied},
 			{7, "span_rollups_failed_answers", OutcomeApplied, OutcomeAlreadyApplied},
+			{8, "incidents", OutcomeApplied, OutcomeAlreadyApplied},
 		}, false
 	}
 	return []migrationWant{
@@ -75,6 +76,7 @@ func wantMigrations(server ServerVersion) (wants []migrationWant, ttl bool) {
 		{5, "span_rollups_token_kinds", OutcomeApplied, OutcomeAlreadyApplied},
 		{6, "fuse_effects", OutcomeApplied, OutcomeAlreadyApplied},
 		{7, "span_rollups_failed_answers", OutcomeApplied, OutcomeAlreadyApplied},
+		{8, "incidents", OutcomeApplied, OutcomeAlreadyApplied},
 	}, true
 }
 

@@ -67,6 +67,7 @@ type Sink struct {
 	verdicts  []schemas.Verdict // written, not yet taken by a flush cycle
 	commands  []schemas.FuseCommand
 	rollups   []schemas.Rollup
+	incidents []schemas.Incident
 	buffered  int    // rows held: pending plus the running cycle's not yet inserted
 	written   uint64 // rows accepted by Write, ever
 	durable   uint64 // rows inserted, as a prefix of written
@@ -82,8 +83,8 @@ type Sink struct {
 	stop    context.CancelFunc // cancels a running insert when Close gives up
 	done    chan struct{}      // closed when the flusher returned
 
-	rowsOut     [3]atomic.Uint64 // per table: verdicts, commands, rollups
-	insertErrs  [3]atomic.Uint64
+	rowsOut     [4]atomic.Uint64 // per table: verdicts, commands, rollups, incidents
+	insertErrs  [4]atomic.Uint64
 	batches     atomic.Uint64
 	reconnects  atomic.Uint64
 	blockedNano atomic.Int64
@@ -93,9 +94,10 @@ const (
 	tVerdicts = iota
 	tCommands
 	tRollups
+	tIncidents
 )
 
-var tableNames = [3]string{TableVerdicts, TableFuseCommands, TableRollupsInput}
+var tableNames = [4]string{TableVerdicts, TableFuseCommands, TableRollupsInput, TableIncidents}
 
 // New validates cfg, opens the connection pool (without dialling: an
 // unreachable server only delays the first insert) and starts the flusher.
@@ -177,8 +179,8 @@ func (s *Sink) Write(ctx context.Context, out schemas.Output) error {
 	if s.permErr != nil {
 		return s.permErr
 	}
-	v, r, c := out.Verdicts, out.Rollups, out.Commands
-	for len(v)+len(r)+len(c) > 0 {
+	v, r, c, in := out.Verdicts, out.Rollups, out.Commands, out.Incidents
+	for len(v)+len(r)+len(c)+len(in) > 0 {
 		for s.buffered >= s.cfg.BufferCap {
 			if err := s.waitLocked(ctx); err != nil {
 				return err
@@ -195,10 +197,13 @@ func (s *Sink) Write(ctx context.Context, out schemas.Output) error {
 		k3 := take(len(c))
 		s.commands = append(s.commands, c[:k3]...)
 		c = c[k3:]
-		n := k + k2 + k3
+		k4 := take(len(in))
+		s.incidents = append(s.incidents, in[:k4]...)
+		in = in[k4:]
+		n := k + k2 + k3 + k4
 		s.buffered += n
 		s.written += uint64(n)
-		if len(s.verdicts) >= s.cfg.BatchSize || len(s.rollups) >= s.cfg.BatchSize || len(s.commands) >= s.cfg.BatchSize || s.buffered >= s.cfg.BufferCap {
+		if len(s.verdicts) >= s.cfg.BatchSize || len(s.rollups) >= s.cfg.BatchSize || len(s.commands) >= s.cfg.BatchSize || len(s.incidents) >= s.cfg.BatchSize || s.buffered >= s.cfg.BufferCap {
 			s.kickFlusher()
 		}
 	}

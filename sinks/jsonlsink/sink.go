@@ -16,8 +16,9 @@ import (
 	"github.com/fusebox-dev/fusebox/sinks"
 )
 
-// Sink appends verdicts and fuse commands to a file, one
-// JSON object per line: {"verdict": {...}} or {"fuse_command": {...}}, in
+// Sink appends verdicts, fuse commands and incident records to a file, one
+// JSON object per line: {"verdict": {...}}, {"fuse_command": {...}} or
+// {"incident": {...}}, in
 // the encodings of the Kafka sink. Rollups are not written. Flush syncs the
 // file, so a checkpoint is durable on disk.
 type Sink struct {
@@ -43,7 +44,8 @@ func Open(path string) (*Sink, error) {
 // Path is the file written.
 func (j *Sink) Path() string { return j.path }
 
-// Write appends the verdicts, then the commands.
+// Write appends the verdicts, then the commands, then the incident
+// records ({"incident": {...}}, sinks.MarshalIncidentJSON).
 func (j *Sink) Write(_ context.Context, out schemas.Output) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -69,6 +71,19 @@ func (j *Sink) Write(_ context.Context, out schemas.Output) error {
 			return err
 		}
 		j.buf = append(append(append(j.buf[:0], `{"fuse_command":`...), b...), "}\n"...)
+		if _, err := j.w.Write(j.buf); err != nil {
+			j.errs++
+			return err
+		}
+		j.pending++
+	}
+	for i := range out.Incidents {
+		var err error
+		j.buf = append(j.buf[:0], `{"incident":`...)
+		if j.buf, err = sinks.MarshalIncidentJSON(j.buf, &out.Incidents[i]); err != nil {
+			return err
+		}
+		j.buf = append(j.buf, "}\n"...)
 		if _, err := j.w.Write(j.buf); err != nil {
 			j.errs++
 			return err
@@ -162,4 +177,35 @@ func Read(data []byte) ([]schemas.Verdict, []schemas.FuseCommand, error) {
 		}
 	}
 	return vs, cs, sc.Err()
+}
+
+// ReadIncidents decodes the incident records of what a Sink wrote, in
+// file order (the other lines are skipped; a last line without its
+// newline is ignored).
+func ReadIncidents(data []byte) ([]schemas.Incident, error) {
+	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+		data = data[:i+1]
+	} else {
+		data = nil
+	}
+	var out []schemas.Incident
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		var line struct {
+			Incident json.RawMessage `json:"incident"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			return nil, fmt.Errorf("jsonl line %d: %w", n, err)
+		}
+		if line.Incident == nil {
+			continue
+		}
+		inc, err := sinks.UnmarshalIncidentJSON(line.Incident)
+		if err != nil {
+			return nil, fmt.Errorf("jsonl line %d: incident: %w", n, err)
+		}
+		out = append(out, inc)
+	}
+	return out, sc.Err()
 }

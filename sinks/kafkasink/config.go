@@ -31,6 +31,13 @@ type Config struct {
 	// "fusebox.fuse"). It must be compacted (cleanup.policy=compact):
 	// gateways rebuild the newest command per target from it.
 	FuseTopic string
+	// IncidentTopic, when set, receives every incident record
+	// (sinks.MarshalIncidentJSON, fusebox.incident.v1), keyed by its
+	// incident id, acknowledged with the verdicts (before the commands
+	// that cite them, and counted with them in Metrics); created like the
+	// verdict topic. "" (the default): incident records are not written
+	// to Kafka.
+	IncidentTopic string
 
 	// CreateTopics creates missing topics at New with the partitions,
 	// replication and configs below (default true). Existing topics are left
@@ -104,6 +111,9 @@ func (c *Config) Validate() error {
 	}
 	if c.FuseTopic == "" {
 		bad("fuse_topic", "empty")
+	}
+	if c.IncidentTopic != "" && (c.IncidentTopic == c.VerdictTopic || c.IncidentTopic == c.FuseTopic) {
+		bad("incident_topic", "must differ from verdict_topic and fuse_topic")
 	}
 	if c.VerdictTopic != "" && c.VerdictTopic == c.FuseTopic {
 		bad("fuse_topic", "must differ from verdict_topic "+c.VerdictTopic)

@@ -140,8 +140,9 @@ func (s *Sink) newEpoch() *epoch {
 }
 
 var (
-	verdictHeader = []kgo.RecordHeader{{Key: SchemaHeader, Value: []byte(sinks.VerdictJSONVersion)}}
-	commandHeader = []kgo.RecordHeader{{Key: SchemaHeader, Value: []byte(FuseCommandJSONVersion)}}
+	verdictHeader  = []kgo.RecordHeader{{Key: SchemaHeader, Value: []byte(sinks.VerdictJSONVersion)}}
+	commandHeader  = []kgo.RecordHeader{{Key: SchemaHeader, Value: []byte(FuseCommandJSONVersion)}}
+	incidentHeader = []kgo.RecordHeader{{Key: SchemaHeader, Value: []byte(sinks.IncidentJSONVersion)}}
 )
 
 // Write encodes out's verdicts and commands and hands them to the producer.
@@ -163,6 +164,17 @@ func (s *Sink) Write(ctx context.Context, out schemas.Output) error {
 			return fmt.Errorf("kafkasink: verdicts[%d] (id %q): %w", i, v.ID, err)
 		}
 		vrecs[i] = &kgo.Record{Topic: s.cfg.VerdictTopic, Key: []byte(sinks.VerdictRecordKey(v)), Value: val, Headers: verdictHeader}
+	}
+	if s.cfg.IncidentTopic != "" {
+		for i := range out.Incidents {
+			inc := &out.Incidents[i]
+			val, err := sinks.MarshalIncidentJSON(nil, inc)
+			if err != nil {
+				return fmt.Errorf("kafkasink: incidents[%d] (id %q): %w", i, inc.ID, err)
+			}
+			// With the verdicts: acknowledged before the commands citing them.
+			vrecs = append(vrecs, &kgo.Record{Topic: s.cfg.IncidentTopic, Key: []byte(inc.IncidentID), Value: val, Headers: incidentHeader})
+		}
 	}
 	crecs := make([]*kgo.Record, len(out.Commands))
 	for i := range out.Commands {

@@ -46,14 +46,22 @@ func ensureTopics(ctx context.Context, cl *kgo.Client, cfg *Config) error {
 		for k, v := range cfg.VerdictTopicConfigs {
 			verdictConfigs[k] = &v
 		}
-		for _, t := range []struct {
+		topics := []struct {
 			name       string
 			partitions int32
 			configs    map[string]*string
 		}{
 			{cfg.VerdictTopic, cfg.VerdictPartitions, verdictConfigs},
 			{cfg.FuseTopic, cfg.FusePartitions, fuseConfigs},
-		} {
+		}
+		if cfg.IncidentTopic != "" {
+			topics = append(topics, struct {
+				name       string
+				partitions int32
+				configs    map[string]*string
+			}{cfg.IncidentTopic, cfg.VerdictPartitions, verdictConfigs})
+		}
+		for _, t := range topics {
 			resp, err := adm.CreateTopic(ctx, t.partitions, cfg.ReplicationFactor, t.configs, t.name)
 			if err == nil {
 				err = resp.Err

@@ -46,6 +46,8 @@ func take(dst *schemas.Output, o schemas.Output) {
 	dst.Verdicts = append(dst.Verdicts, o.Verdicts...)
 	dst.Commands = append(dst.Commands, o.Commands...)
 	dst.Rollups = append(dst.Rollups, o.Rollups...)
+	dst.Summaries = append(dst.Summaries, o.Summaries...)
+	dst.Incidents = append(dst.Incidents, o.Incidents...)
 }
 
 // addStats adds s to dst; dst's watermark is the lowest of the workers'.

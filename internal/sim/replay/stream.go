@@ -55,7 +55,7 @@ func StreamBatches(cfg engine.WorkerConfig, next func() ([]schemas.Span, []schem
 				SourceTopics: announce, Idle: o.Idle, Spans: o.Spans, Corrections: o.Corrections}
 			keyed++
 			w.Apply(&rec)
-			if o := w.TakeOutput(); len(o.Verdicts)+len(o.Commands)+len(o.Rollups) > 0 {
+			if o := w.TakeOutput(); !o.Empty() {
 				out(o)
 			}
 		}

@@ -364,6 +364,8 @@ async function refresh() {
     fill("tenants", [tenants.rows.length ? tenantMatrix(tenants) :
       el("p", { class: "empty", "data-empty": "tenants" }, "no data yet: no SLO verdicts, the matrix fills with the first evaluations")]);
     const detailResp = sel ? await getJSON(`/api/ui/key?${keyQuery(sel)}`) : null;
+    const incidents = await getJSON("/api/ui/incidents");
+    renderIncidents(incidents ? incidents.incidents : []);
     render(sel, detailResp, fuse);
     document.body.dataset.state = "ready";
     document.body.dataset.verdicts = keys.verdicts;
@@ -372,6 +374,17 @@ async function refresh() {
     document.body.dataset.state = "error";
   }
   setTimeout(refresh, REFRESH_MS);
+}
+
+// renderIncidents lists the incidents, newest opened first: the level,
+// its status, the keys counted and the test's p-value.
+function renderIncidents(list) {
+  fill("incidents", list.map((i) => {
+    const p = i.dimension === "key" ? "per-key breaker" : `p = ${fmt(i.p_value)}`;
+    const merged = i.merged_into ? ` · merged into ${i.merged_into.slice(0, 8)}` : "";
+    return el("p", { class: `incident status-${i.status}`, "data-incident": i.id, "data-dimension": i.dimension, "data-value": i.value, "data-status": i.status },
+      `${i.slo} · ${i.dimension} = ${i.value} · ${i.status} · ${i.breaching} of ${i.keys} keys breach (others ${i.other_breaching} of ${i.others}) · ${p} · since ${fmtTime(i.first)}, last ${fmtTime(i.last)}${merged}`);
+  }), "no incidents");
 }
 
 function render(sel, kr, fuse) {
