@@ -13,6 +13,9 @@ import (
 //
 // A Config that must fit the SLO file's key dimensions implements
 // DimensionChecker too.
+//
+// A Config some of whose metrics are evaluated less often than Interval
+// implements MetricIntervals.
 type Config interface {
 	// Validate reports every wrong field as a *ConfigError relative to
 	// the section.
@@ -115,4 +118,15 @@ func NewKind[C any, P Processor, PC interface {
 		},
 		CheckDimensions: func(cfg Config, dims []string) error { return checkDims(cfg.(PC), dims) },
 	}
+}
+
+// MetricIntervals is implemented by a Config some of whose verdict
+// metrics are evaluated less often than its Interval (drift: ks every
+// `every`, cusum and slice every `step`). MetricIntervals maps each metric
+// of Metrics to its evaluation interval (event time). A reader that takes
+// one boundary's verdicts of an SLO as the SLO's whole state — the
+// incident stage's evaluation summaries — cannot read such an SLO: a
+// metric not due at a boundary would look healthy there.
+type MetricIntervals interface {
+	MetricIntervals() map[string]time.Duration
 }

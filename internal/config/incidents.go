@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/fusebox-dev/fusebox/processors"
 	"github.com/fusebox-dev/fusebox/processors/incident"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
@@ -78,6 +80,9 @@ func (f *File) validateIncidents() []fieldErr {
 	for i, s := range in.SLOs {
 		fail(!slices.Contains(names, s), "incidents.slos["+strconv.Itoa(i)+"]", "no SLO named "+strconv.Quote(s))
 	}
+	if in.Enabled {
+		errs = append(errs, f.incidentCadences()...)
+	}
 	fail(in.Alpha != 0 && !(in.Alpha > 0 && in.Alpha < 1), "incidents.alpha", fmt.Sprintf("must be in (0, 1), got %v", in.Alpha))
 	fail(in.MinKeys != 0 && in.MinKeys < 2, "incidents.min_keys", fmt.Sprintf("must be at least 2 (one key is the per-key breaker's), got %d", in.MinKeys))
 	fail(in.MinPurity != 0 && !(in.MinPurity > 0 && in.MinPurity <= 1), "incidents.min_purity", fmt.Sprintf("must be in (0, 1], got %v", in.MinPurity))
@@ -140,4 +145,47 @@ func (f *File) AttributedSLOs() []string {
 		out = append(out, c.SLO)
 	}
 	return out
+}
+
+// incidentCadences refuses an attributed SLO whose metrics are not all
+// evaluated at every boundary (processors.MetricIntervals): the stage
+// reads one boundary's verdicts as the SLO's state, so a metric not due
+// there (drift's ks between its minutes, beside cusum and slice every
+// 15 s) would look healthy, and its incidents would close and reopen
+// every minute. Loud rather than quietly wrong: the error says how to
+// give the SLO one cadence.
+func (f *File) incidentCadences() []fieldErr {
+	var errs []fieldErr
+	for i := range f.SLOs {
+		s := &f.SLOs[i]
+		if len(f.Incidents.SLOs) > 0 && !slices.Contains(f.Incidents.SLOs, s.Name) {
+			continue
+		}
+		sec, ok := s.Processor()
+		if !ok {
+			continue
+		}
+		mi, ok := sec.Config.(processors.MetricIntervals)
+		if !ok {
+			continue
+		}
+		every := sec.Config.Interval()
+		var slower []string
+		for m, d := range mi.MetricIntervals() {
+			if d != every {
+				slower = append(slower, fmt.Sprintf("%s every %v", m, d))
+			}
+		}
+		if len(slower) == 0 {
+			continue
+		}
+		slices.Sort(slower)
+		field := "incidents.slos"
+		if j := slices.Index(f.Incidents.SLOs, s.Name); j >= 0 {
+			field += "[" + strconv.Itoa(j) + "]"
+		}
+		errs = append(errs, fieldErr{field, fmt.Sprintf("SLO %q evaluates every %v but %s: the incident stage needs every metric at every boundary; "+
+			"give it one cadence (drift: detectors: [ks], or step equal to every) or leave it out of incidents.slos", s.Name, every, strings.Join(slower, ", "))})
+	}
+	return errs
 }

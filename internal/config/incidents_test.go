@@ -74,3 +74,38 @@ slos:
   - name: lat2
     tail: {budget: 2000}
 `
+
+// TestIncidentsRefuseMixedCadences: a drift SLO at its defaults runs ks
+// every minute and cusum and slice every 15 s; the incident stage reads
+// one boundary's verdicts as the SLO's state, so attributing it is an
+// error that names the SLO and the fix — with incidents.slos empty (all
+// SLOs) and with the SLO listed — while a drift SLO of one cadence, or
+// one left out of incidents.slos, is accepted.
+func TestIncidentsRefuseMixedCadences(t *testing.T) {
+	const slos = `kafka: {brokers: ["localhost:9092"]}
+slos:
+  - name: lat
+    tail: {budget: 1000}
+  - name: conf
+    drift: {}
+  - name: conf-ks
+    drift: {detectors: [ks]}
+`
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"all SLOs", "incidents:\n  enabled: true\n", `incidents.slos: SLO "conf" evaluates every 15s but ks_confidence every 1m0s`},
+		{"listed", "incidents:\n  enabled: true\n  slos: [lat, conf]\n", `x.yaml:3: incidents.slos[1]: SLO "conf" evaluates every 15s`},
+	} {
+		_, err := Parse("x.yaml", []byte(tc.yaml+slos))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "detectors: [ks]") {
+			t.Errorf("%s: %v, want %q and the fix", tc.name, err, tc.want)
+		}
+	}
+	for _, ok := range []string{
+		"incidents:\n  enabled: true\n  slos: [lat, conf-ks]\n",
+		"incidents:\n  enabled: false\n", // the stage off: nothing reads summaries
+	} {
+		if _, err := Parse("x.yaml", []byte(ok+slos)); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+}

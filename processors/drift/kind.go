@@ -19,6 +19,23 @@ func Kind() processors.Kind { return processors.NewKind(Name, DefaultConfig, Def
 // Every: the KS test runs every Every either way.
 func (c *Config) Interval() time.Duration { return c.slotWidth() }
 
+// MetricIntervals: ks runs every Every, cusum and slice every Step (the
+// slot width): see processors.MetricIntervals.
+func (c *Config) MetricIntervals() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, d := range c.EnabledDetectors() {
+		switch d {
+		case DetectorKS:
+			out[MetricName(*c)] = c.Every
+		case DetectorCUSUM:
+			out[CUSUMMetricName(*c)] = c.slotWidth()
+		case DetectorSlice:
+			out[SliceMetricName(*c)] = c.slotWidth()
+		}
+	}
+	return out
+}
+
 // Metrics are the enabled detectors' verdict metrics, named for the
 // metric: MetricName (ks), CUSUMMetricName (cusum), SliceMetricName
 // (slice).
