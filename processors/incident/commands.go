@@ -180,9 +180,23 @@ func (s *Stage) commands(slo string, st *sloState, at int64, keys []schemas.Summ
 		if c.State == schemas.StateClosed {
 			delete(st.Forwarded, ts)
 		} else {
-			st.Forwarded[ts] = true
+			st.Forwarded[ts] = c.ExpiresAtUnixNano
 		}
 		delete(st.Held, ts)
+	}
+	// A target whose last command expired without a close (its key went
+	// quiet or was evicted, so its breaker stopped refreshing it) is
+	// forgotten: nothing in effect is left to follow, and the state would
+	// otherwise grow with every target ever seen.
+	for ts, c := range st.Held {
+		if c.ExpiresAtUnixNano <= at {
+			delete(st.Held, ts)
+		}
+	}
+	for ts, exp := range st.Forwarded {
+		if exp <= at {
+			delete(st.Forwarded, ts)
+		}
 	}
 	for _, c := range cmds {
 		ts := c.Target.String()
@@ -195,7 +209,7 @@ func (s *Stage) commands(slo string, st *sloState, at int64, keys []schemas.Summ
 			} else {
 				st.Held[ts] = c
 			}
-		case st.Forwarded[ts]:
+		case st.Forwarded[ts] > 0:
 			forward(c) // its open went out: the rest of its life does too
 		case c.State == schemas.StateOpen && breaching(c.Target):
 			forward(c) // a trip of a key that breaches now

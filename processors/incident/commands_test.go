@@ -87,6 +87,18 @@ func TestLevelCommandSuppressesAndHandsBack(t *testing.T) {
 	if out := add(6, keys(0), trip(0, 6*minute, schemas.StateHalfOpen)); len(out.Commands) != 1 || out.Commands[0].State != schemas.StateHalfOpen {
 		t.Fatalf("after the close: %+v", out.Commands)
 	}
+	// What the stage follows is forgotten once it expired: t1's suppressed
+	// half-open (issued at 4m, 15m TTL) and t0's forwarded target (last at
+	// 6m) are still held at 18m and gone at 22m, when t0 went quiet.
+	lat := st.slos["lat"]
+	add(18, keys())
+	if _, ok := lat.Held[key(1).String()]; !ok || lat.Forwarded[key(0).String()] == 0 {
+		t.Fatalf("at 18m: held %v, forwarded %v; want t1 held and t0 forwarded", lat.Held, lat.Forwarded)
+	}
+	add(22, keys())
+	if len(lat.Held) != 0 || len(lat.Forwarded) != 0 {
+		t.Errorf("at 22m, every command expired: held %v, forwarded %v; want both empty", lat.Held, lat.Forwarded)
+	}
 }
 
 // When the level's trip stops its traffic, its keys leave the summaries

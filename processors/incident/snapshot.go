@@ -86,7 +86,7 @@ func (s *Stage) UnmarshalBinary(b []byte) error {
 			st.Held = map[string]schemas.FuseCommand{}
 		}
 		if st.Forwarded == nil {
-			st.Forwarded = map[string]bool{}
+			st.Forwarded = map[string]int64{}
 		}
 		for _, p := range ss.PendingList {
 			if len(p.Seen) != s.cfg.Partitions {

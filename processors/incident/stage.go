@@ -173,9 +173,11 @@ type sloState struct {
 	Open   map[string]*open `json:"-"`
 	// Held is, per per-key target (Key.String), the newest command of it
 	// suppressed while an incident covers it; Forwarded the targets whose
-	// open command went out (see CommandRule).
+	// open command went out, with the expiry (Unix ns) of the newest
+	// command forwarded (see CommandRule). Entries whose command expired
+	// are dropped at the next boundary with commands.
 	Held      map[string]schemas.FuseCommand `json:"held"`
-	Forwarded map[string]bool                `json:"forwarded"`
+	Forwarded map[string]int64               `json:"forwarded"`
 	// Closing holds the aggregate incidents closed at the boundary being
 	// decided, for their close commands (not in the snapshot: it is
 	// empty between boundaries).
@@ -325,7 +327,7 @@ func (s *Stage) Add(sum schemas.EvalSummary) (schemas.Output, error) {
 func newSLOState(partitions int) *sloState {
 	st := &sloState{Latest: make([]int64, partitions), Decided: math.MinInt64,
 		Pending: map[int64]*pending{}, Streak: map[string]int{}, Open: map[string]*open{},
-		Held: map[string]schemas.FuseCommand{}, Forwarded: map[string]bool{}, Closing: map[string]*open{}}
+		Held: map[string]schemas.FuseCommand{}, Forwarded: map[string]int64{}, Closing: map[string]*open{}}
 	for i := range st.Latest {
 		st.Latest[i] = math.MinInt64
 	}
