@@ -51,6 +51,7 @@ type Incidents struct {
 	mu          sync.Mutex
 	summaries   int64
 	checkpoints int64
+	partial     int64
 }
 
 // NewIncidents returns the runner.
@@ -72,6 +73,15 @@ func (in *Incidents) Counts() (summaries, checkpoints int64) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.summaries, in.checkpoints
+}
+
+// Partial returns how many boundaries the stages decided without a
+// lagging keyed partition (IncidentStage.Lagging's lines): each is also a
+// WARN naming the partitions.
+func (in *Incidents) Partial() int64 {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.partial
 }
 
 // SummaryDecoder is the batch.Decoder of the summaries topic.
@@ -152,7 +162,13 @@ func (p *incidentPartition) Handle(ctx context.Context, b *batch.Batch) error {
 		out.Incidents = append(out.Incidents, o.Incidents...)
 		out.Commands = append(out.Commands, o.Commands...)
 		out.Verdicts = append(out.Verdicts, o.Verdicts...)
-		for _, l := range p.st.Lagging() {
+		lagging := p.st.Lagging()
+		if len(lagging) > 0 {
+			p.in.mu.Lock()
+			p.in.partial += int64(len(lagging))
+			p.in.mu.Unlock()
+		}
+		for _, l := range lagging {
 			p.in.cfg.Logger.Warn("incident stage: "+l+"; their commands and keys come late (a stuck or restoring worker, or a process whose SLO file has no incidents)",
 				"partition", p.partition)
 		}

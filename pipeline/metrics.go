@@ -180,6 +180,13 @@ func (p *Pipeline) collect(s *observe.Snapshot) {
 		extra("fusebox_checkpoint_bytes", "Size of the newest checkpoint of an owned keyed partition (the snapshot, before chunking), in bytes: it grows with the live keys and their windows.",
 			observe.GaugeSample, float64(n), observe.Label{Name: "partition", Value: strconv.Itoa(int(part))})
 	}
+	if p.incidents != nil {
+		sums, cps := p.incidents.Counts()
+		extra("fusebox_incident_summaries_total", "Evaluation summaries the incident stage applied (incidents.enabled).", observe.CounterSample, float64(sums))
+		extra("fusebox_incident_checkpoints_total", "Incident-stage checkpoints (sinks flushed, state saved, input acknowledged).", observe.CounterSample, float64(cps))
+		extra("fusebox_incident_partial_decisions_total", "SLO boundaries the incident stage decided without a lagging keyed partition after incidents.max_wait evaluations (records marked partial; a WARN names the partitions): a stuck or restoring worker, or a process whose SLO file has no incidents.",
+			observe.CounterSample, float64(p.incidents.Partial()))
+	}
 	extra("fusebox_checkpoints_total", "Keyed-partition checkpoints (sinks flushed, state saved, input acknowledged).", observe.CounterSample, float64(p.keyed.Checkpoints()))
 
 	p.tr.noSamples.collect(s)
