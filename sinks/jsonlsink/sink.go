@@ -53,43 +53,41 @@ func (j *Sink) Write(_ context.Context, out schemas.Output) error {
 		return sinks.ErrClosed
 	}
 	for i := range out.Verdicts {
-		var err error
-		j.buf = append(j.buf[:0], `{"verdict":`...)
-		if j.buf, err = sinks.MarshalVerdictJSON(j.buf, &out.Verdicts[i]); err != nil {
+		if err := j.writeLine(`{"verdict":`, func(b []byte) ([]byte, error) { return sinks.MarshalVerdictJSON(b, &out.Verdicts[i]) }); err != nil {
 			return err
 		}
-		j.buf = append(j.buf, "}\n"...)
-		if _, err := j.w.Write(j.buf); err != nil {
-			j.errs++
-			return err
-		}
-		j.pending++
 	}
 	for i := range out.Commands {
-		b, err := json.Marshal(out.Commands[i])
-		if err != nil {
+		if err := j.writeLine(`{"fuse_command":`, func(b []byte) ([]byte, error) {
+			c, err := json.Marshal(out.Commands[i])
+			return append(b, c...), err
+		}); err != nil {
 			return err
 		}
-		j.buf = append(append(append(j.buf[:0], `{"fuse_command":`...), b...), "}\n"...)
-		if _, err := j.w.Write(j.buf); err != nil {
-			j.errs++
-			return err
-		}
-		j.pending++
 	}
 	for i := range out.Incidents {
-		var err error
-		j.buf = append(j.buf[:0], `{"incident":`...)
-		if j.buf, err = sinks.MarshalIncidentJSON(j.buf, &out.Incidents[i]); err != nil {
+		if err := j.writeLine(`{"incident":`, func(b []byte) ([]byte, error) { return sinks.MarshalIncidentJSON(b, &out.Incidents[i]) }); err != nil {
 			return err
 		}
-		j.buf = append(j.buf, "}\n"...)
-		if _, err := j.w.Write(j.buf); err != nil {
-			j.errs++
-			return err
-		}
-		j.pending++
 	}
+	return nil
+}
+
+// writeLine writes one line, prefix + the record marshal appends + "}\n",
+// reusing j.buf. A marshal error is the record's (nothing written, not
+// counted as a sink error); a write error is counted in errs.
+func (j *Sink) writeLine(prefix string, marshal func([]byte) ([]byte, error)) error {
+	var err error
+	j.buf = append(j.buf[:0], prefix...)
+	if j.buf, err = marshal(j.buf); err != nil {
+		return err
+	}
+	j.buf = append(j.buf, "}\n"...)
+	if _, err := j.w.Write(j.buf); err != nil {
+		j.errs++
+		return err
+	}
+	j.pending++
 	return nil
 }
 
