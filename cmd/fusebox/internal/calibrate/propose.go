@@ -64,7 +64,6 @@ const (
 	driftWindow, driftEvery             = 5 * time.Minute, time.Minute
 	decayWindow, decayEvery             = time.Hour, 5 * time.Minute
 	correctionsWindow, correctionsEvery = 10 * time.Minute, time.Minute
-	consecutive                         = 3 // drift's default
 )
 
 // Propose derives an SLO file from in (sorted by Sort):
@@ -78,12 +77,18 @@ const (
 //     (rounded to 1, 2 or 5 x a power of ten, at most 0.999), so normal
 //     traffic burns at about 1/ErrorHeadroom of the budget.
 //   - drift (canary vs baseline confidence when the input has canaries,
-//     else the reference mode), decay (alignment) and corrections: the
-//     per-evaluation alpha is FalseTrips / (1000 x evaluations per
-//     key-day) times the consecutive count (drift) — a Bonferroni bound
-//     over a key's day that gives the overlapping windows' k-in-a-row
-//     rule credit for no more than a factor k — clamped to [1e-6, the
-//     default]; min_samples (min_responses) the larger of the default and
+//     else the reference mode): false_alarms = FalseTrips / 1000 per
+//     key-day, which the processor splits over its detectors and turns
+//     into each one's level (the KS test's alpha = false_alarms /
+//     (detectors x 1,440 evaluations per key-day), a Bonferroni bound
+//     with no credit for a k-in-a-row rule; cusum's and slice's
+//     thresholds from their share); consecutive and min_effect are left
+//     to the mode's defaults (1 and 0 in reference mode, 3 and 0.1 in
+//     canary mode).
+//   - decay (alignment) and corrections: the per-evaluation alpha is
+//     FalseTrips / (1000 x evaluations per key-day) — a Bonferroni bound
+//     over a key's day — clamped to [1e-6, the default]; min_samples
+//     (min_responses) of these and of drift the larger of the default and
 //     a tenth of the median key's count per window, so keys with a tenth
 //     of typical traffic are insufficient_data rather than noisy (canary
 //     drift: at least 20 and a third of the median canary key's count,
@@ -234,8 +239,8 @@ func Propose(in *Input, cfg Config) (Proposal, error) {
 	note("availability: target %s (error ratio %.3g%%; normal burn %.2f)", fmtNum(target), 100*ratio, ratio/(1-target))
 
 	perDay := func(every time.Duration) float64 { return 24 * float64(time.Hour) / float64(every) }
-	alpha := func(every time.Duration, credit, def float64) float64 {
-		a := credit * cfg.FalseTrips / (1000 * perDay(every))
+	alpha := func(every time.Duration, def float64) float64 {
+		a := cfg.FalseTrips / (1000 * perDay(every))
 		return math.Min(math.Max(roundDown1(a), 1e-6), def)
 	}
 	perWindow := func(counts map[schemas.Key]int, window time.Duration) float64 {
@@ -259,7 +264,9 @@ func Propose(in *Input, cfg Config) (Proposal, error) {
 	coolDown = max(coolDown, tailWindow)
 
 	if len(perKeyConf) > 0 {
-		a := alpha(driftEvery, consecutive, 0.001)
+		// Per key-day, as the breaker's target is: the drift processor
+		// derives every detector's level from it.
+		fa := cfg.FalseTrips / 1000
 		med := perWindow(perKeyConf, driftWindow)
 		minS := max(50, int(math.Ceil(med/10)))
 		mode := "reference"
@@ -276,16 +283,16 @@ func Propose(in *Input, cfg Config) (Proposal, error) {
 			med = perWindow(canaries, driftWindow)
 			minS = max(20, int(math.Ceil(med/3)))
 		}
-		fmt.Fprintf(&y, "  # drift: alpha = %d x %g / (1000 x %g evaluations per key-day); median (canary) key %.0f values per window\n",
-			consecutive, cfg.FalseTrips, perDay(driftEvery), med)
-		fmt.Fprintf(&y, "  - name: confidence-drift\n    drift: {metric: confidence, mode: %s, alpha: %s, consecutive: %d, min_samples: %d}\n",
-			mode, fmtNum(a), consecutive, minS)
-		note("confidence-drift: %s mode, alpha %s, min_samples %d", mode, fmtNum(a), minS)
+		fmt.Fprintf(&y, "  # drift: false_alarms = %g / 1000 per key-day, split over the mode's detectors; median (canary) key %.0f values per window\n",
+			cfg.FalseTrips, med)
+		fmt.Fprintf(&y, "  - name: confidence-drift\n    drift: {metric: confidence, mode: %s, false_alarms: %s, min_samples: %d}\n",
+			mode, fmtNum(fa), minS)
+		note("confidence-drift: %s mode, false_alarms %s per key-day, min_samples %d", mode, fmtNum(fa), minS)
 		hasRule["drift"] = true
 		coolDown = max(coolDown, driftWindow)
 	}
 	if len(perKeyAlign) > 0 {
-		a := alpha(decayEvery, 1, 0.01)
+		a := alpha(decayEvery, 0.01)
 		med := perWindow(perKeyAlign, decayWindow)
 		minS := max(30, int(math.Ceil(med/10)))
 		fmt.Fprintf(&y, "  # decay: alpha = %g / (1000 x %g evaluations per key-day); median key %.0f scores per window\n",
@@ -295,7 +302,7 @@ func Propose(in *Input, cfg Config) (Proposal, error) {
 		note("alignment-decay: alpha %s, min_samples %d; %s", fmtNum(a), minS, actionNote(fallback, others))
 	}
 	if len(in.Corrections) > 0 {
-		a := alpha(correctionsEvery, 1, 0.001)
+		a := alpha(correctionsEvery, 0.001)
 		rate := float64(len(in.Corrections)) / float64(len(in.Spans))
 		maxRate := math.Max(0.05, roundUp2(3*rate))
 		med := perWindow(perKey, correctionsWindow)
