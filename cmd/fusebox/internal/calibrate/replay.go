@@ -25,6 +25,9 @@ type SLOResult struct {
 	FirstBreach int64
 	// TripTargets lists the targets tripped, in order, once each.
 	TripTargets []schemas.Key
+	// Judged holds the keys with a judged verdict (ok, warn or breach):
+	// the keys the SLO covered, for key-days.
+	Judged map[schemas.Key]bool
 }
 
 // Replay is what an SLO file did on the traffic.
@@ -44,7 +47,7 @@ func RunFile(name string, file []byte, in *Input) (Replay, error) {
 	idx := map[string]int{}
 	for _, s := range f.SLOs {
 		idx[s.Name] = len(rep.SLOs)
-		rep.SLOs = append(rep.SLOs, SLOResult{SLO: s.Name, ByStatus: map[schemas.Status]int{}})
+		rep.SLOs = append(rep.SLOs, SLOResult{SLO: s.Name, ByStatus: map[schemas.Status]int{}, Judged: map[schemas.Key]bool{}})
 	}
 	sloOf := map[string]int{}
 	open := map[schemas.Key]bool{}
@@ -59,6 +62,9 @@ func RunFile(name string, file []byte, in *Input) (Replay, error) {
 			r := &rep.SLOs[j]
 			r.Processor = v.Processor
 			r.ByStatus[v.Status]++
+			if v.Status != schemas.StatusInsufficientData {
+				r.Judged[v.Key] = true
+			}
 			if v.Status == schemas.StatusBreach {
 				sloOf[v.ID] = j
 				if r.FirstBreach == 0 {

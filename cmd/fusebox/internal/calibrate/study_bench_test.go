@@ -16,14 +16,18 @@ import (
 
 // studyDays is the number of stationary days per shape the false-trip
 // study replays (each day another seed).
-var studyDays = flag.Int("study.days", 1, "BenchmarkCalibratedFalseTrips: clean days per shape, each of its own seed")
+var (
+	studyDays = flag.Int("study.days", 1, "BenchmarkCalibratedFalseTrips: clean days per shape, each of its own seed")
+	studySeed = flag.Uint64("study.seed", 100, "BenchmarkCalibratedFalseTrips: the seed of the first clean day (a study in parts: -study.seed 100 -study.days 4, then 104, ...)")
+)
 
 // BenchmarkCalibratedFalseTrips is issue 24's study: each shape the tests
 // know is calibrated on 2 h of seed 1, and the proposal is run on
 // -study.days days of clean traffic of the same shape, seeds 100, 101, ...
 // — traffic the proposal was not made from. It reports, per processor and
-// in all, trips and breaches per 1,000 key-days (a key-day: a key with at
-// least one call in a day) with the upper end of the trips' exact 95% interval
+// in all, trips and breaches per 1,000 key-days (a key-day: for the whole
+// breaker a key with at least one call in a day; for a processor a key
+// with a judged verdict of one of its SLOs that day) with the upper end of the trips' exact 95% interval
 // (Poisson: 3.689 / key-days when there is none), and the tail's warn share. It is a
 // study, not a timed benchmark: run it as
 //
@@ -35,11 +39,15 @@ var studyDays = flag.Int("study.days", 1, "BenchmarkCalibratedFalseTrips: clean 
 func BenchmarkCalibratedFalseTrips(b *testing.B) {
 	shapes := []shape{timeoutShape(), zipfShape(), burstyShape(), heterogeneousShape(), outlierShape()}
 	type tally struct {
-		keyDays                    float64
+		keyDays                    float64 // keys with a call, summed over days
 		trips, breaches, judged, w map[string]int
+		// procKeyDays is per processor: keys with a judged verdict of
+		// one of its SLOs, summed over days (a shape without a drift
+		// SLO adds no drift key-days).
+		procKeyDays map[string]float64
 	}
 	newTally := func() *tally {
-		return &tally{trips: map[string]int{}, breaches: map[string]int{}, judged: map[string]int{}, w: map[string]int{}}
+		return &tally{trips: map[string]int{}, breaches: map[string]int{}, judged: map[string]int{}, w: map[string]int{}, procKeyDays: map[string]float64{}}
 	}
 	for range b.N {
 		total := newTally()
@@ -68,8 +76,20 @@ func BenchmarkCalibratedFalseTrips(b *testing.B) {
 					if err != nil {
 						failed = err
 					}
+					judged := map[string]map[schemas.Key]bool{}
+					for _, s := range rep.SLOs {
+						if judged[s.Processor] == nil {
+							judged[s.Processor] = map[schemas.Key]bool{}
+						}
+						for k := range s.Judged {
+							judged[s.Processor][k] = true
+						}
+					}
 					for _, t := range []*tally{total, perShape[j.sh.name]} {
 						t.keyDays += float64(len(keys))
+						for p, ks := range judged {
+							t.procKeyDays[p] += float64(len(ks))
+						}
 						for _, s := range rep.SLOs {
 							t.trips[s.Processor] += s.Trips
 							t.breaches[s.Processor] += s.ByStatus[schemas.StatusBreach]
@@ -88,7 +108,7 @@ func BenchmarkCalibratedFalseTrips(b *testing.B) {
 			}
 			perShape[sh.name] = newTally()
 			for d := range *studyDays {
-				jobs <- job{sh, []byte(p.YAML), 100 + uint64(d)}
+				jobs <- job{sh, []byte(p.YAML), *studySeed + uint64(d)}
 			}
 		}
 		close(jobs)
@@ -106,9 +126,14 @@ func BenchmarkCalibratedFalseTrips(b *testing.B) {
 			all := 0
 			for _, p := range procs {
 				all += t.trips[p]
+				kd := t.procKeyDays[p]
+				if kd == 0 {
+					fmt.Fprintf(&out, "%-24s %-12s key-days      0  (no judged verdict)  trips %3d  breaches %5d\n", name, p, t.trips[p], t.breaches[p])
+					continue
+				}
 				fmt.Fprintf(&out, "%-24s %-12s key-days %6.0f  trips %3d = %.2f [95%% upper %.2f] per 1,000 key-days  breaches %5d = %.1f per 1,000 key-days  warn %d of %d judged\n",
-					name, p, t.keyDays, t.trips[p], 1000*float64(t.trips[p])/t.keyDays, 1000*poissonUpper95(t.trips[p])/t.keyDays,
-					t.breaches[p], 1000*float64(t.breaches[p])/t.keyDays, t.w[p], t.judged[p])
+					name, p, kd, t.trips[p], 1000*float64(t.trips[p])/kd, 1000*poissonUpper95(t.trips[p])/kd,
+					t.breaches[p], 1000*float64(t.breaches[p])/kd, t.w[p], t.judged[p])
 			}
 			fmt.Fprintf(&out, "%-24s %-12s key-days %6.0f  trips %3d = %.2f [95%% upper %.2f] per 1,000 key-days\n",
 				name, "(all)", t.keyDays, all, 1000*float64(all)/t.keyDays, 1000*poissonUpper95(all)/t.keyDays)
@@ -118,7 +143,7 @@ func BenchmarkCalibratedFalseTrips(b *testing.B) {
 		}
 		row("all shapes", total)
 		// On stdout: a benchmark's log keeps 10 lines only.
-		fmt.Printf("calibrated on 2 h of seed 1, run on %d clean days per shape (seeds 100-%d):\n%s", *studyDays, 99+*studyDays, out.String())
+		fmt.Printf("calibrated on 2 h of seed 1, run on %d clean days per shape (seeds %d-%d):\n%s", *studyDays, *studySeed, *studySeed+uint64(*studyDays)-1, out.String())
 		all := 0
 		for _, n := range total.trips {
 			all += n
