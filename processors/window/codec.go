@@ -74,7 +74,12 @@ func (s *Store) Decode(d *snapcodec.Decoder, width int64, capPerSlot int) {
 		if d.Err() != nil {
 			return
 		}
-		sl.Samples = make([]Sample, m, min(s.Cap, max(m, 16)))
+		// Sealed slots exact (see seal); the newest with room to grow.
+		room := m
+		if i == len(s.Slots)-1 {
+			room = min(s.Cap, max(m, 16))
+		}
+		sl.Samples = make([]Sample, m, room)
 		for j := range sl.Samples {
 			sl.Samples[j] = Sample{T: d.I64(), V: d.F64(), H: d.U64()}
 		}
