@@ -19,10 +19,10 @@ import (
 // span is evicted. So the indexed set is the max newest spans seen, whatever
 // their arrival order. Time eviction (evictBefore) runs at evaluations.
 //
-// Memory: ~80 bytes per entry, a 24-byte heap item and up to three table
-// slots (16 bytes each at a load of 3/8 to 3/4: ~21–43 bytes per id):
-// ~150–230 bytes per span, so the default cap of 1,000,000 spans is
-// ~150–230 MB per partition worker at most; in steady state the index holds the spans of
+// Memory: ~80 bytes per entry, a 16-byte heap item and up to three table
+// slots (12 bytes each at a load of 3/8 to 3/4: ~16–32 bytes per id):
+// ~110–190 bytes per span, so the default cap of 1,000,000 spans is
+// ~110–190 MB per partition worker at most; in steady state the index holds the spans of
 // the last JoinWindow.
 type spanIndex struct {
 	max int
@@ -65,10 +65,17 @@ type entry struct {
 	corrected bool
 }
 
+// heapItem is an entry's place in the eviction heap: its end time and the
+// high 32 bits of its hash inline (16 bytes, where the whole hash made 24:
+// ties on both are rare, and less reads the entry's full hash then).
 type heapItem struct {
 	end int64
-	h   uint64
+	hHi uint32
 	idx int32
+}
+
+func newHeapItem(e *entry, idx int32) heapItem {
+	return heapItem{end: e.end, hHi: uint32(e.h >> 32), idx: idx}
 }
 
 // entryPage is the slab's page size in entries (80 KiB pages).
@@ -94,12 +101,20 @@ func (x *spanIndex) at(i int32) *entry { return &x.entries[i/entryPage][i%entryP
 
 func (x *spanIndex) len() int { return x.heap.len() }
 
-func less(a, b heapItem) bool {
+// less is the eviction order: (end, hash, entry), the hash's high bits
+// from the items and, on a tie of those, the whole hash from the entries.
+func (x *spanIndex) less(a, b heapItem) bool {
 	if a.end != b.end {
 		return a.end < b.end
 	}
-	if a.h != b.h {
-		return a.h < b.h
+	if a.hHi != b.hHi {
+		return a.hHi < b.hHi
+	}
+	if a.idx == b.idx {
+		return false
+	}
+	if ha, hb := x.at(a.idx).h, x.at(b.idx).h; ha != hb {
+		return ha < hb
 	}
 	return a.idx < b.idx
 }
@@ -107,12 +122,12 @@ func less(a, b heapItem) bool {
 // add indexes a span; the caller has checked it has a trace or session id.
 func (x *spanIndex) add(e entry) {
 	if x.heap.len() >= x.max {
-		top := *x.heap.at(0)
+		top := x.at(x.heap.at(0).idx)
 		if e.end < top.end || (e.end == top.end && e.h <= top.h) {
 			x.evicted++
 			return
 		}
-		x.remove(x.heap.pop())
+		x.remove(x.heap.pop(x))
 		x.evicted++
 	}
 	var idx int32
@@ -147,13 +162,13 @@ func (x *spanIndex) add(e entry) {
 	}
 	e.ks.refs++
 	*x.at(idx) = e
-	x.heap.push(heapItem{end: e.end, h: e.h, idx: idx})
+	x.heap.push(x, newHeapItem(&e, idx))
 }
 
 // evictBefore removes every span that ended before t.
 func (x *spanIndex) evictBefore(t int64) {
 	for x.heap.len() > 0 && x.heap.at(0).end < t {
-		x.remove(x.heap.pop())
+		x.remove(x.heap.pop(x))
 	}
 }
 

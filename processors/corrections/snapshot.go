@@ -57,7 +57,11 @@ func (p *Processor) encode(e *snapcodec.Encoder) {
 			e.I64(s.responses)
 			e.I64(s.corrections)
 			e.I64(s.repeats)
-			for _, n := range s.kinds {
+			var kinds [nKinds]int64
+			if s.kinds != nil {
+				kinds = *s.kinds
+			}
+			for _, n := range kinds {
 				e.I64(n)
 			}
 		}
@@ -198,12 +202,17 @@ func (p *Processor) decode(d *snapcodec.Decoder, version int) {
 	list := make([]*keyState, d.Count(keySize))
 	for i := range list {
 		k := d.Key()
-		ks := &keyState{key: k, slots: make([]slot, d.Count(slotSize))}
+		n := d.Count(slotSize)
+		ks := &keyState{key: k, slots: make([]slot, n, max(n, p.slotRoom()))}
 		for j := range ks.slots {
 			s := &ks.slots[j]
 			s.start, s.responses, s.corrections, s.repeats = d.I64(), d.I64(), d.I64(), d.I64()
-			for m := range s.kinds {
-				s.kinds[m] = d.I64()
+			var kinds [nKinds]int64
+			for m := range kinds {
+				kinds[m] = d.I64()
+			}
+			if kinds != ([nKinds]int64{}) {
+				s.kinds = &kinds
 			}
 		}
 		if _, dup := p.keys[k]; dup {
