@@ -66,7 +66,7 @@
 // Per span key: (Window/Every + 2) slots of 40 bytes (480 bytes with the
 // defaults), 64 more for each slot with a correction. Per unjoined key:
 // (Window/Every + 1) slots of 24 bytes. The span index:
-// ~110–190 bytes per span (an 80-byte entry of fingerprints, no ids or
+// ~100–180 bytes per span (a 72-byte entry of fingerprints, no ids or
 // strings; a 16-byte heap item; up to three table slots of 16–32 bytes) for the last JoinWindow of spans (index entries only
 // need to outlive JoinWindow: a correction joined at an evaluation has a
 // time before it, and the next ones are at or after it), at most
@@ -147,7 +147,8 @@ type keyState struct {
 	slots []slot // sorted by start
 	// refs counts index entries pointing here; the state is kept while
 	// any span of the key can still be corrected.
-	refs int
+	refs int32
+	id   uint32 // the key's id in the span index while refs > 0
 }
 
 // slot is 40 bytes: the counts by kind are allocated with a slot's first
@@ -267,9 +268,8 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 		trace:   traceFingerprint(seed, s.TraceID),
 		session: fingerprint(seed, fpSession, s.SessionID),
 		resp:    fingerprint(seed, fpResp, s.ResponseID),
-		ks:      ks,
 		tenant:  p.index.tenantID(s.Key.Tenant),
-	})
+	}, ks)
 }
 
 // ObserveCorrection buffers c until an evaluation passes its time.
@@ -305,14 +305,15 @@ func (p *Processor) joinPending(now int64) {
 		seed := tenantSeed(c.tenant)
 		if j := p.index.find(c.tenant, traceFingerprint(seed, c.trace), fingerprint(seed, fpResp, c.resp), fingerprint(seed, fpSession, c.session), c.tc, p.join); j >= 0 {
 			e := p.index.at(j)
-			sl := e.ks.slot(start)
-			if e.corrected {
+			ks := p.index.keyOf(e)
+			sl := ks.slot(start)
+			if e.corrected() {
 				sl.repeats++
 			} else {
-				e.corrected = true
+				e.setCorrected()
 				sl.corrections++
 				sl.countKind(c.kind)
-				p.joined = append(p.joined, processors.JoinedCorrection{Key: e.ks.key, TimeUnixNano: c.tc})
+				p.joined = append(p.joined, processors.JoinedCorrection{Key: ks.key, TimeUnixNano: c.tc})
 			}
 		} else {
 			k := schemas.Key{Tenant: c.tenant, Model: c.model, Variant: c.variant}

@@ -3,6 +3,7 @@ package corrections
 import (
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 // TestFPTableMatchesMap: random swaps, sets and deletes against a Go map,
@@ -84,6 +85,25 @@ func TestItemHeapOrder(t *testing.T) {
 			if len(h.pages) > h.len()/heapPage+2 {
 				t.Fatalf("%d pages for %d items", len(h.pages), h.len())
 			}
+		}
+	}
+}
+
+// TestStateLayout: the sizes the Memory section of the package doc and
+// spanIndex's count on (a field added to entry, or a uint64 in fpSlot,
+// pads them by 8 and 4 bytes a span).
+func TestStateLayout(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"entry", unsafe.Sizeof(entry{}), 72},
+		{"heapItem", unsafe.Sizeof(heapItem{}), 16},
+		{"fpSlot", unsafe.Sizeof(fpSlot{}), 12},
+		{"slot", unsafe.Sizeof(slot{}), 40},
+	} {
+		if c.got > c.want {
+			t.Errorf("%s is %d bytes, want at most %d", c.name, c.got, c.want)
 		}
 	}
 }

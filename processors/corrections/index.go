@@ -19,10 +19,10 @@ import (
 // span is evicted. So the indexed set is the max newest spans seen, whatever
 // their arrival order. Time eviction (evictBefore) runs at evaluations.
 //
-// Memory: ~80 bytes per entry, a 16-byte heap item and up to three table
+// Memory: a 72-byte entry, a 16-byte heap item and up to three table
 // slots (12 bytes each at a load of 3/8 to 3/4: ~16–32 bytes per id):
-// ~110–190 bytes per span, so the default cap of 1,000,000 spans is
-// ~110–190 MB per partition worker at most; in steady state the index holds the spans of
+// ~100–180 bytes per span, so the default cap of 1,000,000 spans is
+// ~100–180 MB per partition worker at most; in steady state the index holds the spans of
 // the last JoinWindow.
 type spanIndex struct {
 	max int
@@ -42,28 +42,40 @@ type spanIndex struct {
 	// by the cardinality guard); a restore rebuilds it from live entries.
 	tenants     map[string]uint32
 	tenantNames []string
+	// keys are the keys of indexed spans, by the id their entries hold (4
+	// bytes where a pointer took 8); a key has an id while it has entries
+	// (keyState.refs > 0), and a released id is reused (freeKeys).
+	keys     []*keyState
+	freeKeys []uint32
 	// evicted counts spans evicted (or not indexed) because of the cap.
 	evicted int64
 }
 
 // entry is an indexed span: its end time, hash and key, and the
-// fingerprints of its join ids (0: none).
+// fingerprints of its join ids (0: none). 72 bytes.
 type entry struct {
 	end     int64
 	h       uint64
 	trace   uint64 // fingerprint of (tenant, trace id)
 	session uint64 // of (tenant, session id)
 	resp    uint64 // of (tenant, gen_ai.response.id)
-	ks      *keyState
-	tenant  uint32 // the span's own tenant (the key may not keep it), interned
+	// key is the span's key's id (spanIndex.keys) in the low 31 bits
+	// and, in the top bit, whether a correction joined this span (later
+	// ones are repeats): a separate bool would pad the entry to 80 bytes.
+	key    uint32
+	tenant uint32 // the span's own tenant (the key may not keep it), interned
 	// neighbours on the trace and session lists (doubly linked, so an
 	// eviction unlinks in O(1)); -1 ends a list.
 	nextTrace, nextSession, nextResp int32
 	prevTrace, prevSession, prevResp int32
-	// corrected is set once a correction joined this span: later ones
-	// are repeats.
-	corrected bool
 }
+
+// correctedBit is entry.key's corrected flag.
+const correctedBit = 1 << 31
+
+func (e *entry) keyID() uint32   { return e.key &^ correctedBit }
+func (e *entry) corrected() bool { return e.key&correctedBit != 0 }
+func (e *entry) setCorrected()   { e.key |= correctedBit }
 
 // heapItem is an entry's place in the eviction heap: its end time and the
 // high 32 bits of its hash inline (16 bytes, where the whole hash made 24:
@@ -78,7 +90,7 @@ func newHeapItem(e *entry, idx int32) heapItem {
 	return heapItem{end: e.end, hHi: uint32(e.h >> 32), idx: idx}
 }
 
-// entryPage is the slab's page size in entries (80 KiB pages).
+// entryPage is the slab's page size in entries (72 KiB pages).
 const entryPage = 1024
 
 func newSpanIndex(max int) *spanIndex {
@@ -119,8 +131,12 @@ func (x *spanIndex) less(a, b heapItem) bool {
 	return a.idx < b.idx
 }
 
-// add indexes a span; the caller has checked it has a trace or session id.
-func (x *spanIndex) add(e entry) {
+// keyOf returns the key of entry e.
+func (x *spanIndex) keyOf(e *entry) *keyState { return x.keys[e.keyID()] }
+
+// add indexes a span of key ks; the caller has checked it has a trace or
+// session id.
+func (x *spanIndex) add(e entry, ks *keyState) {
 	if x.heap.len() >= x.max {
 		top := x.at(x.heap.at(0).idx)
 		if e.end < top.end || (e.end == top.end && e.h <= top.h) {
@@ -160,7 +176,18 @@ func (x *spanIndex) add(e entry) {
 			x.at(head).prevResp = idx
 		}
 	}
-	e.ks.refs++
+	if ks.refs == 0 {
+		if n := len(x.freeKeys); n > 0 {
+			ks.id = x.freeKeys[n-1]
+			x.freeKeys = x.freeKeys[:n-1]
+			x.keys[ks.id] = ks
+		} else {
+			ks.id = uint32(len(x.keys))
+			x.keys = append(x.keys, ks)
+		}
+	}
+	ks.refs++
+	e.key = ks.id | e.key&correctedBit
 	*x.at(idx) = e
 	x.heap.push(x, newHeapItem(&e, idx))
 }
@@ -214,7 +241,12 @@ func (x *spanIndex) remove(idx int32) {
 			x.byResp.del(e.resp)
 		}
 	}
-	e.ks.refs--
+	ks := x.keys[e.keyID()]
+	ks.refs--
+	if ks.refs == 0 {
+		x.keys[ks.id] = nil
+		x.freeKeys = append(x.freeKeys, ks.id)
+	}
 	*e = entry{}
 	x.free = append(x.free, idx)
 }

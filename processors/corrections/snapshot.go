@@ -85,7 +85,7 @@ func (p *Processor) encode(e *snapcodec.Encoder) {
 		if c := compareEntries(ea, eb); c != 0 {
 			return c
 		}
-		return cmp.Compare(pos[ea.ks], pos[eb.ks])
+		return cmp.Compare(pos[x.keyOf(ea)], pos[x.keyOf(eb)])
 	})
 	// The live entries' tenants, sorted, each entry naming its tenant by
 	// position (interned ids depend on arrival order; positions do not).
@@ -112,8 +112,8 @@ func (p *Processor) encode(e *snapcodec.Encoder) {
 		e.U64(en.session)
 		e.U64(en.resp)
 		e.U32(tpos[en.tenant])
-		e.U32(pos[en.ks])
-		e.Bool(en.corrected)
+		e.U32(pos[x.keyOf(en)])
+		e.Bool(en.corrected())
 	}
 	pend := slices.Clone(p.pending)
 	slices.SortFunc(pend, comparePending)
@@ -265,15 +265,16 @@ func (p *Processor) decode(d *snapcodec.Decoder, version int) {
 			e.trace, e.session, e.resp = traceFingerprint(seed, trace), fingerprint(seed, fpSession, session), fingerprint(seed, fpResp, resp)
 		}
 		kp := int(d.U32())
-		e.corrected = d.Bool()
+		if d.Bool() {
+			e.setCorrected()
+		}
 		if d.Err() == nil && kp >= len(list) {
 			d.Failf("index entry names key %d of %d", kp, len(list))
 		}
 		if d.Err() != nil {
 			return
 		}
-		e.ks = list[kp]
-		p.index.add(e)
+		p.index.add(e, list[kp])
 	}
 	p.index.evicted = evicted
 	np := d.Count(pSize)
