@@ -62,7 +62,8 @@ func (s *Store) Decode(d *snapcodec.Decoder, width int64, capPerSlot int) {
 		d.Failf("window cap %d samples per slot, want max_samples_per_slot=%d", s.Cap, capPerSlot)
 		return
 	}
-	s.Slots = make([]Slot, d.Count(slotSize))
+	n := d.Count(slotSize)
+	s.Slots = make([]Slot, n, n+2) // room for the slots that open next (roomForSlot)
 	for i := range s.Slots {
 		sl := &s.Slots[i]
 		sl.Start = d.I64()

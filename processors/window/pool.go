@@ -23,6 +23,7 @@ func (p *Pool) Add(s *Store, x Sample) {
 		if old != nil && len(p.free) < MaxPooled {
 			p.free = append(p.free, old[:0])
 		}
+		s.roomForSlot()
 		s.Slots = append(s.Slots, Slot{Start: start, Samples: buf[:0]})
 	}
 	s.Add(x)

@@ -104,8 +104,24 @@ func (s *Store) slotFor(start int64) *Slot {
 			sl.Samples = make([]Sample, 0, n)
 		}
 	}
+	s.roomForSlot()
 	s.Slots = slices.Insert(s.Slots, i, sl)
 	return &s.Slots[i]
+}
+
+// roomForSlot makes room for one more slot, growing the array by a
+// quarter (at least 2): a key holds a window of slots and one or two
+// ahead for as long as it lives (11-12 for a 10-minute window of
+// 1-minute slots), where append's doubling left it at 16, and the evicted
+// slots are dropped in place, so the array is never shrunk.
+func (s *Store) roomForSlot() {
+	n := len(s.Slots)
+	if n < cap(s.Slots) {
+		return
+	}
+	grown := make([]Slot, n, n+max(2, n/4))
+	copy(grown, s.Slots)
+	s.Slots = grown
 }
 
 // seal fits the newest slot's array to its samples, as a newer slot

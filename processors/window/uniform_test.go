@@ -140,6 +140,11 @@ func TestArraysFitTheirKeys(t *testing.T) {
 			t.Errorf("busy key's slot at %d: capacity %d for 600 samples a slot", sl.Start, c)
 		}
 	}
+	for _, s := range []*Store{busy, small} {
+		if n, c := len(s.Slots), cap(s.Slots); c > n+2 {
+			t.Errorf("%d slots in an array of %d", n, c)
+		}
+	}
 	for i, sl := range small.Slots {
 		// Sealed slots (every one but the newest) fit their samples; the
 		// newest grows by append.
