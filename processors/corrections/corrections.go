@@ -63,11 +63,11 @@
 //
 // # Memory
 //
-// Per span key: (Window/Every + 1) slots of 96 bytes (~1 KB with the
-// defaults). Per unjoined key: as many slots of 24 bytes. The span index:
-// ~150–230 bytes per span (an 80-byte entry of fingerprints, no ids or
-// strings; a 24-byte heap item; up to three table slots of 21–43 bytes;
-// ~150 measured by BenchmarkStatePerKey, one trace and one session a span) for the last JoinWindow of spans (index entries only
+// Per span key: (Window/Every + 2) slots of 40 bytes (480 bytes with the
+// defaults), 64 more for each slot with a correction. Per unjoined key:
+// (Window/Every + 1) slots of 24 bytes. The span index:
+// ~100–180 bytes per span (a 72-byte entry of fingerprints, no ids or
+// strings; a 16-byte heap item; up to three table slots of 16–32 bytes) for the last JoinWindow of spans (index entries only
 // need to outlive JoinWindow: a correction joined at an evaluation has a
 // time before it, and the next ones are at or after it), at most
 // MaxIndexedSpans. Pending corrections: ~150 bytes each, at most
@@ -147,15 +147,27 @@ type keyState struct {
 	slots []slot // sorted by start
 	// refs counts index entries pointing here; the state is kept while
 	// any span of the key can still be corrected.
-	refs int
+	refs int32
+	id   uint32 // the key's id in the span index while refs > 0
 }
 
+// slot is 40 bytes: the counts by kind are allocated with a slot's first
+// correction (at a 2% correction rate most slots of a small key have
+// none), where an inline array made it 96.
 type slot struct {
 	start       int64
 	responses   int64
 	corrections int64
 	repeats     int64
-	kinds       [nKinds]int64
+	kinds       *[nKinds]int64 // nil: no correction counted
+}
+
+// countKind counts a first correction of kind in s.
+func (s *slot) countKind(k schemas.CorrectionKind) {
+	if s.kinds == nil {
+		s.kinds = new([nKinds]int64)
+	}
+	s.kinds[kindIndex(k)]++
 }
 
 type unjoinedState struct {
@@ -230,11 +242,17 @@ func (p *Processor) IndexStats() (indexed int, evictedByCap int64, pendingCorrec
 func (p *Processor) state(key schemas.Key) *keyState {
 	ks := p.keys[key]
 	if ks == nil {
-		ks = &keyState{key: key}
+		ks = &keyState{key: key, slots: make([]slot, 0, p.slotRoom())}
 		p.keys[key] = ks
 	}
 	return ks
 }
+
+// slotRoom is the capacity a key's slots start with: a window of slots
+// and the one ahead (12 with the defaults), where append's growth from
+// empty ends at 16; at most 16 (a key of a long window with sparse
+// traffic holds few).
+func (p *Processor) slotRoom() int { return int(min(p.win/p.every+2, 16)) }
 
 // ObserveSpan counts a response of key and indexes the span for joining.
 func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
@@ -250,9 +268,8 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 		trace:   traceFingerprint(seed, s.TraceID),
 		session: fingerprint(seed, fpSession, s.SessionID),
 		resp:    fingerprint(seed, fpResp, s.ResponseID),
-		ks:      ks,
 		tenant:  p.index.tenantID(s.Key.Tenant),
-	})
+	}, ks)
 }
 
 // ObserveCorrection buffers c until an evaluation passes its time.
@@ -288,14 +305,15 @@ func (p *Processor) joinPending(now int64) {
 		seed := tenantSeed(c.tenant)
 		if j := p.index.find(c.tenant, traceFingerprint(seed, c.trace), fingerprint(seed, fpResp, c.resp), fingerprint(seed, fpSession, c.session), c.tc, p.join); j >= 0 {
 			e := p.index.at(j)
-			sl := e.ks.slot(start)
-			if e.corrected {
+			ks := p.index.keyOf(e)
+			sl := ks.slot(start)
+			if e.corrected() {
 				sl.repeats++
 			} else {
-				e.corrected = true
+				e.setCorrected()
 				sl.corrections++
-				sl.kinds[kindIndex(c.kind)]++
-				p.joined = append(p.joined, processors.JoinedCorrection{Key: e.ks.key, TimeUnixNano: c.tc})
+				sl.countKind(c.kind)
+				p.joined = append(p.joined, processors.JoinedCorrection{Key: ks.key, TimeUnixNano: c.tc})
 			}
 		} else {
 			k := schemas.Key{Tenant: c.tenant, Model: c.model, Variant: c.variant}
@@ -444,8 +462,10 @@ func (ks *keyState) tally(from, to, every int64) tally {
 		t.responses += s.responses
 		t.corrections += s.corrections
 		t.repeats += s.repeats
-		for j := range t.kinds {
-			t.kinds[j] += s.kinds[j]
+		if s.kinds != nil {
+			for j := range t.kinds {
+				t.kinds[j] += s.kinds[j]
+			}
 		}
 	}
 	return t

@@ -195,7 +195,7 @@ func TestFPTableResistsChosenLowBits(t *testing.T) {
 	}
 	longest, run := 0, 0
 	for _, s := range append(tb.slots, tb.slots...) { // twice: runs that wrap
-		if s.k == 0 {
+		if s.key() == 0 {
 			run = 0
 			continue
 		}

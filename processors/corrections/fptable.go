@@ -4,7 +4,7 @@ import "hash/maphash"
 
 // fpTable maps fingerprints (non-zero uint64) to the head of a list of
 // index entries (int32): open addressing with linear probing over a
-// power-of-two array of 16-byte slots, grown at 3/4 load, deletion by
+// power-of-two array of 12-byte slots, grown at 3/4 load, deletion by
 // backward shift (no tombstones). It replaces a Go map for the join
 // index's three lists: a span's insertion needs the old head and sets the
 // new one, which is one probe here (swap) and two in a map, and the slots
@@ -28,10 +28,18 @@ func newFPTable() fpTable { return fpTable{salt: maphash.Bytes(maphash.MakeSeed(
 // home is k's first probe position in a table of mask+1 slots.
 func (t *fpTable) home(k, mask uint64) uint64 { return mum(k^t.salt, 0x9e3779b97f4a7c15) & mask }
 
+// fpSlot is a fingerprint (0: empty) and its value in 12 bytes: the
+// fingerprint as two 32-bit halves, so the slot has 4-byte alignment (with
+// a uint64 field it would be padded to 16, a quarter of the tables'
+// memory).
 type fpSlot struct {
-	k uint64 // 0: empty
-	v int32
+	lo, hi uint32
+	v      int32
 }
+
+func (s *fpSlot) key() uint64 { return uint64(s.lo) | uint64(s.hi)<<32 }
+
+func newSlot(k uint64, v int32) fpSlot { return fpSlot{lo: uint32(k), hi: uint32(k >> 32), v: v} }
 
 func (t *fpTable) len() int { return t.n }
 
@@ -43,10 +51,10 @@ func (t *fpTable) get(k uint64) (int32, bool) {
 	mask := uint64(len(t.slots) - 1)
 	for i := t.home(k, mask); ; i = (i + 1) & mask {
 		s := &t.slots[i]
-		if s.k == k {
+		switch s.key() {
+		case k:
 			return s.v, true
-		}
-		if s.k == 0 {
+		case 0:
 			return 0, false
 		}
 	}
@@ -61,13 +69,13 @@ func (t *fpTable) swap(k uint64, v int32) (int32, bool) {
 	mask := uint64(len(t.slots) - 1)
 	for i := t.home(k, mask); ; i = (i + 1) & mask {
 		s := &t.slots[i]
-		if s.k == k {
+		switch s.key() {
+		case k:
 			old := s.v
 			s.v = v
 			return old, true
-		}
-		if s.k == 0 {
-			*s = fpSlot{k: k, v: v}
+		case 0:
+			*s = newSlot(k, v)
 			t.n++
 			return 0, false
 		}
@@ -85,15 +93,15 @@ func (t *fpTable) del(k uint64) {
 	}
 	mask := uint64(len(t.slots) - 1)
 	i := t.home(k, mask)
-	for ; t.slots[i].k != k; i = (i + 1) & mask {
-		if t.slots[i].k == 0 {
+	for ; t.slots[i].key() != k; i = (i + 1) & mask {
+		if t.slots[i].key() == 0 {
 			return
 		}
 	}
-	for j := (i + 1) & mask; t.slots[j].k != 0; j = (j + 1) & mask {
+	for j := (i + 1) & mask; t.slots[j].key() != 0; j = (j + 1) & mask {
 		// The entry at j may move to the hole at i when its home slot is
 		// not in (i, j] (cyclically).
-		if home := t.home(t.slots[j].k, mask); (j-home)&mask >= (j-i)&mask {
+		if home := t.home(t.slots[j].key(), mask); (j-home)&mask >= (j-i)&mask {
 			t.slots[i] = t.slots[j]
 			i = j
 		}
@@ -118,11 +126,11 @@ func (t *fpTable) resize(size int) {
 	t.slots = make([]fpSlot, size)
 	mask := uint64(size - 1)
 	for _, s := range old {
-		if s.k == 0 {
+		if s.key() == 0 {
 			continue
 		}
-		i := t.home(s.k, mask)
-		for t.slots[i].k != 0 {
+		i := t.home(s.key(), mask)
+		for t.slots[i].key() != 0 {
 			i = (i + 1) & mask
 		}
 		t.slots[i] = s

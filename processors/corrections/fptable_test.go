@@ -3,6 +3,7 @@ package corrections
 import (
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 // TestFPTableMatchesMap: random swaps, sets and deletes against a Go map,
@@ -54,24 +55,55 @@ func TestFPTableMatchesMap(t *testing.T) {
 // (end, hash, entry) order, with pages released as the heap shrinks.
 func TestItemHeapOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	var h itemHeap
+	// The heap reads tied hashes from the index's entries: hashes of 4
+	// values in the high or the low 32 bits make ties of both kinds.
+	x := newSpanIndex(1 << 20)
+	n := 3*heapPage + 17
+	for i := range n {
+		if i%entryPage == 0 {
+			x.entries = append(x.entries, make([]entry, entryPage))
+		}
+		hash := r.Uint64N(4) << (32 * r.Uint64N(2))
+		*x.at(int32(i)) = entry{end: int64(r.IntN(5000)), h: hash}
+	}
+	h := &x.heap
 	var last heapItem
 	for round := range 3 {
-		for i := range 3*heapPage + 17 {
-			h.push(heapItem{end: int64(r.IntN(5000)), h: r.Uint64N(4), idx: int32(i)})
+		for i := range n {
+			h.push(x, newHeapItem(x.at(int32(i)), int32(i)))
 		}
 		for i := 0; h.len() > 0; i++ {
 			top := *h.at(0)
-			if got := h.pop(); got != top.idx {
+			if got := h.pop(x); got != top.idx {
 				t.Fatalf("pop returned %d, top was %d", got, top.idx)
 			}
-			if i > 0 && less(top, last) {
-				t.Fatalf("round %d: %+v popped after %+v", round, top, last)
+			a, b := x.at(top.idx), x.at(last.idx)
+			if i > 0 && (a.end < b.end || a.end == b.end && (a.h < b.h || a.h == b.h && top.idx < last.idx)) {
+				t.Fatalf("round %d: %+v popped after %+v", round, *a, *b)
 			}
 			last = top
 			if len(h.pages) > h.len()/heapPage+2 {
 				t.Fatalf("%d pages for %d items", len(h.pages), h.len())
 			}
+		}
+	}
+}
+
+// TestStateLayout: the sizes the Memory section of the package doc and
+// spanIndex's count on (a field added to entry, or a uint64 in fpSlot,
+// pads them by 8 and 4 bytes a span).
+func TestStateLayout(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"entry", unsafe.Sizeof(entry{}), 72},
+		{"heapItem", unsafe.Sizeof(heapItem{}), 16},
+		{"fpSlot", unsafe.Sizeof(fpSlot{}), 12},
+		{"slot", unsafe.Sizeof(slot{}), 40},
+	} {
+		if c.got > c.want {
+			t.Errorf("%s is %d bytes, want at most %d", c.name, c.got, c.want)
 		}
 	}
 }

@@ -5,20 +5,22 @@ package corrections
 // copying the heap into a larger array (at 4,000 calls/s the index holds
 // ~300k spans per partition worker; append's growth copied and allocated
 // ~5x that while the window filled, and the garbage collector paid for
-// it). Item i is pages[i/heapPage][i%heapPage].
+// it). Item i is pages[i/heapPage][i%heapPage]. The order is the index's
+// (spanIndex.less), which reads an entry's full hash on a tie of the
+// item's end and high hash bits.
 type itemHeap struct {
 	pages [][]heapItem
 	n     int
 }
 
-// heapPage is the page size in items (96 KiB pages).
+// heapPage is the page size in items (64 KiB pages).
 const heapPage = 4096
 
 func (h *itemHeap) len() int { return h.n }
 
 func (h *itemHeap) at(i int) *heapItem { return &h.pages[i/heapPage][i%heapPage] }
 
-func (h *itemHeap) push(it heapItem) {
+func (h *itemHeap) push(x *spanIndex, it heapItem) {
 	if h.n == len(h.pages)*heapPage {
 		h.pages = append(h.pages, make([]heapItem, heapPage))
 	}
@@ -28,7 +30,7 @@ func (h *itemHeap) push(it heapItem) {
 	for i > 0 {
 		p := (i - 1) / 2
 		a, b := h.at(i), h.at(p)
-		if !less(*a, *b) {
+		if !x.less(*a, *b) {
 			break
 		}
 		*a, *b = *b, *a
@@ -38,7 +40,7 @@ func (h *itemHeap) push(it heapItem) {
 
 // pop removes the smallest item and returns its entry. Pages more than
 // one beyond the last in use are released.
-func (h *itemHeap) pop() int32 {
+func (h *itemHeap) pop(x *spanIndex) int32 {
 	top := h.at(0).idx
 	h.n--
 	n := h.n
@@ -54,11 +56,11 @@ func (h *itemHeap) pop() int32 {
 			break
 		}
 		m := l
-		if r := l + 1; r < n && less(*h.at(r), *h.at(l)) {
+		if r := l + 1; r < n && x.less(*h.at(r), *h.at(l)) {
 			m = r
 		}
 		a, b := h.at(m), h.at(i)
-		if !less(*a, *b) {
+		if !x.less(*a, *b) {
 			break
 		}
 		*a, *b = *b, *a

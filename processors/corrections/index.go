@@ -19,10 +19,10 @@ import (
 // span is evicted. So the indexed set is the max newest spans seen, whatever
 // their arrival order. Time eviction (evictBefore) runs at evaluations.
 //
-// Memory: ~80 bytes per entry, a 24-byte heap item and up to three table
-// slots (16 bytes each at a load of 3/8 to 3/4: ~21–43 bytes per id):
-// ~150–230 bytes per span, so the default cap of 1,000,000 spans is
-// ~150–230 MB per partition worker at most; in steady state the index holds the spans of
+// Memory: a 72-byte entry, a 16-byte heap item and up to three table
+// slots (12 bytes each at a load of 3/8 to 3/4: ~16–32 bytes per id):
+// ~100–180 bytes per span, so the default cap of 1,000,000 spans is
+// ~100–180 MB per partition worker at most; in steady state the index holds the spans of
 // the last JoinWindow.
 type spanIndex struct {
 	max int
@@ -42,36 +42,55 @@ type spanIndex struct {
 	// by the cardinality guard); a restore rebuilds it from live entries.
 	tenants     map[string]uint32
 	tenantNames []string
+	// keys are the keys of indexed spans, by the id their entries hold (4
+	// bytes where a pointer took 8); a key has an id while it has entries
+	// (keyState.refs > 0), and a released id is reused (freeKeys).
+	keys     []*keyState
+	freeKeys []uint32
 	// evicted counts spans evicted (or not indexed) because of the cap.
 	evicted int64
 }
 
 // entry is an indexed span: its end time, hash and key, and the
-// fingerprints of its join ids (0: none).
+// fingerprints of its join ids (0: none). 72 bytes.
 type entry struct {
 	end     int64
 	h       uint64
 	trace   uint64 // fingerprint of (tenant, trace id)
 	session uint64 // of (tenant, session id)
 	resp    uint64 // of (tenant, gen_ai.response.id)
-	ks      *keyState
-	tenant  uint32 // the span's own tenant (the key may not keep it), interned
+	// key is the span's key's id (spanIndex.keys) in the low 31 bits
+	// and, in the top bit, whether a correction joined this span (later
+	// ones are repeats): a separate bool would pad the entry to 80 bytes.
+	key    uint32
+	tenant uint32 // the span's own tenant (the key may not keep it), interned
 	// neighbours on the trace and session lists (doubly linked, so an
 	// eviction unlinks in O(1)); -1 ends a list.
 	nextTrace, nextSession, nextResp int32
 	prevTrace, prevSession, prevResp int32
-	// corrected is set once a correction joined this span: later ones
-	// are repeats.
-	corrected bool
 }
 
+// correctedBit is entry.key's corrected flag.
+const correctedBit = 1 << 31
+
+func (e *entry) keyID() uint32   { return e.key &^ correctedBit }
+func (e *entry) corrected() bool { return e.key&correctedBit != 0 }
+func (e *entry) setCorrected()   { e.key |= correctedBit }
+
+// heapItem is an entry's place in the eviction heap: its end time and the
+// high 32 bits of its hash inline (16 bytes, where the whole hash made 24:
+// ties on both are rare, and less reads the entry's full hash then).
 type heapItem struct {
 	end int64
-	h   uint64
+	hHi uint32
 	idx int32
 }
 
-// entryPage is the slab's page size in entries (80 KiB pages).
+func newHeapItem(e *entry, idx int32) heapItem {
+	return heapItem{end: e.end, hHi: uint32(e.h >> 32), idx: idx}
+}
+
+// entryPage is the slab's page size in entries (72 KiB pages).
 const entryPage = 1024
 
 func newSpanIndex(max int) *spanIndex {
@@ -94,25 +113,37 @@ func (x *spanIndex) at(i int32) *entry { return &x.entries[i/entryPage][i%entryP
 
 func (x *spanIndex) len() int { return x.heap.len() }
 
-func less(a, b heapItem) bool {
+// less is the eviction order: (end, hash, entry), the hash's high bits
+// from the items and, on a tie of those, the whole hash from the entries.
+func (x *spanIndex) less(a, b heapItem) bool {
 	if a.end != b.end {
 		return a.end < b.end
 	}
-	if a.h != b.h {
-		return a.h < b.h
+	if a.hHi != b.hHi {
+		return a.hHi < b.hHi
+	}
+	if a.idx == b.idx {
+		return false
+	}
+	if ha, hb := x.at(a.idx).h, x.at(b.idx).h; ha != hb {
+		return ha < hb
 	}
 	return a.idx < b.idx
 }
 
-// add indexes a span; the caller has checked it has a trace or session id.
-func (x *spanIndex) add(e entry) {
+// keyOf returns the key of entry e.
+func (x *spanIndex) keyOf(e *entry) *keyState { return x.keys[e.keyID()] }
+
+// add indexes a span of key ks; the caller has checked it has a trace or
+// session id.
+func (x *spanIndex) add(e entry, ks *keyState) {
 	if x.heap.len() >= x.max {
-		top := *x.heap.at(0)
+		top := x.at(x.heap.at(0).idx)
 		if e.end < top.end || (e.end == top.end && e.h <= top.h) {
 			x.evicted++
 			return
 		}
-		x.remove(x.heap.pop())
+		x.remove(x.heap.pop(x))
 		x.evicted++
 	}
 	var idx int32
@@ -145,15 +176,26 @@ func (x *spanIndex) add(e entry) {
 			x.at(head).prevResp = idx
 		}
 	}
-	e.ks.refs++
+	if ks.refs == 0 {
+		if n := len(x.freeKeys); n > 0 {
+			ks.id = x.freeKeys[n-1]
+			x.freeKeys = x.freeKeys[:n-1]
+			x.keys[ks.id] = ks
+		} else {
+			ks.id = uint32(len(x.keys))
+			x.keys = append(x.keys, ks)
+		}
+	}
+	ks.refs++
+	e.key = ks.id | e.key&correctedBit
 	*x.at(idx) = e
-	x.heap.push(heapItem{end: e.end, h: e.h, idx: idx})
+	x.heap.push(x, newHeapItem(&e, idx))
 }
 
 // evictBefore removes every span that ended before t.
 func (x *spanIndex) evictBefore(t int64) {
 	for x.heap.len() > 0 && x.heap.at(0).end < t {
-		x.remove(x.heap.pop())
+		x.remove(x.heap.pop(x))
 	}
 }
 
@@ -199,7 +241,12 @@ func (x *spanIndex) remove(idx int32) {
 			x.byResp.del(e.resp)
 		}
 	}
-	e.ks.refs--
+	ks := x.keys[e.keyID()]
+	ks.refs--
+	if ks.refs == 0 {
+		x.keys[ks.id] = nil
+		x.freeKeys = append(x.freeKeys, ks.id)
+	}
 	*e = entry{}
 	x.free = append(x.free, idx)
 }

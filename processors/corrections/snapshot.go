@@ -57,7 +57,11 @@ func (p *Processor) encode(e *snapcodec.Encoder) {
 			e.I64(s.responses)
 			e.I64(s.corrections)
 			e.I64(s.repeats)
-			for _, n := range s.kinds {
+			var kinds [nKinds]int64
+			if s.kinds != nil {
+				kinds = *s.kinds
+			}
+			for _, n := range kinds {
 				e.I64(n)
 			}
 		}
@@ -81,7 +85,7 @@ func (p *Processor) encode(e *snapcodec.Encoder) {
 		if c := compareEntries(ea, eb); c != 0 {
 			return c
 		}
-		return cmp.Compare(pos[ea.ks], pos[eb.ks])
+		return cmp.Compare(pos[x.keyOf(ea)], pos[x.keyOf(eb)])
 	})
 	// The live entries' tenants, sorted, each entry naming its tenant by
 	// position (interned ids depend on arrival order; positions do not).
@@ -108,8 +112,8 @@ func (p *Processor) encode(e *snapcodec.Encoder) {
 		e.U64(en.session)
 		e.U64(en.resp)
 		e.U32(tpos[en.tenant])
-		e.U32(pos[en.ks])
-		e.Bool(en.corrected)
+		e.U32(pos[x.keyOf(en)])
+		e.Bool(en.corrected())
 	}
 	pend := slices.Clone(p.pending)
 	slices.SortFunc(pend, comparePending)
@@ -198,12 +202,17 @@ func (p *Processor) decode(d *snapcodec.Decoder, version int) {
 	list := make([]*keyState, d.Count(keySize))
 	for i := range list {
 		k := d.Key()
-		ks := &keyState{key: k, slots: make([]slot, d.Count(slotSize))}
+		n := d.Count(slotSize)
+		ks := &keyState{key: k, slots: make([]slot, n, max(n, p.slotRoom()))}
 		for j := range ks.slots {
 			s := &ks.slots[j]
 			s.start, s.responses, s.corrections, s.repeats = d.I64(), d.I64(), d.I64(), d.I64()
-			for m := range s.kinds {
-				s.kinds[m] = d.I64()
+			var kinds [nKinds]int64
+			for m := range kinds {
+				kinds[m] = d.I64()
+			}
+			if kinds != ([nKinds]int64{}) {
+				s.kinds = &kinds
 			}
 		}
 		if _, dup := p.keys[k]; dup {
@@ -256,15 +265,16 @@ func (p *Processor) decode(d *snapcodec.Decoder, version int) {
 			e.trace, e.session, e.resp = traceFingerprint(seed, trace), fingerprint(seed, fpSession, session), fingerprint(seed, fpResp, resp)
 		}
 		kp := int(d.U32())
-		e.corrected = d.Bool()
+		if d.Bool() {
+			e.setCorrected()
+		}
 		if d.Err() == nil && kp >= len(list) {
 			d.Failf("index entry names key %d of %d", kp, len(list))
 		}
 		if d.Err() != nil {
 			return
 		}
-		e.ks = list[kp]
-		p.index.add(e)
+		p.index.add(e, list[kp])
 	}
 	p.index.evicted = evicted
 	np := d.Count(pSize)

@@ -62,7 +62,8 @@ func (s *Store) Decode(d *snapcodec.Decoder, width int64, capPerSlot int) {
 		d.Failf("window cap %d samples per slot, want max_samples_per_slot=%d", s.Cap, capPerSlot)
 		return
 	}
-	s.Slots = make([]Slot, d.Count(slotSize))
+	n := d.Count(slotSize)
+	s.Slots = make([]Slot, n, n+2) // room for the slots that open next (roomForSlot)
 	for i := range s.Slots {
 		sl := &s.Slots[i]
 		sl.Start = d.I64()
@@ -74,7 +75,12 @@ func (s *Store) Decode(d *snapcodec.Decoder, width int64, capPerSlot int) {
 		if d.Err() != nil {
 			return
 		}
-		sl.Samples = make([]Sample, m, min(s.Cap, max(m, 16)))
+		// Sealed slots exact (see seal); the newest with room to grow.
+		room := m
+		if i == len(s.Slots)-1 {
+			room = min(s.Cap, max(m, 16))
+		}
+		sl.Samples = make([]Sample, m, room)
 		for j := range sl.Samples {
 			sl.Samples[j] = Sample{T: d.I64(), V: d.F64(), H: d.U64()}
 		}

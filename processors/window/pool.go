@@ -16,7 +16,14 @@ func (p *Pool) Add(s *Store, x Sample) {
 	start := s.SlotStart(x.T)
 	if n := len(s.Slots); len(p.free) > 0 && (n == 0 || s.Slots[n-1].Start < start) {
 		// A new newest slot: insert it with a recycled array; Add finds it.
+		// The slot it follows is sealed, and the array seal replaced is
+		// pooled.
+		old := s.seal()
 		buf := p.take(s.sizeHint())
+		if old != nil && len(p.free) < MaxPooled {
+			p.free = append(p.free, old[:0])
+		}
+		s.roomForSlot()
 		s.Slots = append(s.Slots, Slot{Start: start, Samples: buf[:0]})
 	}
 	s.Add(x)

@@ -67,7 +67,14 @@ func (s *Store) SlotStart(t int64) int64 {
 func (s *Store) Add(x Sample) {
 	sl := s.slotFor(s.SlotStart(x.T))
 	sl.N++
-	if len(sl.Samples) < s.Cap {
+	if k := len(sl.Samples); k < s.Cap {
+		if k == cap(sl.Samples) && sl != &s.Slots[len(s.Slots)-1] {
+			// A late sample into a sealed slot (its array fitted by
+			// seal): grow by an eighth, not append's doubling.
+			grown := make([]Sample, k, min(s.Cap, k+k/8+2))
+			copy(grown, sl.Samples)
+			sl.Samples = grown
+		}
 		sl.Samples = append(sl.Samples, x)
 		if len(sl.Samples) == s.Cap {
 			heapify(sl.Samples)
@@ -92,12 +99,55 @@ func (s *Store) slotFor(start int64) *Slot {
 	}
 	sl := Slot{Start: start}
 	if i == len(s.Slots) {
+		s.seal()
 		if n := s.sizeHint(); n > 0 {
 			sl.Samples = make([]Sample, 0, n)
 		}
 	}
+	s.roomForSlot()
 	s.Slots = slices.Insert(s.Slots, i, sl)
 	return &s.Slots[i]
+}
+
+// roomForSlot makes room for one more slot, growing the array by a
+// quarter (at least 2): a key holds a window of slots and one or two
+// ahead for as long as it lives (11-12 for a 10-minute window of
+// 1-minute slots), where append's doubling left it at 16, and the evicted
+// slots are dropped in place, so the array is never shrunk.
+func (s *Store) roomForSlot() {
+	n := len(s.Slots)
+	if n < cap(s.Slots) {
+		return
+	}
+	grown := make([]Slot, n, n+max(2, n/4))
+	copy(grown, s.Slots)
+	s.Slots = grown
+}
+
+// seal fits the newest slot's array to its samples, as a newer slot
+// starts, and returns the array it replaced (nil when it kept it). Why: the
+// newest slot grows by append, which doubles, so a slot of a small key
+// ends at up to 2x its samples (12 samples a minute: 16), and a processor
+// keeps a window of such slots per key. Refitting costs one copy of the
+// slot per slot width; a late sample into a sealed slot then grows it by
+// an eighth (Add). Arrays with at most a quarter (or 2 samples) more room
+// than samples are kept as they are: the copy would save about what the
+// allocator's size-class rounding of the new array (up to 1/8 above 1 KiB)
+// gives back, and sizeHint's arrays (an eighth over the previous slot's
+// count) are left alone.
+func (s *Store) seal() []Sample {
+	n := len(s.Slots)
+	if n == 0 {
+		return nil
+	}
+	sl := &s.Slots[n-1]
+	k := len(sl.Samples)
+	if cap(sl.Samples)-k <= max(k/4, 2) {
+		return nil
+	}
+	old := sl.Samples
+	sl.Samples = append([]Sample(nil), old...)
+	return old
 }
 
 // sizeHint is the capacity a new newest slot starts with: the kept count

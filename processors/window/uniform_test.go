@@ -140,9 +140,63 @@ func TestArraysFitTheirKeys(t *testing.T) {
 			t.Errorf("busy key's slot at %d: capacity %d for 600 samples a slot", sl.Start, c)
 		}
 	}
-	for _, sl := range small.Slots {
-		if c := cap(sl.Samples); c > 2*10+4 {
+	for _, s := range []*Store{busy, small} {
+		if n, c := len(s.Slots), cap(s.Slots); c > n+2 {
+			t.Errorf("%d slots in an array of %d", n, c)
+		}
+	}
+	for i, sl := range small.Slots {
+		// Sealed slots (every one but the newest) fit their samples; the
+		// newest grows by append.
+		limit := 10 + 2
+		if i == len(small.Slots)-1 {
+			limit = 2*10 + 4
+		}
+		if c := cap(sl.Samples); c > limit {
 			t.Errorf("small key's slot at %d: capacity %d for 10 samples a slot", sl.Start, c)
+		}
+	}
+}
+
+// TestSealedSlotTakesLateSamples: a sample arriving for a slot after a
+// newer one started (late, within the allowed lateness) is kept, the
+// sealed array grows by an eighth rather than doubling, and the window
+// holds what a store filled in time order holds.
+func TestSealedSlotTakesLateSamples(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	xs := samples(r, 400, 4000) // ~100 a slot of 1000
+	var pool Pool
+	late, _ := New(1000, 1000)
+	ordered, _ := New(1000, 1000)
+	slices.SortFunc(xs, CompareSamples)
+	for _, x := range xs {
+		ordered.Add(x)
+	}
+	// The samples of the first 0.3 of each slot after the first arrive after the
+	// next slot started: each is late into a sealed slot.
+	var held []Sample
+	for _, x := range xs {
+		if x.T%1000 < 300 && x.T >= 1000 {
+			held = append(held, x)
+			continue
+		}
+		pool.Add(late, x)
+	}
+	for _, x := range held {
+		n := len(late.Slots)
+		pool.Add(late, x)
+		if len(late.Slots) != n {
+			t.Fatalf("a late sample at %d opened a slot", x.T)
+		}
+	}
+	got, ng := late.Collect(0, 4000, nil)
+	want, nw := ordered.Collect(0, 4000, nil)
+	if ng != nw || !slices.Equal(got, want) {
+		t.Fatalf("late samples: %d kept of %d, want %d of %d, equal=%v", len(got), ng, len(want), nw, slices.Equal(got, want))
+	}
+	for _, sl := range late.Slots[:len(late.Slots)-1] {
+		if k, c := len(sl.Samples), cap(sl.Samples); c > k+k/8+2+k/4 {
+			t.Errorf("slot at %d: capacity %d for %d samples after late ones", sl.Start, c, k)
 		}
 	}
 }

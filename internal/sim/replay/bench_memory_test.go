@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"flag"
 	"os"
 	"runtime"
 	"strconv"
@@ -11,6 +12,30 @@ import (
 	"github.com/fusebox-dev/fusebox/engine"
 	"github.com/fusebox-dev/fusebox/internal/sim/traffic"
 )
+
+// keys100k adds the 100k-key cases of BenchmarkCheckpointKeys and
+// BenchmarkHeapActiveKeys: each streams 13M calls (well over 5 CPU-minutes) and
+// holds ~10 GB at its peak (a worker of 100k keys and its snapshot, then
+// the restored worker beside the snapshot; run it with GOMEMLIMIT=9GiB on
+// a 24 GB machine), so `-bench .` leaves it out:
+//
+//	go test ./internal/sim/replay -run '^$' -bench 'CheckpointKeys/keys100k' -benchtime 1x -cpu 1 -keys100k
+var keys100k = flag.Bool("keys100k", false, "also run the 100k-key cases of the memory benchmarks")
+
+// keyCases are the (tenants, services) sizes of the memory benchmarks:
+// 50 x 20 (10k keys) and, with -keys100k, 250 x 40.
+func keyCases() []keyCase {
+	cs := []keyCase{{"keys10k", 50, 20}}
+	if *keys100k {
+		cs = append(cs, keyCase{"keys100k", 250, 40})
+	}
+	return cs
+}
+
+type keyCase struct {
+	name              string
+	tenants, services int
+}
 
 // smallKeys is the long tail of small keys of BenchmarkHeapActiveKeys:
 // tenants × services × 5 models × 2 variants keys, each at 0.2 calls/s.
@@ -75,16 +100,13 @@ func BenchmarkStatePerSmallKey(b *testing.B) {
 }
 
 // BenchmarkCheckpointKeys: one worker running every processor of the
-// production SLO file with 10k and 100k small keys (as
+// production SLO file with 10k (and, with -keys100k, 100k) small keys (as
 // BenchmarkHeapActiveKeys: 0.2 calls/s each, 11 minutes of event time,
 // keys.max_keys raised): its live heap and the process's RSS growth per
 // key, its checkpoint's bytes per key, and the CPU seconds to write it
 // (MarshalBinary) and to restore it (RestoreWorker), one op each.
 func BenchmarkCheckpointKeys(b *testing.B) {
-	for _, c := range []struct {
-		name              string
-		tenants, services int
-	}{{"keys10k", 50, 20}, {"keys100k", 250, 40}} {
+	for _, c := range keyCases() {
 		b.Run(c.name, func(b *testing.B) {
 			sc, keys := smallKeys(c.tenants, c.services)
 			cfg := productionConfig(b)

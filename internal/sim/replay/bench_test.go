@@ -325,16 +325,13 @@ func BenchmarkStatePerKey(b *testing.B) {
 
 // BenchmarkHeapActiveKeys: the live heap (and the process's RSS growth) of
 // one worker running every processor of the production SLO file (and the
-// rollups and the breaker) with 10k and 100k active keys (keys.max_keys
+// rollups and the breaker) with 10k and (with -keys100k) 100k active keys (keys.max_keys
 // off), each key at 0.2 calls/s (12 a minute, a
 // long tail of small keys), after 11 minutes of event time (the 10-minute
 // windows full). Traffic is generated, routed and applied as a stream, so
 // the input is not part of the heap.
 func BenchmarkHeapActiveKeys(b *testing.B) {
-	for _, c := range []struct {
-		name              string
-		tenants, services int
-	}{{"keys10k", 50, 20}, {"keys100k", 250, 40}} {
+	for _, c := range keyCases() {
 		b.Run(c.name, func(b *testing.B) {
 			sc := Quiet(traffic.Demo())
 			sc.Tenants, sc.Services = names("t", c.tenants), names("svc", c.services)
