@@ -144,15 +144,20 @@ func TheilSen(t, y []float64, level float64) (TheilSenResult, error) {
 	if err := checkFinite("y", y); err != nil {
 		return TheilSenResult{}, err
 	}
-	slopes := make([]float64, 0, n*(n-1)/2)
-	for i := 0; i < n; i++ {
-		for j := i + 1; j < n; j++ {
-			if dx := t[i] - t[j]; dx != 0 {
-				slopes = append(slopes, (y[i]-y[j])/dx)
+	// The number of slopes: pairs with t_i != t_j (equal times by groups).
+	nt := n * (n - 1) / 2
+	{
+		ts := slices.Clone(t)
+		slices.Sort(ts)
+		for i := 0; i < n; {
+			j := i + 1
+			for j < n && ts[j] == ts[i] {
+				j++
 			}
+			nt -= (j - i) * (j - i - 1) / 2
+			i = j
 		}
 	}
-	nt := len(slopes)
 	if nt == 0 {
 		return TheilSenResult{}, errf(ErrDegenerate, "Theil–Sen: all %d times are equal, the slope is undefined", n)
 	}
@@ -172,15 +177,39 @@ func TheilSen(t, y []float64, level float64) (TheilSenResult, error) {
 	rl := max(int(math.RoundToEven((fnt+z*sigma)/2))-1, 0)
 
 	res := TheilSenResult{N: n}
-	res.Slope = medianSelect(slopes)
-	// medianSelect left slopes partitioned around k = (nt-1)/2; the bounds
-	// are further order statistics, each selected in its half only.
-	res.Low = kthSelectPartitioned(slopes, (nt-1)/2, rl)
-	res.High = kthSelectPartitioned(slopes, (nt-1)/2, ru)
+	o, ok := theilSenOrder{}, false
+	if nt >= slopeBracketMin {
+		o, _, ok = slopeBracket(t, y, nt, rl, ru, slopeSampleSize, slopeSampleMargin, nil)
+	}
+	if !ok {
+		o = slopeOrderAll(t, y, nt, rl, ru)
+	}
+	res.Slope, res.Low, res.High = o.median, o.low, o.high
 	ts := slices.Clone(t)
 	ys := slices.Clone(y)
 	res.Intercept = medianSelect(ys) - res.Slope*medianSelect(ts)
 	return res, nil
+}
+
+// slopeOrderAll is slopeBracket's result from all nt slopes, held and
+// selected among.
+func slopeOrderAll(t, y []float64, nt, rl, ru int) theilSenOrder {
+	n := len(t)
+	slopes := make([]float64, 0, nt)
+	for i := 0; i < n; i++ {
+		for j := i + 1; j < n; j++ {
+			if dx := t[i] - t[j]; dx != 0 {
+				slopes = append(slopes, (y[i]-y[j])/dx)
+			}
+		}
+	}
+	var o theilSenOrder
+	o.median = medianSelect(slopes)
+	// medianSelect left slopes partitioned around k = (nt-1)/2; the bounds
+	// are further order statistics, each selected in its half only.
+	o.low = kthSelectPartitioned(slopes, (nt-1)/2, rl)
+	o.high = kthSelectPartitioned(slopes, (nt-1)/2, ru)
+	return o
 }
 
 // tieTerm returns sum over groups of equal values of k(k-1)(2k+5).
