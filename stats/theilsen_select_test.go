@@ -123,3 +123,26 @@ func TestTheilSenBracketedEqualsFull(t *testing.T) {
 		}
 	}
 }
+
+// TestSlopeBracketInfiniteSlopes: times 1e-300 apart and values of 1e10
+// give infinite slopes, which the sign-bit comparisons cannot order: the
+// bracket declines (ok false) and TheilSen's full selection answers.
+func TestSlopeBracketInfiniteSlopes(t *testing.T) {
+	var tt, y []float64
+	for i := range 120 {
+		tt, y = append(tt, float64(i)*1e-300), append(y, float64(i%7)*1e10)
+	}
+	nt := 120 * 119 / 2
+	if _, _, ok := slopeBracket(tt, y, nt, nt/2-100, nt/2+100, slopeSampleSize, slopeSampleMargin, nil); ok {
+		t.Fatal("bracket accepted infinite slopes")
+	}
+	got, err := TheilSen(tt, y, 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := sortedSlopes(tt, y)
+	k := (nt - 1) / 2
+	if want := all[k] + 0.5*(all[k+1]-all[k]); got.Slope != want && !(math.IsNaN(want) && math.IsNaN(got.Slope)) {
+		t.Fatalf("slope %v, want %v", got.Slope, want)
+	}
+}
