@@ -144,20 +144,9 @@ func TheilSen(t, y []float64, level float64) (TheilSenResult, error) {
 	if err := checkFinite("y", y); err != nil {
 		return TheilSenResult{}, err
 	}
-	// The number of slopes: pairs with t_i != t_j (equal times by groups).
-	nt := n * (n - 1) / 2
-	{
-		ts := slices.Clone(t)
-		slices.Sort(ts)
-		for i := 0; i < n; {
-			j := i + 1
-			for j < n && ts[j] == ts[i] {
-				j++
-			}
-			nt -= (j - i) * (j - i - 1) / 2
-			i = j
-		}
-	}
+	// The number of slopes: pairs with t_i != t_j.
+	tiedT, termT := ties(t)
+	nt := n*(n-1)/2 - tiedT
 	if nt == 0 {
 		return TheilSenResult{}, errf(ErrDegenerate, "Theil–Sen: all %d times are equal, the slope is undefined", n)
 	}
@@ -167,7 +156,8 @@ func TheilSen(t, y []float64, level float64) (TheilSenResult, error) {
 	}
 	z := distuv.UnitNormal.Quantile(alpha / 2)
 	fn := float64(n)
-	sigsq := (fn*(fn-1)*(2*fn+5) - tieTerm(t) - tieTerm(y)) / 18
+	_, termY := ties(y)
+	sigsq := (fn*(fn-1)*(2*fn+5) - termT - termY) / 18
 	if sigsq < 0 {
 		return TheilSenResult{}, errf(ErrDegenerate, "Theil–Sen: ties leave a negative variance for the slope bounds")
 	}
@@ -212,21 +202,23 @@ func slopeOrderAll(t, y []float64, nt, rl, ru int) theilSenOrder {
 	return o
 }
 
-// tieTerm returns sum over groups of equal values of k(k-1)(2k+5).
-func tieTerm(v []float64) float64 {
+// ties returns, over the groups of equal values of v, the number of tied
+// pairs (sum of k(k-1)/2) and sum of k(k-1)(2k+5).
+func ties(v []float64) (pairs int, term float64) {
 	s := slices.Clone(v)
 	slices.Sort(s)
-	sum := 0.0
 	for i := 0; i < len(s); {
 		j := i + 1
 		for j < len(s) && s[j] == s[i] {
 			j++
 		}
-		k := float64(j - i)
-		sum += k * (k - 1) * (2*k + 5)
+		k := j - i
+		pairs += k * (k - 1) / 2
+		fk := float64(k)
+		term += fk * (fk - 1) * (2*fk + 5)
 		i = j
 	}
-	return sum
+	return pairs, term
 }
 
 // medianSelect returns the type-7 median of a (reordered in place).

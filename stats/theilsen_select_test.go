@@ -115,7 +115,9 @@ func TestTheilSenBracketedEqualsFull(t *testing.T) {
 			med = all[k] + 0.5*(all[k+1]-all[k])
 		}
 		z := -math.Sqrt(2) * math.Erfinv(0.95)
-		sigma := math.Sqrt((300*299*605 - tieTerm(tt) - tieTerm(y)) / 18)
+		_, termT := ties(tt)
+		_, termY := ties(y)
+		sigma := math.Sqrt((300*299*605 - termT - termY) / 18)
 		ru := min(int(math.RoundToEven((float64(nt)-z*sigma)/2)), nt-1)
 		rl := max(int(math.RoundToEven((float64(nt)+z*sigma)/2))-1, 0)
 		if got.Slope != med || got.Low != all[rl] || got.High != all[ru] {
