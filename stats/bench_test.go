@@ -158,9 +158,15 @@ func BenchmarkHodgesLehmann2000(b *testing.B) {
 	}
 }
 
-func BenchmarkTheilSen1440(b *testing.B) {
-	t := make([]float64, 1440)
-	y := lognormalDraws(1440, 0.1, 8)
+func BenchmarkTheilSen1440(b *testing.B) { benchTheilSen(b, 1440) }
+
+// BenchmarkTheilSen300: the decay processor's default cap
+// (theil_sen_max_points), 44,850 slopes.
+func BenchmarkTheilSen300(b *testing.B) { benchTheilSen(b, 300) }
+
+func benchTheilSen(b *testing.B, n int) {
+	t := make([]float64, n)
+	y := lognormalDraws(n, 0.1, 8)
 	for i := range t {
 		t[i] = float64(i)
 	}

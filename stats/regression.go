@@ -144,15 +144,9 @@ func TheilSen(t, y []float64, level float64) (TheilSenResult, error) {
 	if err := checkFinite("y", y); err != nil {
 		return TheilSenResult{}, err
 	}
-	slopes := make([]float64, 0, n*(n-1)/2)
-	for i := 0; i < n; i++ {
-		for j := i + 1; j < n; j++ {
-			if dx := t[i] - t[j]; dx != 0 {
-				slopes = append(slopes, (y[i]-y[j])/dx)
-			}
-		}
-	}
-	nt := len(slopes)
+	// The number of slopes: pairs with t_i != t_j.
+	tiedT, termT := ties(t)
+	nt := n*(n-1)/2 - tiedT
 	if nt == 0 {
 		return TheilSenResult{}, errf(ErrDegenerate, "Theil–Sen: all %d times are equal, the slope is undefined", n)
 	}
@@ -162,7 +156,8 @@ func TheilSen(t, y []float64, level float64) (TheilSenResult, error) {
 	}
 	z := distuv.UnitNormal.Quantile(alpha / 2)
 	fn := float64(n)
-	sigsq := (fn*(fn-1)*(2*fn+5) - tieTerm(t) - tieTerm(y)) / 18
+	_, termY := ties(y)
+	sigsq := (fn*(fn-1)*(2*fn+5) - termT - termY) / 18
 	if sigsq < 0 {
 		return TheilSenResult{}, errf(ErrDegenerate, "Theil–Sen: ties leave a negative variance for the slope bounds")
 	}
@@ -172,32 +167,58 @@ func TheilSen(t, y []float64, level float64) (TheilSenResult, error) {
 	rl := max(int(math.RoundToEven((fnt+z*sigma)/2))-1, 0)
 
 	res := TheilSenResult{N: n}
-	res.Slope = medianSelect(slopes)
-	// medianSelect left slopes partitioned around k = (nt-1)/2; the bounds
-	// are further order statistics, each selected in its half only.
-	res.Low = kthSelectPartitioned(slopes, (nt-1)/2, rl)
-	res.High = kthSelectPartitioned(slopes, (nt-1)/2, ru)
+	o, ok := theilSenOrder{}, false
+	if nt >= slopeBracketMin {
+		o, _, ok = slopeBracket(t, y, nt, rl, ru, slopeSampleSize, slopeSampleMargin, nil)
+	}
+	if !ok {
+		o = slopeOrderAll(t, y, nt, rl, ru)
+	}
+	res.Slope, res.Low, res.High = o.median, o.low, o.high
 	ts := slices.Clone(t)
 	ys := slices.Clone(y)
 	res.Intercept = medianSelect(ys) - res.Slope*medianSelect(ts)
 	return res, nil
 }
 
-// tieTerm returns sum over groups of equal values of k(k-1)(2k+5).
-func tieTerm(v []float64) float64 {
+// slopeOrderAll is slopeBracket's result from all nt slopes, held and
+// selected among.
+func slopeOrderAll(t, y []float64, nt, rl, ru int) theilSenOrder {
+	n := len(t)
+	slopes := make([]float64, 0, nt)
+	for i := 0; i < n; i++ {
+		for j := i + 1; j < n; j++ {
+			if dx := t[i] - t[j]; dx != 0 {
+				slopes = append(slopes, (y[i]-y[j])/dx)
+			}
+		}
+	}
+	var o theilSenOrder
+	o.median = medianSelect(slopes)
+	// medianSelect left slopes partitioned around k = (nt-1)/2; the bounds
+	// are further order statistics, each selected in its half only.
+	o.low = kthSelectPartitioned(slopes, (nt-1)/2, rl)
+	o.high = kthSelectPartitioned(slopes, (nt-1)/2, ru)
+	return o
+}
+
+// ties returns, over the groups of equal values of v, the number of tied
+// pairs (sum of k(k-1)/2) and sum of k(k-1)(2k+5).
+func ties(v []float64) (pairs int, term float64) {
 	s := slices.Clone(v)
 	slices.Sort(s)
-	sum := 0.0
 	for i := 0; i < len(s); {
 		j := i + 1
 		for j < len(s) && s[j] == s[i] {
 			j++
 		}
-		k := float64(j - i)
-		sum += k * (k - 1) * (2*k + 5)
+		k := j - i
+		pairs += k * (k - 1) / 2
+		fk := float64(k)
+		term += fk * (fk - 1) * (2*fk + 5)
 		i = j
 	}
-	return sum
+	return pairs, term
 }
 
 // medianSelect returns the type-7 median of a (reordered in place).

@@ -183,65 +183,72 @@ func BenchmarkWorkerPerProcessor(b *testing.B) {
 func BenchmarkDecodeIncluded(b *testing.B) {
 	bt := trafficAt(b, 400)
 	cfg := productionConfig(b)
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for range b.N {
+		decodeAndApply(b, cfg, bt)
+	}
+	reportSpans(b, bt.spans, cpu0)
+}
+
+// decodeAndApply is one pass of BenchmarkDecodeIncluded: bt's published
+// records decoded, split onto 4 keyed partitions and applied to fresh
+// workers.
+func decodeAndApply(b *testing.B, cfg engine.WorkerConfig, bt *benchTraffic) {
 	names, lim := schemas.DefaultAttributeNames(), schemas.DefaultLimits()
 	counts := map[string]int{}
 	for _, p := range bt.src {
 		counts[p.Topic]++
 	}
 	announce := announceTopics(counts)
-	b.ResetTimer()
-	cpu0 := cpuTime()
 	var spans []schemas.Span
-	for range b.N {
-		workers := make([]*engine.Worker, 4)
-		for p := range workers {
-			w, err := engine.NewWorker(cfg, int32(p))
+	workers := make([]*engine.Worker, 4)
+	for p := range workers {
+		w, err := engine.NewWorker(cfg, int32(p))
+		if err != nil {
+			b.Fatal(err)
+		}
+		workers[p] = w
+	}
+	splitters := map[int32]*router.Splitter{}
+	corr := router.NewSplitter(CorrectionTopic, 0, 4, router.SplitterConfig{ByTenant: true})
+	offsets := make([]int64, 4)
+	type tp struct {
+		topic string
+		p     int32
+	}
+	next := map[tp]int64{}
+	for _, r := range bt.recs {
+		var outs []router.Out
+		off := next[tp{r.Topic, r.Partition}]
+		next[tp{r.Topic, r.Partition}]++
+		if r.Topic == CorrectionTopic {
+			c, err := schemas.DecodeCorrection(r.Value)
 			if err != nil {
 				b.Fatal(err)
 			}
-			workers[p] = w
-		}
-		splitters := map[int32]*router.Splitter{}
-		corr := router.NewSplitter(CorrectionTopic, 0, 4, router.SplitterConfig{ByTenant: true})
-		offsets := make([]int64, 4)
-		type tp struct {
-			topic string
-			p     int32
-		}
-		next := map[tp]int64{}
-		for _, r := range bt.recs {
-			var outs []router.Out
-			off := next[tp{r.Topic, r.Partition}]
-			next[tp{r.Topic, r.Partition}]++
-			if r.Topic == CorrectionTopic {
-				c, err := schemas.DecodeCorrection(r.Value)
-				if err != nil {
-					b.Fatal(err)
-				}
-				outs = corr.Split(off, nil, []schemas.Correction{c})
-			} else {
-				var err error
-				spans, _, err = schemas.DecodeOTLPProto(r.Value, names, lim, spans[:0])
-				if err != nil {
-					b.Fatal(err)
-				}
-				s := splitters[r.Partition]
-				if s == nil {
-					s = router.NewSplitter(SpanTopic, r.Partition, 4, router.SplitterConfig{ByTenant: true})
-					splitters[r.Partition] = s
-				}
-				outs = s.Split(off, spans, nil)
+			outs = corr.Split(off, nil, []schemas.Correction{c})
+		} else {
+			var err error
+			spans, _, err = schemas.DecodeOTLPProto(r.Value, names, lim, spans[:0])
+			if err != nil {
+				b.Fatal(err)
 			}
-			for _, o := range outs {
-				rec := engine.KeyedRecord{Offset: offsets[o.Partition], Source: o.Source, SourceMaxEventTime: o.SourceMax,
-					SourceTopics: announce, Idle: o.Idle, Spans: o.Spans, Corrections: o.Corrections}
-				offsets[o.Partition]++
-				workers[o.Partition].Apply(&rec)
-				workers[o.Partition].TakeOutput()
+			s := splitters[r.Partition]
+			if s == nil {
+				s = router.NewSplitter(SpanTopic, r.Partition, 4, router.SplitterConfig{ByTenant: true})
+				splitters[r.Partition] = s
 			}
+			outs = s.Split(off, spans, nil)
+		}
+		for _, o := range outs {
+			rec := engine.KeyedRecord{Offset: offsets[o.Partition], Source: o.Source, SourceMaxEventTime: o.SourceMax,
+				SourceTopics: announce, Idle: o.Idle, Spans: o.Spans, Corrections: o.Corrections}
+			offsets[o.Partition]++
+			workers[o.Partition].Apply(&rec)
+			workers[o.Partition].TakeOutput()
 		}
 	}
-	reportSpans(b, bt.spans, cpu0)
 }
 
 func rateName(rate float64) string { return fmt.Sprintf("calls%g", rate) }
