@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"cmp"
 	"math"
 	"slices"
 )
@@ -106,7 +107,7 @@ func slopeBracket(t, y []float64, nt, rl, ru int, m, margin int, buf []float64) 
 	for k := range idx {
 		idx[k] = k
 	}
-	slices.SortFunc(idx, func(a, b int) int { return cmpFloat(t[a], t[b]) })
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(t[a], t[b]) })
 	ts, ys := make([]float64, n), make([]float64, n)
 	maxY, minGap := 0.0, math.Inf(1)
 	for k, i := range idx {
@@ -169,14 +170,4 @@ func slopeBracket(t, y []float64, nt, rl, ru int, m, margin int, buf []float64) 
 	o.low = kthSelectPartitioned(buf, kb, rl-below)
 	o.high = kthSelectPartitioned(buf, kb, ru-below)
 	return o, buf, true
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
