@@ -424,8 +424,14 @@ func (w *Worker) span(s *schemas.Span) {
 	}
 	w.stats.Spans++
 	for i := range w.slos {
-		if w.slos[i].spec.Match.MatchesSpan(s) {
-			w.slos[i].proc.ObserveSpan(key, s)
+		st := &w.slos[i]
+		switch {
+		case st.spec.Match.MatchesSpan(s):
+			st.proc.ObserveSpan(key, s)
+		case st.hooks.ObserveUnmatched != nil && in(st.spec.Match.Tenant, s.Key.Tenant):
+			// Corrections index it so that a correction of it is not
+			// joined to another span of the SLO (Hooks.ObserveUnmatched).
+			st.hooks.ObserveUnmatched(key, s)
 		}
 	}
 }

@@ -44,6 +44,18 @@ type Hooks struct {
 	// rollup SLO is in the list.
 	CountCorrection func(key schemas.Key, timeUnixNano int64)
 
+	// ObserveUnmatched is called for every on-time span of a tenant the
+	// SLO's match selects but whose other dimensions or operation it does
+	// not, with its key after the engine's dimension projection and
+	// cardinality guard. Set by corrections: a correction joins the span
+	// it names among all of its tenant's spans, not only among the SLO's,
+	// so that SLOs split by model, variant, service or operation agree on
+	// which span a correction corrects. Without it, an SLO that did not
+	// see the corrected span fell back from the correction's trace id to
+	// its session and attributed it to one of its own spans of that
+	// session: a split SLO counted the other SLOs' corrections too.
+	ObserveUnmatched func(key schemas.Key, s *schemas.Span)
+
 	// Pending reports whether the processor holds state that Keys does not
 	// count (corrections: spans indexed for joining, corrections waiting
 	// for the watermark). While any processor has keys or pending state,

@@ -47,6 +47,10 @@ type spanIndex struct {
 	// (keyState.refs > 0), and a released id is reused (freeKeys).
 	keys     []*keyState
 	freeKeys []uint32
+	// foreign holds the keys of the spans indexed through ObserveUnmatched
+	// (outside the SLO's match): they have no slots and live while they
+	// have entries, as every key of keys does.
+	foreign map[schemas.Key]*keyState
 	// evicted counts spans evicted (or not indexed) because of the cap.
 	evicted int64
 }
@@ -94,7 +98,19 @@ func newHeapItem(e *entry, idx int32) heapItem {
 const entryPage = 1024
 
 func newSpanIndex(max int) *spanIndex {
-	return &spanIndex{max: max, tenants: map[string]uint32{}, byTrace: newFPTable(), bySession: newFPTable(), byResp: newFPTable()}
+	return &spanIndex{max: max, tenants: map[string]uint32{}, byTrace: newFPTable(), bySession: newFPTable(), byResp: newFPTable(),
+		foreign: map[schemas.Key]*keyState{}}
+}
+
+// foreignState returns the state of key as a key outside the SLO, made
+// when it has none.
+func (x *spanIndex) foreignState(key schemas.Key) *keyState {
+	ks := x.foreign[key]
+	if ks == nil {
+		ks = &keyState{key: key, foreign: true}
+		x.foreign[key] = ks
+	}
+	return ks
 }
 
 // tenantID interns tenant.
@@ -246,6 +262,9 @@ func (x *spanIndex) remove(idx int32) {
 	if ks.refs == 0 {
 		x.keys[ks.id] = nil
 		x.freeKeys = append(x.freeKeys, ks.id)
+		if ks.foreign {
+			delete(x.foreign, ks.key)
+		}
 	}
 	*e = entry{}
 	x.free = append(x.free, idx)

@@ -15,9 +15,13 @@ import (
 // entries and corrections have none), version 3 the one whose index
 // entries held the trace id, session id, response id and tenant (still
 // read: their fingerprints are computed on restore) instead of version 4's
-// three fingerprints.
+// three fingerprints. Version 5 adds the keys outside the SLO's match whose
+// spans are indexed (ObserveUnmatched); a state without any is written as
+// version 4, byte for byte what the release before version 5 wrote and
+// reads.
 var (
-	snapshotFormat   = snapcodec.Format{Name: "fusebox.corrections", Version: 4, Err: ErrCorrupt}
+	snapshotFormat   = snapcodec.Format{Name: "fusebox.corrections", Version: 5, Err: ErrCorrupt}
+	snapshotFormatV4 = snapcodec.Format{Name: "fusebox.corrections", Version: 4, Err: ErrCorrupt}
 	snapshotFormatV3 = snapcodec.Format{Name: "fusebox.corrections", Version: 3, Err: ErrCorrupt}
 	snapshotFormatV2 = snapcodec.Format{Name: "fusebox.corrections", Version: 2, Err: ErrCorrupt}
 )
@@ -37,13 +41,17 @@ const (
 // MarshalBinary snapshots the whole state in the snapcodec layout: span
 // keys (sorted) with their slots, unjoined keys (sorted) with theirs, the
 // span index (entries sorted by end time, hash, then identity; each naming
-// its key by position in the key list) and the pending corrections (sorted
-// as they will be joined). Equal states give equal bytes.
+// its key by position in the key list, then in the list of keys outside the
+// match) and the pending corrections (sorted as they will be joined). Equal
+// states give equal bytes.
 func (p *Processor) MarshalBinary() ([]byte, error) {
-	return snapshotFormat.Marshal(func(e *snapcodec.Encoder) { p.encode(e) }), nil
+	if len(p.index.foreign) == 0 {
+		return snapshotFormatV4.Marshal(func(e *snapcodec.Encoder) { p.encode(e, 4) }), nil
+	}
+	return snapshotFormat.Marshal(func(e *snapcodec.Encoder) { p.encode(e, 5) }), nil
 }
 
-func (p *Processor) encode(e *snapcodec.Encoder) {
+func (p *Processor) encode(e *snapcodec.Encoder, version int) {
 	keys := processors.SortedKeys(p.keys, nil)
 	pos := make(map[*keyState]uint32, len(keys))
 	e.Count(len(keys))
@@ -75,6 +83,14 @@ func (p *Processor) encode(e *snapcodec.Encoder) {
 		}
 	})
 	x := p.index
+	if version >= 5 {
+		foreign := processors.SortedKeys(x.foreign, nil)
+		e.Count(len(foreign))
+		for i, k := range foreign {
+			pos[x.foreign[k]] = uint32(len(keys) + i)
+			e.Key(k)
+		}
+	}
 	e.I64(x.evicted)
 	live := make([]int32, 0, x.heap.len())
 	for i := range x.heap.len() {
@@ -166,9 +182,9 @@ func comparePending(a, b pending) int {
 // On error, which wraps ErrCorrupt, the processor is left empty.
 func (p *Processor) UnmarshalBinary(data []byte) error {
 	p.reset()
-	err := snapshotFormat.Unmarshal(data, func(d *snapcodec.Decoder) { p.decode(d, 4) })
+	err := snapshotFormat.Unmarshal(data, func(d *snapcodec.Decoder) { p.decode(d, 5) })
 	if err != nil {
-		for v, f := range []snapcodec.Format{3: snapshotFormatV3, 2: snapshotFormatV2} {
+		for v, f := range []snapcodec.Format{4: snapshotFormatV4, 3: snapshotFormatV3, 2: snapshotFormatV2} {
 			if v < 2 {
 				continue
 			}
@@ -231,6 +247,18 @@ func (p *Processor) decode(d *snapcodec.Decoder, version int) {
 		}
 		return u
 	})
+	if version >= 5 {
+		for range d.Count(snapcodec.KeySize) {
+			k := d.Key()
+			if _, dup := p.index.foreign[k]; dup {
+				d.Failf("key %q twice outside the match", k.String())
+			}
+			if d.Err() != nil {
+				return
+			}
+			list = append(list, p.index.foreignState(k))
+		}
+	}
 	evicted := d.I64()
 	var tenants []uint32 // version 4: interned ids by snapshot position
 	if version >= 4 {
@@ -275,6 +303,11 @@ func (p *Processor) decode(d *snapcodec.Decoder, version int) {
 			return
 		}
 		p.index.add(e, list[kp])
+	}
+	for _, ks := range p.index.foreign {
+		if ks.refs == 0 && d.Err() == nil {
+			d.Failf("key %q outside the match has no indexed span", ks.key.String())
+		}
 	}
 	p.index.evicted = evicted
 	np := d.Count(pSize)
