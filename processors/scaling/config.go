@@ -37,9 +37,12 @@ type Config struct {
 	// MinSamples is the fewest spans in the window for a decision.
 	// Default 50.
 	MinSamples int `yaml:"min_samples"`
-	// MaxSamplesPerSlot caps the latencies kept per scope key per Every for
-	// the variance (a uniform sample by span-id hash beyond it; the mix
-	// counts are always exact). Default 2000.
+	// MaxSamplesPerSlot is deprecated and ignored: it capped the latency
+	// sample the variance was computed over, and the variance is now exact
+	// over every span of the window (per-slot integer moments). It is
+	// still accepted, whatever its value, so older SLO files load, and
+	// kept at its old default 2000 in DefaultConfig and in StateShape so
+	// the SLOs' state ids, and so their checkpoints, survive the upgrade.
 	MaxSamplesPerSlot int `yaml:"max_samples_per_slot"`
 	// MaxCategories caps the distinct mix categories counted per scope key
 	// per Every; categories beyond it are pooled into one "other" category
@@ -59,7 +62,7 @@ func DefaultConfig() Config {
 		EntropyLow:        0.5,
 		ScaleInAfter:      3,
 		MinSamples:        50,
-		MaxSamplesPerSlot: 2000,
+		MaxSamplesPerSlot: 2000, // ignored (deprecated)
 		MaxCategories:     1000,
 	}
 }
@@ -84,7 +87,6 @@ func (c *Config) Validate() error {
 	k.Fail(!(c.StdDevBudgetMs > 0), "stddev_budget_ms", "must be set to a positive number of ms")
 	k.Fail(c.ScaleInAfter < 1, "scale_in_after", "must be at least 1")
 	k.Fail(c.MinSamples < 2, "min_samples", "must be at least 2")
-	k.Fail(c.MaxSamplesPerSlot < 2, "max_samples_per_slot", "must be at least 2")
 	k.Fail(c.MaxCategories < 2, "max_categories", "must be at least 2")
 	return k.Err()
 }

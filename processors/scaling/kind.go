@@ -31,9 +31,12 @@ func (c *Config) Summary() string {
 		strings.Join(c.Scope, " "), strings.Join(c.Mix, " "), c.EntropyHigh, c.StdDevBudgetMs, c.Window, c.Every)
 }
 
-// StateShape: the scope, the mix, the window, the interval and the caps
-// shape the windows; the entropy bounds, the budget, the scale-in delay
-// and the minimum count only judge them.
+// StateShape: the scope, the mix, the window, the interval and the
+// category cap shape the windows; the entropy bounds, the budget, the
+// scale-in delay and the minimum count only judge them. MaxSamplesPerSlot
+// (deprecated, ignored) shapes nothing now but stays in: taking it out
+// would change every scaling SLO's state id, and a checkpoint's state is
+// restored only under its own id.
 func (c *Config) StateShape() any {
 	return []any{c.Scope, c.Mix, c.Window, c.Every, c.MaxSamplesPerSlot, c.MaxCategories}
 }

@@ -75,7 +75,8 @@ func categoryHash(fields []mixField, s *schemas.Span) uint64 {
 	return h
 }
 
-// mixSlot counts spans per category over one Every of event time. The
+// mixSlot counts spans per category over one Every of event time, and
+// holds their latency moments. The
 // counts are exact up to maxCats distinct categories; beyond that the
 // categories with the largest hashes are pooled under otherCategory. The
 // kept set is the maxCats smallest hashes seen, whatever the arrival order:
@@ -85,6 +86,9 @@ type mixSlot struct {
 	start  int64
 	n      int64
 	counts map[uint64]int64
+	// lat are the latency moments of the slot's spans with a valid
+	// duration (lat.n ≤ n).
+	lat moments
 	// kept is the number of categories other than otherCategory in counts;
 	// maxKept the largest of their hashes (valid when kept == maxCats).
 	kept    int

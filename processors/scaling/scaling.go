@@ -11,23 +11,31 @@
 //     entropy H = -Σ p_i log2 p_i (bits) of the category shares, and its
 //     normalised form H / log2(K) in [0, 1] (K the number of categories in
 //     the window; 0 when K = 1), measure how spread the mix is;
-//   - the latency spread: the sample variance (Welford, ms²) and standard
-//     deviation (ms) of duration_ms over the window's latency sample (at
-//     most MaxSamplesPerSlot spans per slot, a uniform sample by span-id
-//     hash), taken in the window's canonical order so the result is the
-//     same bit for bit whatever the arrival order.
+//   - the latency spread: the sample variance (ms²) and standard deviation
+//     (ms) of duration_ms over every span of the window, from exact integer
+//     moments kept per slot (count, Σx and Σx² of the durations in ns, 128-
+//     and 192-bit: see moments): variance = (n·Σx² − (Σx)²) / (n·(n−1)),
+//     computed exactly and rounded once to float64, so the result is the
+//     same bit for bit whatever the arrival order and however the spans
+//     fall into slots, and the large-mean cancellation of a float Σx² cannot
+//     happen. A duration that is NaN, negative or over 24 h (which span
+//     validation rejects) is no latency: the span counts in the mix and in
+//     n but not in the variance. Fewer than two latencies: 0 and 0.
 //
 // Config.Decide is the decision table. Verdicts: metric "scaling", Value the
 // normalised entropy, Threshold EntropyHigh, no interval, method
-// "entropy_welford_table"; Details entropy_bits, normalized_entropy,
-// categories, variance_ms2, stddev_ms, decision (-1 scale in, 0 hold, +1
-// scale out one step), low_streak, n (spans in the window).
+// "entropy_welford_table" (the name kept for the verdicts' consumers;
+// the variance is no longer a Welford sum); Details entropy_bits,
+// normalized_entropy, categories, variance_ms2, stddev_ms, decision (-1
+// scale in, 0 hold, +1 scale out one step), low_streak, latency_samples
+// (the spans the variance is over: n less those without a valid
+// duration), n (spans in the window).
 //
 // Memory per scope key: (Window/Every + 1) slots, each with a category map
-// of at most MaxCategories+1 entries (~40 bytes each) and at most
-// MaxSamplesPerSlot latencies of 24 bytes. With the defaults (5m/1m, 2000
-// latencies, a handful of categories) that is at most ~290 KB per key under
-// heavy traffic, ~24 bytes per span under light traffic.
+// of at most MaxCategories+1 entries (~40 bytes each) and 48 bytes of
+// latency moments, whatever the traffic: with the defaults (5m/1m, a
+// handful of categories) a few KB per key, where the latency sample of
+// earlier versions took 24 bytes per span (up to ~290 KB per busy key).
 package scaling
 
 import (
@@ -37,7 +45,6 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors"
-	"github.com/fusebox-dev/fusebox/processors/window"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -58,15 +65,14 @@ type Processor struct {
 	keys  map[schemas.Key]*keyState
 
 	// scratch reused across evaluations
-	samples []window.Sample
-	merged  map[uint64]int64
-	counts  []catCount
-	order   processors.KeyOrder
+	spread spreadScratch
+	merged map[uint64]int64
+	counts []catCount
+	order  processors.KeyOrder
 }
 
 type keyState struct {
 	slots     []mixSlot // sorted by start
-	lat       *window.Store
 	lowStreak int
 }
 
@@ -134,19 +140,32 @@ func (p *Processor) ScopeKey(key schemas.Key) schemas.Key {
 	return key
 }
 
-// ObserveSpan counts the span's category and keeps its latency in the
-// window sample of its scope key. It does not allocate once the key's
-// current slot exists.
+// ObserveSpan counts the span's category and adds its duration to the
+// latency moments of its scope key's slot (a duration that is NaN,
+// negative or over schemas.MaxDurationMs is not added: see durationNs). It
+// does not allocate once the key's current slot exists.
 func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 	sk := p.ScopeKey(key)
 	ks := p.keys[sk]
 	if ks == nil {
-		lat, _ := window.New(p.every, p.cfg.MaxSamplesPerSlot)
-		ks = &keyState{lat: lat}
+		ks = &keyState{}
 		p.keys[sk] = ks
 	}
-	ks.slot(ks.lat.SlotStart(s.EndUnixNano)).add(categoryHash(p.mix, s), p.cfg.MaxCategories)
-	ks.lat.Add(window.Sample{T: s.EndUnixNano, V: s.DurationMs, H: processors.SpanHash(s)})
+	sl := ks.slot(p.slotStart(s.EndUnixNano))
+	sl.add(categoryHash(p.mix, s), p.cfg.MaxCategories)
+	if x, ok := durationNs(s.DurationMs); ok {
+		sl.lat.add(x)
+	}
+}
+
+// slotStart is the start of the Every slot holding event time t (floor
+// division, correct for negative t too).
+func (p *Processor) slotStart(t int64) int64 {
+	r := t % p.every
+	if r < 0 {
+		r += p.every
+	}
+	return t - r
 }
 
 // slot finds or inserts the mix slot starting at start, searching from the
@@ -176,11 +195,10 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 		}
 		// The next evaluation's window starts at now+every-window.
 		keep := now + p.every - p.win
-		ks.lat.EvictBefore(keep)
 		ks.slots = processors.DropSlotsBefore(ks.slots, keep, p.every, mixSlotStart)
 		// A key with a running low streak stays until an evaluation finds
 		// its window empty (which resets the streak).
-		if len(ks.slots) == 0 && ks.lat.Empty() && ks.lowStreak == 0 {
+		if len(ks.slots) == 0 && ks.lowStreak == 0 {
 			delete(p.keys, k)
 		}
 	}
@@ -191,12 +209,14 @@ func (p *Processor) Evaluate(now int64, emit processors.Emitter) {
 func (p *Processor) judge(k schemas.Key, ks *keyState, from, to int64) (schemas.Verdict, bool) {
 	clear(p.merged)
 	var n int64
+	var lat moments
 	for i := range ks.slots {
 		sl := &ks.slots[i]
 		if sl.start < from || sl.start+p.every > to {
 			continue
 		}
 		n += sl.n
+		lat.merge(&sl.lat)
 		for h, c := range sl.counts {
 			p.merged[h] += c
 		}
@@ -225,8 +245,7 @@ func (p *Processor) judge(k schemas.Key, ks *keyState, from, to int64) (schemas.
 		return v, true
 	}
 	hBits, norm := entropy(p.counts)
-	p.samples, _ = ks.lat.Collect(from, to, p.samples[:0])
-	variance, sd := latencySpread(p.samples)
+	variance, sd := p.spread.spread(&lat)
 	j := p.cfg.Decide(norm, sd, ks.lowStreak)
 	ks.lowStreak = j.LowStreak
 	v.Value = norm
@@ -239,7 +258,7 @@ func (p *Processor) judge(k schemas.Key, ks *keyState, from, to int64) (schemas.
 		{Name: "stddev_ms", Value: sd},
 		{Name: "decision", Value: float64(j.Decision)},
 		{Name: "low_streak", Value: float64(j.LowStreak)},
-		{Name: "latency_samples", Value: float64(len(p.samples))},
+		{Name: "latency_samples", Value: float64(lat.n)},
 		{Name: "n", Value: float64(n)},
 	}
 	return v, true

@@ -82,9 +82,14 @@ func TestConfigValidate(t *testing.T) {
 	}
 	bad := testConfig()
 	bad.MaxCategories = 1
-	bad.MaxSamplesPerSlot = 0
 	bad.Mix = []string{"route", "colour"}
-	proctest.WantConfigErrors(t, bad.Validate(), "max_categories", "max_samples_per_slot", "mix: unknown category colour")
+	proctest.WantConfigErrors(t, bad.Validate(), "max_categories", "mix: unknown category colour")
+	// max_samples_per_slot is deprecated and ignored: any value loads.
+	old := testConfig()
+	old.MaxSamplesPerSlot = 0
+	if err := old.Validate(); err != nil {
+		t.Fatalf("max_samples_per_slot 0 (ignored): %v", err)
+	}
 	if _, err := New(meta, bad); err == nil {
 		t.Fatal("New accepted a bad config")
 	}
@@ -229,7 +234,7 @@ func TestObserveSpanDoesNotAllocate(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 5))
 	spans := generate(5, t0, t0+minute, script{})
 	proctest.ObserveAll(p, spans)
-	// Same slot, known categories, latency slot already at its capacity.
+	// Same slot, known categories.
 	s := proctest.NewSpan(r, spans[0].Key, spans[0].Route, t0+30*int64(time.Second), 500)
 	for range 3000 {
 		p.ObserveSpan(s.Key, &s)

@@ -1,7 +1,6 @@
 package scaling
 
 import (
-	"github.com/fusebox-dev/fusebox/processors/window"
 	"github.com/fusebox-dev/fusebox/stats"
 )
 
@@ -22,20 +21,4 @@ func entropy(counts []catCount) (bits, normalized float64) {
 		return 0, 0
 	}
 	return bits, normalized
-}
-
-// latencySpread returns the sample variance (ms²) and standard deviation
-// (ms) of the samples' values, accumulated by Welford in the samples'
-// order (the window's canonical order). Fewer than two samples: 0, 0.
-func latencySpread(xs []window.Sample) (variance, stddev float64) {
-	var w stats.Welford
-	for _, x := range xs {
-		w.Add(x.V)
-	}
-	v, ok := w.Variance()
-	if !ok {
-		return 0, 0
-	}
-	sd, _ := w.StdDev()
-	return v, sd
 }
