@@ -8,14 +8,14 @@ import (
 )
 
 // BenchmarkObserveSpan: steady state, spans of two tenants landing in
-// existing slots whose latency samples are already at capacity.
+// existing slots (their categories known, their moments growing).
 func BenchmarkObserveSpan(b *testing.B) {
 	proctest.BenchObserveSpans(b, mustNew(b, testConfig()), generate(1, t0, t0+10*minute, script{}))
 }
 
 // BenchmarkEvaluate: one evaluation over full 5-minute windows of 200
-// scope keys (about 1000 spans each, 2000-sample latency cap); reports
-// ns per key and snapshot bytes per key.
+// scope keys (about 1000 spans each, in five slots' moments); reports ns
+// per key and snapshot bytes per key.
 func BenchmarkEvaluate(b *testing.B) {
 	spans := generate(2, t0, t0+5*minute, script{})
 	p := mustNew(b, testConfig())
