@@ -151,21 +151,11 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 		ks = &keyState{}
 		p.keys[sk] = ks
 	}
-	sl := ks.slot(p.slotStart(s.EndUnixNano))
+	sl := ks.slot(processors.FloorTo(s.EndUnixNano, p.every))
 	sl.add(categoryHash(p.mix, s), p.cfg.MaxCategories)
 	if x, ok := durationNs(s.DurationMs); ok {
 		sl.lat.add(x)
 	}
-}
-
-// slotStart is the start of the Every slot holding event time t (floor
-// division, correct for negative t too).
-func (p *Processor) slotStart(t int64) int64 {
-	r := t % p.every
-	if r < 0 {
-		r += p.every
-	}
-	return t - r
 }
 
 // slot finds or inserts the mix slot starting at start, searching from the
