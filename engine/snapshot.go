@@ -77,7 +77,14 @@ func (w *Worker) MarshalBinary() ([]byte, error) {
 	if w.cfg.CheckpointVersion == snapshotFormatV4.Version {
 		format = snapshotFormatV4
 	}
+	size := len(bb) + len(eb) + 4096 // the parts, and room for the rest
+	for _, b := range procs {
+		size += len(b) + 256
+	}
 	return format.Marshal(func(e *snapcodec.Encoder) {
+		// One allocation for the whole checkpoint: the parts are most of
+		// it (2 GB at 100k keys), and growing to it copies them again.
+		e.Grow(size)
 		e.String(w.cfg.ConfigVersion)
 		e.U32(uint32(w.partition))
 		e.I64(w.nextOffset)
@@ -94,11 +101,11 @@ func (w *Worker) MarshalBinary() ([]byte, error) {
 			e.String(w.slos[i].spec.Meta.SLO)
 			e.String(w.slos[i].spec.StateID)
 			e.I64(w.slos[i].next)
-			e.String(string(procs[i]))
+			e.Blob(procs[i])
 		}
 		e.String(w.cfg.BreakerStateID)
-		e.String(string(bb))
-		e.String(string(eb))
+		e.Blob(bb)
+		e.Blob(eb)
 		if format.Version >= snapshotFormat.Version {
 			w.wm.appendIdleFor(e)
 			w.wm.appendLastAt(e)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -252,5 +253,27 @@ func TestGenDefaultStartNeverAhead(t *testing.T) {
 	}
 	if end.After(after.Add(time.Second)) || end.Before(before.Add(-5*time.Second)) {
 		t.Errorf("event time ended at %v; wall clock %v to %v: want it to reach the wall clock, not run ahead", end, before, after)
+	}
+}
+
+// TestQuietScenarioIsTheFalseTripStudysTraffic: examples/scenario-quiet.yaml,
+// the recording `fusebox calibrate` is run on before `fusebox bench
+// false-trips --config` judges the proposal (docs/running.md), is the
+// study's own traffic — the demo at the study's default rate, no incident —
+// but for its name, seed and duration.
+func TestQuietScenarioIsTheFalseTripStudysTraffic(t *testing.T) {
+	sc, err := traffic.LoadScenario("../../examples/scenario-quiet.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := traffic.Demo()
+	want.Rate = 50 // study.FalseTripsConfig's default Rate
+	want.Incidents = nil
+	if len(sc.Incidents) != 0 || sc.Seed == 0 || sc.Duration < time.Hour {
+		t.Fatalf("quiet scenario: %d incidents, seed %d, duration %s; want none, a seed, an hour or more", len(sc.Incidents), sc.Seed, sc.Duration)
+	}
+	sc.Name, sc.Seed, sc.Duration, sc.Incidents = want.Name, want.Seed, want.Duration, nil
+	if !reflect.DeepEqual(*sc, want) {
+		t.Fatalf("quiet scenario differs from the false-trip study's traffic:\n got %+v\nwant %+v", *sc, want)
 	}
 }

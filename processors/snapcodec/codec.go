@@ -35,7 +35,27 @@ const KeySize = 16
 
 // Encoder appends fields to a byte slice. The zero value is ready to use
 // and starts from an empty slice.
+//
+// It grows its slice itself, doubling it (at least minGrow bytes), rather
+// than leaving it to append: append grows a large slice by a quarter, so
+// a snapshot of n bytes was copied ~4n times on its way there (a 2 GB
+// worker checkpoint at 100k keys spent most of its marshal CPU in
+// growslice and memmove); doubling copies it less than n times, at the
+// cost of up to n bytes of unused capacity until the snapshot is written.
 type Encoder struct{ buf []byte }
+
+// minGrow is the smallest capacity Encoder grows its slice to (bytes).
+const minGrow = 4096
+
+// room makes room for n more bytes.
+func (e *Encoder) room(n int) {
+	if len(e.buf)+n <= cap(e.buf) {
+		return
+	}
+	nb := make([]byte, len(e.buf), max(2*cap(e.buf), len(e.buf)+n, minGrow))
+	copy(nb, e.buf)
+	e.buf = nb
+}
 
 // NewEncoder returns an Encoder that appends to dst.
 func NewEncoder(dst []byte) *Encoder { return &Encoder{buf: dst} }
@@ -50,7 +70,10 @@ func (e *Encoder) Header(format string, version uint8) {
 }
 
 // U8 writes one byte.
-func (e *Encoder) U8(v uint8) { e.buf = append(e.buf, v) }
+func (e *Encoder) U8(v uint8) {
+	e.room(1)
+	e.buf = append(e.buf, v)
+}
 
 // Bool writes 1 for true, 0 for false.
 func (e *Encoder) Bool(v bool) {
@@ -62,10 +85,16 @@ func (e *Encoder) Bool(v bool) {
 }
 
 // U32 writes 4 bytes, little-endian.
-func (e *Encoder) U32(v uint32) { e.buf = binary.LittleEndian.AppendUint32(e.buf, v) }
+func (e *Encoder) U32(v uint32) {
+	e.room(4)
+	e.buf = binary.LittleEndian.AppendUint32(e.buf, v)
+}
 
 // U64 writes 8 bytes, little-endian.
-func (e *Encoder) U64(v uint64) { e.buf = binary.LittleEndian.AppendUint64(e.buf, v) }
+func (e *Encoder) U64(v uint64) {
+	e.room(8)
+	e.buf = binary.LittleEndian.AppendUint64(e.buf, v)
+}
 
 // I64 writes v's two's-complement bits as U64.
 func (e *Encoder) I64(v int64) { e.U64(uint64(v)) }
@@ -80,12 +109,29 @@ func (e *Encoder) Count(n int) { e.U32(uint32(n)) }
 // String writes len(s) as U32, then the bytes of s.
 func (e *Encoder) String(s string) {
 	e.U32(uint32(len(s)))
+	e.room(len(s))
 	e.buf = append(e.buf, s...)
 }
 
+// Blob writes p as String(string(p)) does, without converting p to a
+// string first (a copy of p: a worker's checkpoint holds each SLO's
+// snapshot as a Blob).
+func (e *Encoder) Blob(p []byte) {
+	e.U32(uint32(len(p)))
+	e.room(len(p))
+	e.buf = append(e.buf, p...)
+}
+
+// Grow makes room for n more bytes at once, for a caller that knows the
+// size of what it is about to write.
+func (e *Encoder) Grow(n int) { e.room(n) }
+
 // Raw writes p as is, without a length: for fixed-size fields such as
 // trace ids, which the decoder reads back with Decoder.Raw(len).
-func (e *Encoder) Raw(p []byte) { e.buf = append(e.buf, p...) }
+func (e *Encoder) Raw(p []byte) {
+	e.room(len(p))
+	e.buf = append(e.buf, p...)
+}
 
 // Key writes the four dimensions of k as Strings (tenant, service, model,
 // variant): no escaping, so every key round-trips exactly.

@@ -1,0 +1,67 @@
+package snapcodec
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestEncoderGrowsByDoubling: the bytes are those of plain appends (Blob
+// exactly String's), and writing n bytes field by field reallocates the
+// buffer O(log n) times — ~20 times for 16 MB, where append's quarter
+// growth of large slices took ~60 and copied the buffer ~4 times over.
+func TestEncoderGrowsByDoubling(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var e Encoder
+	var want []byte
+	grows, lastCap := 0, 0
+	for len(want) < 16<<20 {
+		switch r.IntN(5) {
+		case 0:
+			v := r.Uint64()
+			e.U64(v)
+			want = binary.LittleEndian.AppendUint64(want, v)
+		case 1:
+			v := r.Uint32()
+			e.U32(v)
+			want = binary.LittleEndian.AppendUint32(want, v)
+		case 2:
+			e.U8(7)
+			want = append(want, 7)
+		case 3:
+			p := make([]byte, r.IntN(3000))
+			for i := range p {
+				p[i] = byte(r.Uint32())
+			}
+			if r.IntN(2) == 0 {
+				e.Blob(p)
+			} else {
+				e.String(string(p))
+			}
+			want = binary.LittleEndian.AppendUint32(want, uint32(len(p)))
+			want = append(want, p...)
+		case 4:
+			e.Raw([]byte{1, 2, 3})
+			want = append(want, 1, 2, 3)
+		}
+		if c := cap(e.Bytes()); c != lastCap {
+			grows, lastCap = grows+1, c
+		}
+	}
+	if !bytes.Equal(e.Bytes(), want) {
+		t.Fatal("the encoder's bytes differ from the appended fields")
+	}
+	if grows > 14 { // 4 KiB doubled to 16 MiB: 13 allocations
+		t.Fatalf("%d reallocations for %d bytes, want at most 14 (doubling from 4 KiB)", grows, len(want))
+	}
+	var g Encoder
+	g.Grow(1 << 20)
+	c := cap(g.Bytes())
+	for range 1 << 17 {
+		g.U64(1)
+	}
+	if c < 1<<20 || cap(g.Bytes()) != c {
+		t.Fatalf("after Grow(1 MiB) and 1 MiB of writes the capacity went %d -> %d, want one allocation", c, cap(g.Bytes()))
+	}
+}
