@@ -250,7 +250,7 @@ func (p *Processor) holdsPending() bool {
 // never indexed) because of MaxIndexedSpans since the start, and the
 // corrections waiting for the watermark.
 func (p *Processor) IndexStats() (indexed int, evictedByCap int64, pendingCorrections int) {
-	return p.index.len(), p.index.evicted, len(p.pending)
+	return p.index.len(), p.index.evictedCount(), len(p.pending)
 }
 
 func (p *Processor) state(key schemas.Key) *keyState {

@@ -270,8 +270,8 @@ func TestIndexCapKeepsNewestWhateverTheOrder(t *testing.T) {
 		if n != 1000 || ev != 2000 {
 			t.Fatalf("indexed %d evicted %d, want 1000 and 2000", n, ev)
 		}
-		for i := range p.index.heap.len() {
-			if p.index.at(p.index.heap.at(i).idx).end < spans[2000].EndUnixNano {
+		for _, e := range p.index.live() {
+			if e.end < spans[2000].EndUnixNano {
 				t.Fatal("an old span survived the cap")
 			}
 		}

@@ -183,26 +183,3 @@ func TestJoinComparesTenantExactly(t *testing.T) {
 		}
 	}
 }
-
-// TestFPTableResistsChosenLowBits: 5,000 fingerprints sharing their low
-// 24 bits (what a sender can search for offline, the fingerprint being a
-// public function) do not make one long probe run: positions are remixed
-// with the table's random salt.
-func TestFPTableResistsChosenLowBits(t *testing.T) {
-	tb := newFPTable()
-	for i := range 5000 {
-		tb.swap(uint64(i+1)<<24|0xabcdef, int32(i))
-	}
-	longest, run := 0, 0
-	for _, s := range append(tb.slots, tb.slots...) { // twice: runs that wrap
-		if s.key() == 0 {
-			run = 0
-			continue
-		}
-		run++
-		longest = max(longest, run)
-	}
-	if longest >= 64 {
-		t.Fatalf("longest probe run %d slots of %d", longest, len(tb.slots))
-	}
-}

@@ -1,41 +1,62 @@
 package corrections
 
 import (
+	"cmp"
 	"encoding/binary"
 	"math/bits"
+	"slices"
+	"sort"
 
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
-// spanIndex finds the span a correction corrects: every indexed span is on
-// a list by (tenant, trace id), a list by (tenant, gen_ai.response.id) and
-// a list by (tenant, session id), and on a min-heap by (end time, span
-// hash) that decides eviction. The lists are keyed by 64-bit fingerprints
-// of those pairs (see fingerprint), not by the strings: an entry holds no
-// string and no span, and a map lookup hashes one uint64.
+// spanIndex finds the span a correction corrects. Spans are kept in runs:
+// the spans added since the last seal are appended, unsorted, to the open
+// run; sealing (before a join, at a time eviction, or when the cap's slack
+// is used up) sorts them by (end time, span hash, fingerprints) into a new
+// run with three arrays of positions, one per join id, sorted by (that
+// id's fingerprint, end time descending, position). A join binary-searches
+// each run whose end times overlap [tc-join, tc]; a time eviction advances
+// each run's start past the spans that ended before it (a run's entries
+// are in end order) and drops runs left empty. The fingerprints are of
+// (tenant, trace id), (tenant, gen_ai.response.id) and (tenant, session
+// id) (see fingerprint), not the strings: an entry holds no string and no
+// span.
 //
-// Bounded: at most max entries. When full, a span older (by end time, then
-// hash) than every indexed one is not indexed; otherwise the oldest indexed
-// span is evicted. So the indexed set is the max newest spans seen, whatever
-// their arrival order. Time eviction (evictBefore) runs at evaluations.
+// Why runs and not hash tables: joins happen only at evaluations, so an
+// index that is only read there need not be kept searchable span by span.
+// A span costs an append (no hash-table insert, a cache miss per id with
+// the tables this replaced) and its share of one sort per evaluation.
 //
-// Memory: a 72-byte entry, a 16-byte heap item and up to three table
-// slots (12 bytes each at a load of 3/8 to 3/4: ~16–32 bytes per id):
-// ~100–180 bytes per span, so the default cap of 1,000,000 spans is
-// ~100–180 MB per partition worker at most; in steady state the index holds the spans of
-// the last JoinWindow.
+// Bounded: at most max entries are visible. The cap is applied when the
+// index is read (a join, a time eviction, a snapshot, live) or when the
+// held entries exceed max by a slack of max/8: the smallest entries by
+// (end, hash, fingerprints) are dropped until max are left. That is the
+// set the eager rule (a span older than every indexed one is not indexed,
+// else the oldest is evicted, span by span) leaves, since the max largest
+// of a set do not depend on the order its members came in; len and
+// evictedCount report that set before it is applied. So the indexed set
+// is the max newest spans seen, whatever their arrival order.
+//
+// Memory: a 48-byte entry and a 4-byte position per id it has (two or
+// three): 56–60 bytes per span, against ~125 (72-byte entry, 16-byte heap
+// item, three table slots at 3/8–3/4 load) with the tables; plus the open
+// run's buffer, which keeps the capacity of the largest batch between two
+// seals (48 bytes per span of it), and until a run is compacted (when over
+// half of it is evicted) its evicted entries. The default cap of 1,000,000
+// spans is ~60 MB per partition worker, at most 1⅛ of that while the slack
+// fills; in steady state the index holds the spans of the last JoinWindow.
 type spanIndex struct {
 	max int
-	// entries is a slab in pages of entryPage (entry i at
-	// entries[i/entryPage][i%entryPage]): growing it allocates a page and
-	// never copies the entries; free slots are on the free list.
-	entries   [][]entry
-	size      int32 // slots in the slab
-	free      []int32
-	heap      itemHeap
-	byTrace   fpTable // head of the (tenant, trace id) list
-	bySession fpTable // head of the (tenant, session id) list
-	byResp    fpTable // head of the (tenant, response id) list
+	// open holds the entries added since the last seal, in arrival
+	// order; runs the sealed ones, in seal order.
+	open []entry
+	runs []*run
+	// n counts the entries held (open and sealed, not yet evicted), which
+	// may exceed max until the cap is applied (settle).
+	n int
+	// scratch is seal's buffer of (fingerprint, position) pairs.
+	scratch []fpPos
 	// tenants interns the tenants of indexed spans: an entry holds its
 	// tenant's id and a join compares it exactly, so fingerprints can
 	// collide only within one tenant. Never shrinks (tenants are bounded
@@ -51,12 +72,57 @@ type spanIndex struct {
 	// (outside the SLO's match): they have no slots and live while they
 	// have entries, as every key of keys does.
 	foreign map[schemas.Key]*keyState
-	// evicted counts spans evicted (or not indexed) because of the cap.
+	// evicted counts spans evicted (or not indexed) because of the cap,
+	// as applied (evictedCount adds those still to be).
 	evicted int64
 }
 
+// run is a sealed batch of entries: e sorted by compareEntries, e[:lo]
+// evicted; trace, session and resp are the positions in e of the entries
+// with that id, each sorted by (fingerprint, end descending, position), so
+// that the first match of a tenant at or before a correction's time is the
+// run's latest, ties on end time to the smallest hash.
+type run struct {
+	e                    []entry
+	lo                   int
+	trace, session, resp []uint32
+}
+
+// Join id kinds, the order a join tries them in.
+const (
+	byTrace = iota
+	byResp
+	bySession
+)
+
+func (r *run) positions(kind int) []uint32 {
+	switch kind {
+	case byTrace:
+		return r.trace
+	case byResp:
+		return r.resp
+	}
+	return r.session
+}
+
+func fpOf(e *entry, kind int) uint64 {
+	switch kind {
+	case byTrace:
+		return e.trace
+	case byResp:
+		return e.resp
+	}
+	return e.session
+}
+
+// fpPos is a fingerprint and a position, sorted at a seal.
+type fpPos struct {
+	fp  uint64
+	pos uint32
+}
+
 // entry is an indexed span: its end time, hash and key, and the
-// fingerprints of its join ids (0: none). 72 bytes.
+// fingerprints of its join ids (0: none). 48 bytes.
 type entry struct {
 	end     int64
 	h       uint64
@@ -65,13 +131,9 @@ type entry struct {
 	resp    uint64 // of (tenant, gen_ai.response.id)
 	// key is the span's key's id (spanIndex.keys) in the low 31 bits
 	// and, in the top bit, whether a correction joined this span (later
-	// ones are repeats): a separate bool would pad the entry to 80 bytes.
+	// ones are repeats): a separate bool would pad the entry to 56 bytes.
 	key    uint32
 	tenant uint32 // the span's own tenant (the key may not keep it), interned
-	// neighbours on the trace and session lists (doubly linked, so an
-	// eviction unlinks in O(1)); -1 ends a list.
-	nextTrace, nextSession, nextResp int32
-	prevTrace, prevSession, prevResp int32
 }
 
 // correctedBit is entry.key's corrected flag.
@@ -81,25 +143,8 @@ func (e *entry) keyID() uint32   { return e.key &^ correctedBit }
 func (e *entry) corrected() bool { return e.key&correctedBit != 0 }
 func (e *entry) setCorrected()   { e.key |= correctedBit }
 
-// heapItem is an entry's place in the eviction heap: its end time and the
-// high 32 bits of its hash inline (16 bytes, where the whole hash made 24:
-// ties on both are rare, and less reads the entry's full hash then).
-type heapItem struct {
-	end int64
-	hHi uint32
-	idx int32
-}
-
-func newHeapItem(e *entry, idx int32) heapItem {
-	return heapItem{end: e.end, hHi: uint32(e.h >> 32), idx: idx}
-}
-
-// entryPage is the slab's page size in entries (72 KiB pages).
-const entryPage = 1024
-
 func newSpanIndex(max int) *spanIndex {
-	return &spanIndex{max: max, tenants: map[string]uint32{}, byTrace: newFPTable(), bySession: newFPTable(), byResp: newFPTable(),
-		foreign: map[schemas.Key]*keyState{}}
+	return &spanIndex{max: max, tenants: map[string]uint32{}, foreign: map[schemas.Key]*keyState{}}
 }
 
 // foreignState returns the state of key as a key outside the SLO, made
@@ -124,74 +169,23 @@ func (x *spanIndex) tenantID(tenant string) uint32 {
 	return id
 }
 
-// at returns entry i.
-func (x *spanIndex) at(i int32) *entry { return &x.entries[i/entryPage][i%entryPage] }
+// at returns the entry of handle j (from find; valid until the index
+// changes): the run in the high 32 bits, the position in the low.
+func (x *spanIndex) at(j int64) *entry { return &x.runs[j>>32].e[uint32(j)] }
 
-func (x *spanIndex) len() int { return x.heap.len() }
+// len is the number of indexed spans (the cap applied).
+func (x *spanIndex) len() int { return min(x.n, x.max) }
 
-// less is the eviction order: (end, hash, entry), the hash's high bits
-// from the items and, on a tie of those, the whole hash from the entries.
-func (x *spanIndex) less(a, b heapItem) bool {
-	if a.end != b.end {
-		return a.end < b.end
-	}
-	if a.hHi != b.hHi {
-		return a.hHi < b.hHi
-	}
-	if a.idx == b.idx {
-		return false
-	}
-	if ha, hb := x.at(a.idx).h, x.at(b.idx).h; ha != hb {
-		return ha < hb
-	}
-	return a.idx < b.idx
-}
+// evictedCount is the number of spans evicted (or not indexed) because of
+// the cap, counting those the cap will drop when next applied.
+func (x *spanIndex) evictedCount() int64 { return x.evicted + int64(max(x.n-x.max, 0)) }
 
 // keyOf returns the key of entry e.
 func (x *spanIndex) keyOf(e *entry) *keyState { return x.keys[e.keyID()] }
 
-// add indexes a span of key ks; the caller has checked it has a trace or
-// session id.
+// add indexes a span of key ks; the caller has checked it has a trace,
+// session or response id.
 func (x *spanIndex) add(e entry, ks *keyState) {
-	if x.heap.len() >= x.max {
-		top := x.at(x.heap.at(0).idx)
-		if e.end < top.end || (e.end == top.end && e.h <= top.h) {
-			x.evicted++
-			return
-		}
-		x.remove(x.heap.pop(x))
-		x.evicted++
-	}
-	var idx int32
-	if n := len(x.free); n > 0 {
-		idx = x.free[n-1]
-		x.free = x.free[:n-1]
-	} else {
-		idx = x.size
-		if idx%entryPage == 0 {
-			x.entries = append(x.entries, make([]entry, entryPage))
-		}
-		x.size++
-	}
-	e.nextTrace, e.nextSession, e.prevTrace, e.prevSession, e.nextResp, e.prevResp = -1, -1, -1, -1, -1, -1
-	if e.trace != 0 {
-		if head, ok := x.byTrace.swap(e.trace, idx); ok {
-			e.nextTrace = head
-			x.at(head).prevTrace = idx
-		}
-	}
-	if e.session != 0 {
-		if head, ok := x.bySession.swap(e.session, idx); ok {
-			e.nextSession = head
-			x.at(head).prevSession = idx
-		}
-	}
-	if e.resp != 0 {
-		if head, ok := x.byResp.swap(e.resp, idx); ok {
-			e.nextResp = head
-			x.at(head).prevResp = idx
-		}
-	}
 	if ks.refs == 0 {
 		if n := len(x.freeKeys); n > 0 {
 			ks.id = x.freeKeys[n-1]
@@ -204,59 +198,97 @@ func (x *spanIndex) add(e entry, ks *keyState) {
 	}
 	ks.refs++
 	e.key = ks.id | e.key&correctedBit
-	*x.at(idx) = e
-	x.heap.push(x, newHeapItem(&e, idx))
+	x.open = append(x.open, e)
+	x.n++
+	if x.n > x.max+x.max/8 {
+		x.settle()
+	}
+}
+
+// settle seals the open run and applies the cap.
+func (x *spanIndex) settle() {
+	x.seal()
+	if x.n > x.max {
+		x.trim(x.n - x.max)
+	}
+}
+
+// seal sorts the open run into a new run.
+func (x *spanIndex) seal() {
+	if len(x.open) == 0 {
+		return
+	}
+	slices.SortFunc(x.open, func(a, b entry) int { return compareEntries(&a, &b) })
+	r := &run{e: slices.Clone(x.open)}
+	x.open = x.open[:0]
+	r.trace = x.sortedPositions(r.e, byTrace)
+	r.session = x.sortedPositions(r.e, bySession)
+	r.resp = x.sortedPositions(r.e, byResp)
+	x.runs = append(x.runs, r)
+}
+
+// sortedPositions returns the positions of e's entries with an id of kind,
+// sorted by (fingerprint, end descending, position): e is sorted by (end,
+// hash), so within one end time position order is hash order.
+func (x *spanIndex) sortedPositions(e []entry, kind int) []uint32 {
+	s := x.scratch[:0]
+	for i := range e {
+		if fp := fpOf(&e[i], kind); fp != 0 {
+			s = append(s, fpPos{fp, uint32(i)})
+		}
+	}
+	x.scratch = s[:0]
+	if len(s) == 0 {
+		return nil
+	}
+	slices.SortFunc(s, func(a, b fpPos) int {
+		if a.fp != b.fp {
+			return cmp.Compare(a.fp, b.fp)
+		}
+		if ea, eb := e[a.pos].end, e[b.pos].end; ea != eb {
+			return cmp.Compare(eb, ea)
+		}
+		return cmp.Compare(a.pos, b.pos)
+	})
+	out := make([]uint32, len(s))
+	for i := range s {
+		out[i] = s[i].pos
+	}
+	return out
+}
+
+// trim evicts the k smallest entries by compareEntries (all runs sealed):
+// each is the smallest remaining front of a run.
+func (x *spanIndex) trim(k int) {
+	x.evicted += int64(k)
+	for range k {
+		var m *run
+		for _, r := range x.runs {
+			if r.lo < len(r.e) && (m == nil || compareEntries(&r.e[r.lo], &m.e[m.lo]) < 0) {
+				m = r
+			}
+		}
+		x.release(&m.e[m.lo])
+		m.lo++
+	}
+	x.tidy()
 }
 
 // evictBefore removes every span that ended before t.
 func (x *spanIndex) evictBefore(t int64) {
-	for x.heap.len() > 0 && x.heap.at(0).end < t {
-		x.remove(x.heap.pop(x))
+	x.settle()
+	for _, r := range x.runs {
+		for r.lo < len(r.e) && r.e[r.lo].end < t {
+			x.release(&r.e[r.lo])
+			r.lo++
+		}
 	}
+	x.tidy()
 }
 
-// remove unlinks entry idx from its lists and frees it.
-func (x *spanIndex) remove(idx int32) {
-	e := x.at(idx)
-	if e.trace != 0 {
-		if e.nextTrace >= 0 {
-			x.at(e.nextTrace).prevTrace = e.prevTrace
-		}
-		switch {
-		case e.prevTrace >= 0:
-			x.at(e.prevTrace).nextTrace = e.nextTrace
-		case e.nextTrace >= 0:
-			x.byTrace.set(e.trace, e.nextTrace)
-		default:
-			x.byTrace.del(e.trace)
-		}
-	}
-	if e.session != 0 {
-		if e.nextSession >= 0 {
-			x.at(e.nextSession).prevSession = e.prevSession
-		}
-		switch {
-		case e.prevSession >= 0:
-			x.at(e.prevSession).nextSession = e.nextSession
-		case e.nextSession >= 0:
-			x.bySession.set(e.session, e.nextSession)
-		default:
-			x.bySession.del(e.session)
-		}
-	}
-	if e.resp != 0 {
-		if e.nextResp >= 0 {
-			x.at(e.nextResp).prevResp = e.prevResp
-		}
-		switch {
-		case e.prevResp >= 0:
-			x.at(e.prevResp).nextResp = e.nextResp
-		case e.nextResp >= 0:
-			x.byResp.set(e.resp, e.nextResp)
-		default:
-			x.byResp.del(e.resp)
-		}
-	}
+// release lets go of evicted entry e's key.
+func (x *spanIndex) release(e *entry) {
+	x.n--
 	ks := x.keys[e.keyID()]
 	ks.refs--
 	if ks.refs == 0 {
@@ -266,57 +298,133 @@ func (x *spanIndex) remove(idx int32) {
 			delete(x.foreign, ks.key)
 		}
 	}
-	*e = entry{}
-	x.free = append(x.free, idx)
 }
 
-// find returns the entry a correction of tenant at tc joins, given the
-// fingerprints of its (tenant, trace id), (tenant, response id) and
-// (tenant, session id) (0: none): among the spans of that tenant (compared
-// exactly, by interned id) on the trace list (else, when that finds none,
-// the response-id list, else the session list) that ended in [tc-join,
-// tc], the latest, ties broken by the smallest span hash. -1 when none.
-func (x *spanIndex) find(tenant string, trace, resp, session uint64, tc, join int64) int32 {
-	best := int32(-1)
+// tidy drops empty runs and compacts those more than half evicted.
+func (x *spanIndex) tidy() {
+	runs := x.runs[:0]
+	for _, r := range x.runs {
+		switch {
+		case r.lo == len(r.e):
+			continue
+		case 2*r.lo > len(r.e):
+			r.compact()
+		}
+		runs = append(runs, r)
+	}
+	clear(x.runs[len(runs):])
+	x.runs = runs
+}
+
+// compact copies r's live entries to a new array, keeping the order of
+// its position arrays.
+func (r *run) compact() {
+	lo := uint32(r.lo)
+	r.e = slices.Clone(r.e[lo:])
+	r.lo = 0
+	shift := func(p []uint32) []uint32 {
+		out := make([]uint32, 0, len(p))
+		for _, i := range p {
+			if i >= lo {
+				out = append(out, i-lo)
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	}
+	r.trace, r.session, r.resp = shift(r.trace), shift(r.session), shift(r.resp)
+}
+
+// live returns the indexed entries (the cap applied), runs in seal order,
+// each in compareEntries order.
+func (x *spanIndex) live() []*entry {
+	x.settle()
+	out := make([]*entry, 0, x.n)
+	for _, r := range x.runs {
+		for i := r.lo; i < len(r.e); i++ {
+			out = append(out, &r.e[i])
+		}
+	}
+	return out
+}
+
+// find returns the handle of the entry a correction of tenant at tc
+// joins, given the fingerprints of its (tenant, trace id), (tenant,
+// response id) and (tenant, session id) (0: none): among the spans of that
+// tenant (compared exactly, by interned id) with that trace id (else, when
+// that finds none, that response id, else that session id) that ended in
+// [tc-join, tc], the latest, ties broken by the smallest span hash (and,
+// between copies of one span, a corrected one first, so that a span's
+// later corrections are repeats). -1 when none.
+func (x *spanIndex) find(tenant string, trace, resp, session uint64, tc, join int64) int64 {
+	x.settle()
 	tid, ok := x.tenants[tenant]
 	if !ok {
-		return best // no span of tenant was ever indexed
+		return -1 // no span of tenant was ever indexed
 	}
-	if trace != 0 {
-		if head, ok := x.byTrace.get(trace); ok {
-			for j := head; j >= 0; j = x.at(j).nextTrace {
-				best = x.better(best, j, tid, tc, join)
+	for kind, fp := range [3]uint64{byTrace: trace, byResp: resp, bySession: session} {
+		if fp == 0 {
+			continue
+		}
+		best := int64(-1)
+		for ri, r := range x.runs {
+			if r.e[len(r.e)-1].end < tc-join || r.e[r.lo].end > tc {
+				continue
 			}
+			best = x.findIn(best, ri, r, kind, fp, tid, tc, join)
+		}
+		if best >= 0 {
+			return best
 		}
 	}
-	if best < 0 && resp != 0 {
-		if head, ok := x.byResp.get(resp); ok {
-			for j := head; j >= 0; j = x.at(j).nextResp {
-				best = x.better(best, j, tid, tc, join)
-			}
+	return -1
+}
+
+// findIn returns the better of best and run ri's best match.
+func (x *spanIndex) findIn(best int64, ri int, r *run, kind int, fp uint64, tid uint32, tc, join int64) int64 {
+	pos := r.positions(kind)
+	i := sort.Search(len(pos), func(i int) bool {
+		e := &r.e[pos[i]]
+		f := fpOf(e, kind)
+		return f > fp || f == fp && e.end <= tc
+	})
+	// The run's first match is its best but for copies of one span
+	// (equal end and hash), which follow it.
+	found, first := false, int64(0)
+	for ; i < len(pos); i++ {
+		p := pos[i]
+		e := &r.e[p]
+		if fpOf(e, kind) != fp || e.end < tc-join || found && e.end != first {
+			break
 		}
-	}
-	if best < 0 && session != 0 {
-		if head, ok := x.bySession.get(session); ok {
-			for j := head; j >= 0; j = x.at(j).nextSession {
-				best = x.better(best, j, tid, tc, join)
-			}
+		if int(p) < r.lo || e.tenant != tid {
+			continue
 		}
+		found, first = true, e.end
+		best = x.better(best, int64(ri)<<32|int64(p))
 	}
 	return best
 }
 
-// better returns j when it qualifies and beats best, else best.
-func (x *spanIndex) better(best, j int32, tenant uint32, tc, join int64) int32 {
-	e := x.at(j)
-	if e.tenant != tenant || e.end > tc || e.end < tc-join {
-		return best
-	}
+// better returns j when it beats best: a later end, else a smaller hash,
+// else (copies of one span) corrected where best is not.
+func (x *spanIndex) better(best, j int64) int64 {
 	if best < 0 {
 		return j
 	}
-	b := x.at(best)
-	if e.end > b.end || (e.end == b.end && e.h < b.h) {
+	e, b := x.at(j), x.at(best)
+	switch {
+	case e.end != b.end:
+		if e.end > b.end {
+			return j
+		}
+	case e.h != b.h:
+		if e.h < b.h {
+			return j
+		}
+	case e.corrected() && !b.corrected():
 		return j
 	}
 	return best

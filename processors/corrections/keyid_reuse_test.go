@@ -36,18 +36,18 @@ func TestKeyIDReuseNamesTheRightKey(t *testing.T) {
 		if step%97 == 0 {
 			x.evictBefore(end - 30)
 		}
+		live := x.live() // applies the cap, releasing the keys of what it drops
 		var refs int32
 		for _, k := range keys {
 			refs += k.refs
 		}
-		for i := 0; i < x.heap.len(); i++ {
-			e := x.at(x.heap.at(i).idx)
+		for _, e := range live {
 			if got, want := x.keyOf(e), owner[e.trace]; got != want {
 				t.Fatalf("step %d: an entry names key %v, was added under %v", step, got.key, want.key)
 			}
 		}
-		if int(refs) != x.heap.len() {
-			t.Fatalf("step %d: refs sum %d, %d live entries", step, refs, x.heap.len())
+		if int(refs) != len(live) || len(live) != x.len() {
+			t.Fatalf("step %d: refs sum %d, %d live entries, len %d", step, refs, len(live), x.len())
 		}
 	}
 	if reused == 0 {

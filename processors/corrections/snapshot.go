@@ -45,6 +45,10 @@ const (
 // match) and the pending corrections (sorted as they will be joined). Equal
 // states give equal bytes.
 func (p *Processor) MarshalBinary() ([]byte, error) {
+	// Apply the index's cap first: it may drop entries and with them the
+	// last spans of keys outside the match (an invisible change: the
+	// indexed set is the same before and after).
+	p.index.settle()
 	if len(p.index.foreign) == 0 {
 		return snapshotFormatV4.Marshal(func(e *snapcodec.Encoder) { p.encode(e, 4) }), nil
 	}
@@ -92,12 +96,8 @@ func (p *Processor) encode(e *snapcodec.Encoder, version int) {
 		}
 	}
 	e.I64(x.evicted)
-	live := make([]int32, 0, x.heap.len())
-	for i := range x.heap.len() {
-		live = append(live, x.heap.at(i).idx)
-	}
-	slices.SortFunc(live, func(a, b int32) int {
-		ea, eb := x.at(a), x.at(b)
+	live := x.live()
+	slices.SortFunc(live, func(ea, eb *entry) int {
 		if c := compareEntries(ea, eb); c != 0 {
 			return c
 		}
@@ -107,10 +107,10 @@ func (p *Processor) encode(e *snapcodec.Encoder, version int) {
 	// position (interned ids depend on arrival order; positions do not).
 	tpos := map[uint32]uint32{}
 	var names []string
-	for _, j := range live {
-		if _, ok := tpos[x.at(j).tenant]; !ok {
-			tpos[x.at(j).tenant] = 0
-			names = append(names, x.tenantNames[x.at(j).tenant])
+	for _, en := range live {
+		if _, ok := tpos[en.tenant]; !ok {
+			tpos[en.tenant] = 0
+			names = append(names, x.tenantNames[en.tenant])
 		}
 	}
 	slices.Sort(names)
@@ -120,8 +120,7 @@ func (p *Processor) encode(e *snapcodec.Encoder, version int) {
 		tpos[x.tenants[n]] = uint32(i)
 	}
 	e.Count(len(live))
-	for _, j := range live {
-		en := x.at(j)
+	for _, en := range live {
 		e.I64(en.end)
 		e.U64(en.h)
 		e.U64(en.trace)
