@@ -15,7 +15,7 @@ import (
 // run; sealing (before a join, at a time eviction, or when the cap's slack
 // is used up) sorts them by (end time, span hash, fingerprints) into a new
 // run with three arrays of positions, one per join id, sorted by (that
-// id's fingerprint, end time descending, position). A join binary-searches
+// id's fingerprint, position descending: end time descending). A join binary-searches
 // each run whose end times overlap [tc-join, tc]; a time eviction advances
 // each run's start past the spans that ended before it (a run's entries
 // are in end order) and drops runs left empty. The fingerprints are of
@@ -55,8 +55,9 @@ type spanIndex struct {
 	// n counts the entries held (open and sealed, not yet evicted), which
 	// may exceed max until the cap is applied (settle).
 	n int
-	// scratch is seal's buffer of (fingerprint, position) pairs.
-	scratch []fpPos
+	// scratch and tmp are seal's buffers of (fingerprint, position)
+	// pairs.
+	scratch, tmp []fpPos
 	// tenants interns the tenants of indexed spans: an entry holds its
 	// tenant's id and a join compares it exactly, so fingerprints can
 	// collide only within one tenant. Never shrinks (tenants are bounded
@@ -79,9 +80,10 @@ type spanIndex struct {
 
 // run is a sealed batch of entries: e sorted by compareEntries, e[:lo]
 // evicted; trace, session and resp are the positions in e of the entries
-// with that id, each sorted by (fingerprint, end descending, position), so
-// that the first match of a tenant at or before a correction's time is the
-// run's latest, ties on end time to the smallest hash.
+// with that id, each sorted by (fingerprint, position descending), so that
+// the first match of a tenant at or before a correction's time is at the
+// run's latest end time (ties on it to the smallest hash: findIn reads
+// them all).
 type run struct {
 	e                    []entry
 	lo                   int
@@ -220,41 +222,89 @@ func (x *spanIndex) seal() {
 	}
 	slices.SortFunc(x.open, func(a, b entry) int { return compareEntries(&a, &b) })
 	r := &run{e: slices.Clone(x.open)}
-	x.open = x.open[:0]
 	r.trace = x.sortedPositions(r.e, byTrace)
 	r.session = x.sortedPositions(r.e, bySession)
 	r.resp = x.sortedPositions(r.e, byResp)
 	x.runs = append(x.runs, r)
+	// The buffers are kept for the next batch, of about this size, unless
+	// they are much larger (a restore's, or a burst's): then they go.
+	if cap(x.open) > 2*len(x.open) {
+		x.open = nil
+	} else {
+		x.open = x.open[:0]
+	}
+	if cap(x.scratch) > max(2*len(r.e), 1024) {
+		x.scratch, x.tmp = nil, nil
+	}
 }
 
 // sortedPositions returns the positions of e's entries with an id of kind,
-// sorted by (fingerprint, end descending, position): e is sorted by (end,
-// hash), so within one end time position order is hash order.
+// sorted by (fingerprint, position descending): e is sorted by (end,
+// hash), so within one fingerprint the end times descend (findIn reads
+// every match of the first matching end time, so their order within it
+// does not matter).
 func (x *spanIndex) sortedPositions(e []entry, kind int) []uint32 {
 	s := x.scratch[:0]
-	for i := range e {
+	for i := len(e) - 1; i >= 0; i-- {
 		if fp := fpOf(&e[i], kind); fp != 0 {
 			s = append(s, fpPos{fp, uint32(i)})
 		}
 	}
-	x.scratch = s[:0]
 	if len(s) == 0 {
+		x.scratch = s
 		return nil
 	}
-	slices.SortFunc(s, func(a, b fpPos) int {
-		if a.fp != b.fp {
-			return cmp.Compare(a.fp, b.fp)
-		}
-		if ea, eb := e[a.pos].end, e[b.pos].end; ea != eb {
-			return cmp.Compare(eb, ea)
-		}
-		return cmp.Compare(a.pos, b.pos)
-	})
-	out := make([]uint32, len(s))
-	for i := range s {
-		out[i] = s[i].pos
+	x.tmp = slices.Grow(x.tmp[:0], len(s))[:len(s)]
+	sorted := sortByFP(s, x.tmp)
+	out := make([]uint32, len(sorted))
+	for i := range sorted {
+		out[i] = sorted[i].pos
 	}
+	x.scratch = s[:0]
 	return out
+}
+
+// sortByFP sorts s by fingerprint, stably, using tmp (as long as s) as
+// the other buffer, and returns whichever holds the result: a
+// least-significant-digit radix sort, 8 bits a pass, a pass skipped when
+// every element has the same byte there; below 256 elements a
+// comparison sort (by fingerprint, then position descending: the order
+// the stable sort gives the input, which comes in descending positions).
+func sortByFP(s, tmp []fpPos) []fpPos {
+	if len(s) < 256 {
+		slices.SortFunc(s, func(a, b fpPos) int {
+			if a.fp != b.fp {
+				return cmp.Compare(a.fp, b.fp)
+			}
+			return cmp.Compare(b.pos, a.pos)
+		})
+		return s
+	}
+	var counts [8][256]int
+	for _, v := range s {
+		for d := range 8 {
+			counts[d][byte(v.fp>>(8*d))]++
+		}
+	}
+	src, dst := s, tmp
+	for d := range 8 {
+		c := &counts[d]
+		if c[byte(src[0].fp>>(8*d))] == len(src) {
+			continue
+		}
+		sum := 0
+		for i, n := range c {
+			c[i] = sum
+			sum += n
+		}
+		for _, v := range src {
+			k := byte(v.fp >> (8 * d))
+			dst[c[k]] = v
+			c[k]++
+		}
+		src, dst = dst, src
+	}
+	return src
 }
 
 // trim evicts the k smallest entries by compareEntries (all runs sealed):

@@ -309,6 +309,7 @@ func (p *Processor) decode(d *snapcodec.Decoder, version int) {
 		}
 	}
 	p.index.evicted = evicted
+	p.index.seal() // the index searchable, as a restore built it before
 	np := d.Count(pSize)
 	if np > p.cfg.MaxPendingCorrections {
 		d.Failf("%d pending corrections, max_pending_corrections %d", np, p.cfg.MaxPendingCorrections)
