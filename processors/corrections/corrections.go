@@ -74,13 +74,16 @@
 //
 // Per span key: (Window/Every + 2) slots of 40 bytes (480 bytes with the
 // defaults), 64 more for each slot with a correction. Per unjoined key:
-// (Window/Every + 1) slots of 24 bytes. The span index:
-// ~100–180 bytes per span (a 72-byte entry of fingerprints, no ids or
-// strings; a 16-byte heap item; up to three table slots of 16–32 bytes) for the last JoinWindow of spans (index entries only
-// need to outlive JoinWindow: a correction joined at an evaluation has a
-// time before it, and the next ones are at or after it), at most
-// MaxIndexedSpans — the spans outside the match included (an SLO of one
-// of three equally busy models indexes three times its own spans).
+// (Window/Every + 1) slots of 24 bytes. The span index: 52–60 bytes per
+// span (a 48-byte entry of fingerprints, no ids or strings, and a 4-byte
+// position for each of its join ids in its run's sorted arrays; no hash
+// table: see spanIndex), plus the batch of spans since the last
+// evaluation in the open run's buffer, for the last JoinWindow of spans
+// (index entries only need to outlive JoinWindow: a correction joined at
+// an evaluation has a time before it, and the next ones are at or after
+// it), at most MaxIndexedSpans (held: at most an eighth more until the
+// cap is next applied) — the spans outside the match included (an SLO of
+// one of three equally busy models indexes three times its own spans).
 // Pending corrections: ~150 bytes each, at most
 // MaxPendingCorrections, normally one Every's worth.
 package corrections

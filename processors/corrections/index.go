@@ -15,8 +15,9 @@ import (
 // run; sealing (before a join, at a time eviction, or when the cap's slack
 // is used up) sorts them by (end time, span hash, fingerprints) into a new
 // run with three arrays of positions, one per join id, sorted by (that
-// id's fingerprint, position descending: end time descending). A join binary-searches
-// each run whose end times overlap [tc-join, tc]; a time eviction advances
+// id's fingerprint, position descending: end time descending). A join
+// binary-searches each run whose end times overlap [tc-join, tc] (about
+// JoinWindow/Every + 1 runs in steady state); a time eviction advances
 // each run's start past the spans that ended before it (a run's entries
 // are in end order) and drops runs left empty. The fingerprints are of
 // (tenant, trace id), (tenant, gen_ai.response.id) and (tenant, session
@@ -38,14 +39,17 @@ import (
 // evictedCount report that set before it is applied. So the indexed set
 // is the max newest spans seen, whatever their arrival order.
 //
-// Memory: a 48-byte entry and a 4-byte position per id it has (two or
-// three): 56–60 bytes per span, against ~125 (72-byte entry, 16-byte heap
-// item, three table slots at 3/8–3/4 load) with the tables; plus the open
-// run's buffer, which keeps the capacity of the largest batch between two
-// seals (48 bytes per span of it), and until a run is compacted (when over
-// half of it is evicted) its evicted entries. The default cap of 1,000,000
-// spans is ~60 MB per partition worker, at most 1⅛ of that while the slack
-// fills; in steady state the index holds the spans of the last JoinWindow.
+// Memory: a 48-byte entry and a 4-byte position per id it has (one to
+// three): 52–60 bytes per span, against ~125 with the tables this
+// replaced (a 72-byte entry with six list links, a 16-byte heap item,
+// three table slots at 3/8–3/4 load): sorted runs need no links, no heap
+// (a run in end order is its own eviction order) and no empty slots.
+// Plus the open run's buffer, which keeps the capacity of the last batch
+// between two seals (48 bytes per span of it; let go when twice the next
+// batch), and, until a run is compacted (over half of it evicted), its
+// evicted entries. The default cap of 1,000,000 spans is ~60 MB per
+// partition worker, up to an eighth more while the slack fills; in
+// steady state the index holds the spans of the last JoinWindow.
 type spanIndex struct {
 	max int
 	// open holds the entries added since the last seal, in arrival
