@@ -11,6 +11,8 @@ import (
 
 	"github.com/fusebox-dev/fusebox/internal/config"
 	"github.com/fusebox-dev/fusebox/processors/breaker"
+	"github.com/fusebox-dev/fusebox/processors/corrections"
+	"github.com/fusebox-dev/fusebox/processors/decay"
 	"github.com/fusebox-dev/fusebox/schemas"
 )
 
@@ -170,10 +172,30 @@ func TestProposalActsOnDecayAndCorrections(t *testing.T) {
 		}
 	}
 	f, _ := config.Parse("proposed.yaml", []byte(p.YAML))
+	levels := 0
 	for _, s := range f.SLOs {
 		if s.Name == "alignment-decay" && !slices.Equal(s.Match.Model, []string{"claude-3-7", "gpt-4o"}) {
 			t.Errorf("alignment-decay matches models %v, want the two that are not the fallback", s.Match.Model)
 		}
+		// The levels stay at or under the processors' defaults: corrections'
+		// 1e-7 is under the Bonferroni bound of the default target (6.9e-7),
+		// and 1e-6 gave a false trip in 3,888 key-days.
+		sec, _ := s.Processor()
+		switch c := sec.Config.(type) {
+		case *corrections.Config:
+			levels++
+			if c.Alpha > corrections.DefaultConfig().Alpha {
+				t.Errorf("%s: alpha %g, above the corrections processor's default %g", s.Name, c.Alpha, corrections.DefaultConfig().Alpha)
+			}
+		case *decay.Config:
+			levels++
+			if c.Alpha > decay.DefaultConfig().Alpha {
+				t.Errorf("%s: alpha %g, above the decay processor's default %g", s.Name, c.Alpha, decay.DefaultConfig().Alpha)
+			}
+		}
+	}
+	if levels != 4 {
+		t.Errorf("%d decay and corrections SLOs in the proposal, want 4:\n%s", levels, p.YAML)
 	}
 
 	one, err := Propose(alignedInput(map[string]float64{"gpt-4o": 2}), Config{})

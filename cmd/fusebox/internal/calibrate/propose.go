@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/fusebox-dev/fusebox/internal/sim/replay"
+	"github.com/fusebox-dev/fusebox/processors/corrections"
+	"github.com/fusebox-dev/fusebox/processors/decay"
 	"github.com/fusebox-dev/fusebox/schemas"
 	"github.com/fusebox-dev/fusebox/stats"
 )
@@ -87,7 +89,11 @@ const (
 //     canary mode).
 //   - decay (alignment) and corrections: the per-evaluation alpha is
 //     FalseTrips / (1000 x evaluations per key-day) — a Bonferroni bound
-//     over a key's day — clamped to [1e-6, the default]; min_samples
+//     over a key's day — at least 1e-6 and at most the processor's
+//     default (decay 0.01; corrections 1e-7, below the bound at the
+//     default target: its canary z-test is anti-conservative that far in
+//     the tail, and the default is what the false-trip study measured to
+//     hold); min_samples
 //     (min_responses) of these and of drift the larger of the default and
 //     a tenth of the median key's count per window, so keys with a tenth
 //     of typical traffic are insufficient_data rather than noisy (canary
@@ -239,9 +245,16 @@ func Propose(in *Input, cfg Config) (Proposal, error) {
 	note("availability: target %s (error ratio %.3g%%; normal burn %.2f)", fmtNum(target), 100*ratio, ratio/(1-target))
 
 	perDay := func(every time.Duration) float64 { return 24 * float64(time.Hour) / float64(every) }
+	// alpha is the per-evaluation level of a false-trip target, never
+	// above the processor's default (def): a default smaller than the
+	// Bonferroni bound was measured, not derived — corrections' canary
+	// z-test is anti-conservative that far in its tail with a few
+	// corrections a window (`fusebox bench false-trips`: 1 trip and 17
+	// breach episodes in 3,888 key-days at 1e-6, none and 4 at its
+	// default 1e-7).
 	alpha := func(every time.Duration, def float64) float64 {
 		a := cfg.FalseTrips / (1000 * perDay(every))
-		return math.Min(math.Max(roundDown1(a), 1e-6), def)
+		return math.Min(math.Max(roundDown1(a), min(1e-6, def)), def)
 	}
 	perWindow := func(counts map[schemas.Key]int, window time.Duration) float64 {
 		if len(counts) == 0 {
@@ -292,7 +305,7 @@ func Propose(in *Input, cfg Config) (Proposal, error) {
 		coolDown = max(coolDown, driftWindow)
 	}
 	if len(perKeyAlign) > 0 {
-		a := alpha(decayEvery, 0.01)
+		a := alpha(decayEvery, decay.DefaultConfig().Alpha)
 		med := perWindow(perKeyAlign, decayWindow)
 		minS := max(30, int(math.Ceil(med/10)))
 		fmt.Fprintf(&y, "  # decay: alpha = %g / (1000 x %g evaluations per key-day); median key %.0f scores per window\n",
@@ -302,13 +315,13 @@ func Propose(in *Input, cfg Config) (Proposal, error) {
 		note("alignment-decay: alpha %s, min_samples %d; %s", fmtNum(a), minS, actionNote(fallback, others))
 	}
 	if len(in.Corrections) > 0 {
-		a := alpha(correctionsEvery, 0.001)
+		a := alpha(correctionsEvery, corrections.DefaultConfig().Alpha)
 		rate := float64(len(in.Corrections)) / float64(len(in.Spans))
 		maxRate := math.Max(0.05, roundUp2(3*rate))
 		med := perWindow(perKey, correctionsWindow)
 		minR := max(50, int(math.Ceil(med/10)))
-		fmt.Fprintf(&y, "  # corrections: observed rate %.3g%%, max_rate 3x it (at least 5%%); alpha = %g / (1000 x %g); median key %.0f responses per window\n",
-			100*rate, cfg.FalseTrips, perDay(correctionsEvery), med)
+		fmt.Fprintf(&y, "  # corrections: observed rate %.3g%%, max_rate 3x it (at least 5%%); alpha = %g / (1000 x %g), at most the default %g; median key %.0f responses per window\n",
+			100*rate, cfg.FalseTrips, perDay(correctionsEvery), corrections.DefaultConfig().Alpha, med)
 		body := fmt.Sprintf("corrections: {max_rate: %s, alpha: %s, min_responses: %d}", fmtNum(maxRate), fmtNum(a), minR)
 		rules = append(rules, actionSLOs(&y, "user-corrections", "corrections", "correction_rate", body, fallback, others)...)
 		note("user-corrections: max_rate %s, alpha %s, min_responses %d; %s", fmtNum(maxRate), fmtNum(a), minR, actionNote(fallback, others))
