@@ -16,9 +16,13 @@
 // Windows within six hours are exact; for longer ones the hourly bucket
 // that straddles a window edge is counted in proportion to its overlap — an
 // error of at most one bucket at each end of a day-long window. State is
-// about 7.5 KiB per key at the defaults (396 one-minute and 75 hourly
-// buckets of 16 bytes); with failed_answers in BadEvents, 3.7 KiB more
-// (the errors and failed answers of each bucket, 8 bytes a slot).
+// about 3.7 KiB per key at the defaults (396 one-minute and 75 hourly
+// buckets of 8 bytes: the counts in 16 bits and the start as the ring's
+// turn in 32; a key's ring takes 16-byte buckets from the first bucket
+// past 65,535 good or bad calls, and keeps them while this process runs);
+// with failed_answers in BadEvents, 3.7 KiB more (the errors and failed
+// answers of each bucket, 8 bytes a slot). The snapshot's buckets are 16
+// bytes in either form.
 package burnrate
 
 import (
@@ -63,12 +67,6 @@ type Processor struct {
 	rule          *schemas.AnswerRule
 }
 
-// bucket counts calls of one interval.
-type bucket struct {
-	Start     int64
-	Good, Bad uint32
-}
-
 // split counts the bad calls of a bucket that were errors and those that
 // were failed answers (bad_events with failed_answers only; the rest of
 // the bad calls were slow).
@@ -77,7 +75,7 @@ type split struct {
 }
 
 type keyState struct {
-	fine, coarse []bucket
+	fine, coarse ring
 	// fineSplit and coarseSplit parallel fine and coarse (same length and
 	// slot; a slot's split is valid for the bucket in that slot), with
 	// failed_answers in bad_events only.
@@ -157,19 +155,16 @@ func (p *Processor) ObserveSpan(key schemas.Key, s *schemas.Span) {
 	t := s.EndUnixNano
 	ks.last = max(ks.last, t)
 	bad, why := p.classify(s)
-	count(ks.fine, ks.fineSplit, processors.FloorTo(t, p.every), p.every, bad, why)
-	if ks.coarse != nil {
-		count(ks.coarse, ks.coarseSplit, processors.FloorTo(t, coarseWidth), coarseWidth, bad, why)
+	count(&ks.fine, ks.fineSplit, processors.FloorTo(t, p.every), p.every, bad, why)
+	if !ks.coarse.absent() {
+		count(&ks.coarse, ks.coarseSplit, processors.FloorTo(t, coarseWidth), coarseWidth, bad, why)
 	}
 }
 
 // newKeyState allocates a key's rings (and split rings with
 // failed_answers).
 func (p *Processor) newKeyState() *keyState {
-	ks := &keyState{fine: make([]bucket, p.nFine)}
-	if p.nCoarse > 0 {
-		ks.coarse = make([]bucket, p.nCoarse)
-	}
+	ks := &keyState{fine: newRing(p.nFine), coarse: newRing(p.nCoarse)}
 	if p.answers {
 		ks.fineSplit = make([]split, p.nFine)
 		if p.nCoarse > 0 {
@@ -181,23 +176,18 @@ func (p *Processor) newKeyState() *keyState {
 
 // count adds one call to the ring slot of the bucket starting at start,
 // and its kind to the split ring's slot when there is one.
-func count(ring []bucket, splits []split, start, width int64, bad bool, why split) {
-	i := processors.FloorMod(start/width, int64(len(ring)))
-	b := &ring[i]
-	if b.Start != start {
-		if b.Start > start {
+func count(r *ring, splits []split, start, width int64, bad bool, why split) {
+	i := processors.FloorMod(start/width, r.len())
+	if cur, _, _ := r.at(i, width); cur != start {
+		if cur > start {
 			return // older than the ring reaches: cannot happen within lateness
 		}
-		*b = bucket{Start: start}
+		r.reset(i, start, width)
 		if splits != nil {
 			splits[i] = split{}
 		}
 	}
-	if bad {
-		b.Bad++
-	} else {
-		b.Good++
-	}
+	r.inc(i, width, bad)
 	if splits != nil {
 		splits[i].Errors += why.Errors
 		splits[i].Failed += why.Failed
@@ -212,12 +202,12 @@ func (p *Processor) splitWindow(ks *keyState, now, d int64) (errs, failed float6
 		return 0, 0
 	}
 	from, fineFrom := now-d, now-d
-	if d > fineSpan && ks.coarse != nil {
+	if d > fineSpan && !ks.coarse.absent() {
 		fineFrom = now - fineSpan
 	}
 	for t := fineFrom; t < now; t += p.every {
-		i := processors.FloorMod(t/p.every, int64(len(ks.fine)))
-		if ks.fine[i].Start == t {
+		i := processors.FloorMod(t/p.every, ks.fine.len())
+		if start, _, _ := ks.fine.at(i, p.every); start == t {
 			errs += float64(ks.fineSplit[i].Errors)
 			failed += float64(ks.fineSplit[i].Failed)
 		}
@@ -226,8 +216,8 @@ func (p *Processor) splitWindow(ks *keyState, now, d int64) (errs, failed float6
 		return errs, failed
 	}
 	for h := processors.FloorTo(from, coarseWidth); h < fineFrom; h += coarseWidth {
-		i := processors.FloorMod(h/coarseWidth, int64(len(ks.coarse)))
-		if ks.coarse[i].Start != h {
+		i := processors.FloorMod(h/coarseWidth, ks.coarse.len())
+		if start, _, _ := ks.coarse.at(i, coarseWidth); start != h {
 			continue
 		}
 		lo, hi := max(h, from), min(h+coarseWidth, fineFrom)
@@ -256,10 +246,9 @@ func (p *Processor) splitDetails(ks *keyState, now int64, d time.Duration) []sch
 // within fineSpan of to, both multiples of every).
 func (p *Processor) sumFine(ks *keyState, from, to int64) (good, bad float64) {
 	for t := from; t < to; t += p.every {
-		b := &ks.fine[processors.FloorMod(t/p.every, int64(len(ks.fine)))]
-		if b.Start == t {
-			good += float64(b.Good)
-			bad += float64(b.Bad)
+		if start, g, b := ks.fine.at(processors.FloorMod(t/p.every, ks.fine.len()), p.every); start == t {
+			good += float64(g)
+			bad += float64(b)
 		}
 	}
 	return good, bad
@@ -269,8 +258,8 @@ func (p *Processor) sumFine(ks *keyState, from, to int64) (good, bad float64) {
 // a bucket that straddles an edge in proportion to its overlap.
 func (p *Processor) sumCoarse(ks *keyState, from, to int64) (good, bad float64) {
 	for h := processors.FloorTo(from, coarseWidth); h < to; h += coarseWidth {
-		b := &ks.coarse[processors.FloorMod(h/coarseWidth, int64(len(ks.coarse)))]
-		if b.Start != h {
+		start, g, b := ks.coarse.at(processors.FloorMod(h/coarseWidth, ks.coarse.len()), coarseWidth)
+		if start != h {
 			continue
 		}
 		lo, hi := max(h, from), min(h+coarseWidth, to)
@@ -278,8 +267,8 @@ func (p *Processor) sumCoarse(ks *keyState, from, to int64) (good, bad float64) 
 			continue
 		}
 		f := float64(hi-lo) / float64(coarseWidth)
-		good += f * float64(b.Good)
-		bad += f * float64(b.Bad)
+		good += f * float64(g)
+		bad += f * float64(b)
 	}
 	return good, bad
 }
@@ -287,7 +276,7 @@ func (p *Processor) sumCoarse(ks *keyState, from, to int64) (good, bad float64) 
 // window returns the calls in [now-d, now).
 func (p *Processor) window(ks *keyState, now, d int64) (good, bad float64) {
 	from := now - d
-	if d <= fineSpan || ks.coarse == nil {
+	if d <= fineSpan || ks.coarse.absent() {
 		return p.sumFine(ks, from, now)
 	}
 	fineFrom := now - fineSpan
@@ -400,11 +389,11 @@ func (p *Processor) expired(ks *keyState, now int64) bool {
 func (p *Processor) hadCalls(ks *keyState, now, d int64) bool {
 	from := now - d
 	fineFrom := from
-	if d > fineSpan && ks.coarse != nil {
+	if d > fineSpan && !ks.coarse.absent() {
 		fineFrom = now - fineSpan
 	}
 	for t := now - p.every; t >= fineFrom; t -= p.every {
-		if b := &ks.fine[processors.FloorMod(t/p.every, int64(len(ks.fine)))]; b.Start == t && b.Good+b.Bad > 0 {
+		if start, g, b := ks.fine.at(processors.FloorMod(t/p.every, ks.fine.len()), p.every); start == t && g+b > 0 {
 			return true
 		}
 	}

@@ -30,8 +30,8 @@ func (p *Processor) MarshalBinary() ([]byte, error) {
 	return snapshotFormat.Marshal(func(e *snapcodec.Encoder) {
 		snapcodec.PutKeyed(e, processors.SortedKeys(p.keys, &p.order), p.keys, func(ks *keyState, e *snapcodec.Encoder) {
 			e.I64(ks.last)
-			putRing(e, ks.fine)
-			putRing(e, ks.coarse)
+			putRing(e, &ks.fine, p.every)
+			putRing(e, &ks.coarse, coarseWidth)
 			if p.cusum != nil {
 				// Method cusum only: the default layout is unchanged.
 				e.F64(ks.cusum)
@@ -47,12 +47,13 @@ func (p *Processor) MarshalBinary() ([]byte, error) {
 	}), nil
 }
 
-func putRing(e *snapcodec.Encoder, ring []bucket) {
-	e.Count(len(ring))
-	for _, x := range ring {
-		e.I64(x.Start)
-		e.U32(x.Good)
-		e.U32(x.Bad)
+func putRing(e *snapcodec.Encoder, r *ring, width int64) {
+	e.Count(int(r.len()))
+	for i := range r.len() {
+		start, good, bad := r.at(i, width)
+		e.I64(start)
+		e.U32(good)
+		e.U32(bad)
 	}
 }
 
@@ -76,16 +77,18 @@ func getSplits(d *snapcodec.Decoder) []split {
 	return out
 }
 
-func getRing(d *snapcodec.Decoder) []bucket {
+// getRing reads a ring of buckets of width, in the narrow form when every
+// bucket fits it (ringOf).
+func getRing(d *snapcodec.Decoder, width int64) ring {
 	n := d.Count(bucketSize)
 	if n == 0 {
-		return nil
+		return ring{}
 	}
 	out := make([]bucket, n)
 	for i := range out {
 		out[i] = bucket{Start: d.I64(), Good: d.U32(), Bad: d.U32()}
 	}
-	return out
+	return ringOf(out, width)
 }
 
 // UnmarshalBinary replaces the state with a snapshot taken with the same
@@ -95,7 +98,7 @@ func (p *Processor) UnmarshalBinary(b []byte) error {
 	var keys map[schemas.Key]*keyState
 	err := snapshotFormat.Unmarshal(b, func(d *snapcodec.Decoder) {
 		keys = snapcodec.GetKeyed(d, keyStateSize, func(d *snapcodec.Decoder, _ schemas.Key) *keyState {
-			st := &keyState{last: d.I64(), fine: getRing(d), coarse: getRing(d)}
+			st := &keyState{last: d.I64(), fine: getRing(d, p.every), coarse: getRing(d, coarseWidth)}
 			if p.cusum != nil {
 				st.cusum, st.cusumAt = d.F64(), d.I64()
 				if d.Err() == nil && !(st.cusum >= 0 && st.cusum <= 2*p.cfg.CUSUMThreshold) {
@@ -104,14 +107,14 @@ func (p *Processor) UnmarshalBinary(b []byte) error {
 			}
 			if p.answers {
 				st.fineSplit, st.coarseSplit = getSplits(d), getSplits(d)
-				if d.Err() == nil && (len(st.fineSplit) != len(st.fine) || len(st.coarseSplit) != len(st.coarse)) {
+				if d.Err() == nil && (len(st.fineSplit) != int(st.fine.len()) || len(st.coarseSplit) != int(st.coarse.len())) {
 					d.Failf("split rings of %d and %d slots for rings of %d and %d buckets",
-						len(st.fineSplit), len(st.coarseSplit), len(st.fine), len(st.coarse))
+						len(st.fineSplit), len(st.coarseSplit), int(st.fine.len()), int(st.coarse.len()))
 				}
 			}
-			if d.Err() == nil && (len(st.fine) != p.nFine || len(st.coarse) != p.nCoarse) {
+			if d.Err() == nil && (int(st.fine.len()) != p.nFine || int(st.coarse.len()) != p.nCoarse) {
 				d.Failf("rings of %d and %d buckets, this configuration has %d and %d (a snapshot from another configuration)",
-					len(st.fine), len(st.coarse), p.nFine, p.nCoarse)
+					int(st.fine.len()), int(st.coarse.len()), p.nFine, p.nCoarse)
 			}
 			return st
 		})
