@@ -26,6 +26,7 @@
 package burnrate
 
 import (
+	"github.com/fusebox-dev/fusebox/processors/snapcodec"
 	"math"
 	"slices"
 	"strconv"
@@ -65,6 +66,8 @@ type Processor struct {
 	// each key also keeps the split rings).
 	errs, answers bool
 	rule          *schemas.AnswerRule
+
+	snapSize snapcodec.SizeHint // the last snapshot's size, for the next one's allocation
 }
 
 // split counts the bad calls of a bucket that were errors and those that

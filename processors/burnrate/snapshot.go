@@ -27,7 +27,7 @@ const (
 // the errors and failed answers of every fine and coarse slot. Equal
 // states give equal bytes.
 func (p *Processor) MarshalBinary() ([]byte, error) {
-	return snapshotFormat.Marshal(func(e *snapcodec.Encoder) {
+	return snapshotFormat.MarshalSized(&p.snapSize, func(e *snapcodec.Encoder) {
 		snapcodec.PutKeyed(e, processors.SortedKeys(p.keys, &p.order), p.keys, func(ks *keyState, e *snapcodec.Encoder) {
 			e.I64(ks.last)
 			putRing(e, &ks.fine, p.every)

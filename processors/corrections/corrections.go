@@ -90,6 +90,7 @@ package corrections
 
 import (
 	"errors"
+	"github.com/fusebox-dev/fusebox/processors/snapcodec"
 	"slices"
 	"strings"
 	"time"
@@ -153,6 +154,8 @@ type Processor struct {
 	// the engine to hand to the rollups (TakeJoined); not part of the
 	// snapshot: the engine takes them right after each Evaluate.
 	joined []processors.JoinedCorrection
+
+	snapSize snapcodec.SizeHint // the last snapshot's size, for the next one's allocation
 }
 
 // keyState is one key's responses and corrections per slot of Every.

@@ -52,7 +52,7 @@ func (p *Processor) MarshalBinary() ([]byte, error) {
 	if len(p.index.foreign) == 0 {
 		return snapshotFormatV4.Marshal(func(e *snapcodec.Encoder) { p.encode(e, 4) }), nil
 	}
-	return snapshotFormat.Marshal(func(e *snapcodec.Encoder) { p.encode(e, 5) }), nil
+	return snapshotFormat.MarshalSized(&p.snapSize, func(e *snapcodec.Encoder) { p.encode(e, 5) }), nil
 }
 
 func (p *Processor) encode(e *snapcodec.Encoder, version int) {

@@ -58,6 +58,7 @@ package decay
 import (
 	"cmp"
 	"errors"
+	"github.com/fusebox-dev/fusebox/processors/snapcodec"
 	"slices"
 	"time"
 
@@ -107,6 +108,8 @@ type Processor struct {
 	lt, ly  []float64
 	order   processors.KeyOrder
 	sampled map[schemas.Key]bool
+
+	snapSize snapcodec.SizeHint // the last snapshot's size, for the next one's allocation
 }
 
 // MetricName is the verdict metric: "decline_<metric>", e.g.

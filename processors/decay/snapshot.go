@@ -22,7 +22,7 @@ var (
 // without a score (nosamples.Tracker.Encode); equal states give equal
 // bytes.
 func (p *Processor) MarshalBinary() ([]byte, error) {
-	return snapshotFormat.Marshal(func(e *snapcodec.Encoder) {
+	return snapshotFormat.MarshalSized(&p.snapSize, func(e *snapcodec.Encoder) {
 		snapcodec.PutKeyed(e, processors.SortedKeys(p.keys, &p.order), p.keys, (*window.Store).Encode)
 		p.unsampled.Encode(e)
 	}), nil

@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"github.com/fusebox-dev/fusebox/processors/snapcodec"
 	"time"
 
 	"github.com/fusebox-dev/fusebox/processors"
@@ -42,6 +43,8 @@ type Processor struct {
 	judged     map[schemas.Key]struct{} // scratch of judgedKeys
 	scopes     []string
 	pool       window.Pool // recycles the arrays of evicted slots
+
+	snapSize snapcodec.SizeHint // the last snapshot's size, for the next one's allocation
 }
 
 // keyState is one key's window and its k-consecutive counter.

@@ -31,7 +31,7 @@ var (
 // value (nosamples.Tracker.Encode). Equal states give equal bytes. It
 // never fails.
 func (p *Processor) MarshalBinary() ([]byte, error) {
-	return snapshotFormat.Marshal(func(e *snapcodec.Encoder) {
+	return snapshotFormat.MarshalSized(&p.snapSize, func(e *snapcodec.Encoder) {
 		snapcodec.PutKeyed(e, processors.SortedKeys(p.keys, &p.order), p.keys, func(ks *keyState, e *snapcodec.Encoder) {
 			e.U32(uint32(ks.consecutive))
 			ks.store.Encode(e)

@@ -10,6 +10,7 @@ package rollup
 import (
 	"cmp"
 	"errors"
+	"github.com/fusebox-dev/fusebox/processors/snapcodec"
 	"slices"
 	"time"
 
@@ -35,6 +36,8 @@ type Processor struct {
 	cfg   Config
 	keys  map[schemas.Key]*keyState
 	order processors.KeyOrder // scratch
+
+	snapSize snapcodec.SizeHint // the last snapshot's size, for the next one's allocation
 }
 
 type keyState struct {

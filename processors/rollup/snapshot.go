@@ -40,7 +40,7 @@ const (
 // read, cache write and reasoning tokens, failed answers, of them cut
 // off, filtered and empty, the durations, TTFT and TPOT windows).
 func (p *Processor) MarshalBinary() ([]byte, error) {
-	return snapshotFormat.Marshal(func(e *snapcodec.Encoder) {
+	return snapshotFormat.MarshalSized(&p.snapSize, func(e *snapcodec.Encoder) {
 		snapcodec.PutKeyed(e, processors.SortedKeys(p.keys, &p.order), p.keys, func(ks *keyState, e *snapcodec.Encoder) {
 			e.I64(ks.late)
 			e.I64(ks.corrections)

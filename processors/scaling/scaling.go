@@ -41,6 +41,7 @@ package scaling
 import (
 	"cmp"
 	"errors"
+	"github.com/fusebox-dev/fusebox/processors/snapcodec"
 	"slices"
 	"time"
 
@@ -69,6 +70,8 @@ type Processor struct {
 	merged map[uint64]int64
 	counts []catCount
 	order  processors.KeyOrder
+
+	snapSize snapcodec.SizeHint // the last snapshot's size, for the next one's allocation
 }
 
 type keyState struct {

@@ -38,7 +38,7 @@ const (
 // moments, categories in hash order). Equal states give equal bytes.
 func (p *Processor) MarshalBinary() ([]byte, error) {
 	var cats []catCount
-	return snapshotFormat.Marshal(func(e *snapcodec.Encoder) {
+	return snapshotFormat.MarshalSized(&p.snapSize, func(e *snapcodec.Encoder) {
 		snapcodec.PutKeyed(e, processors.SortedKeys(p.keys, &p.order), p.keys, func(ks *keyState, e *snapcodec.Encoder) {
 			e.U32(uint32(ks.lowStreak))
 			e.Count(len(ks.slots))

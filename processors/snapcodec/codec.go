@@ -15,6 +15,11 @@
 // Equal inputs give equal bytes: the encoder has no maps and no padding, so
 // a processor that writes its keys and entries in a canonical order gets
 // snapshots that compare byte for byte.
+//
+// A processor snapshots every checkpoint interval, and its state changes
+// little between two: it keeps a SizeHint and writes with
+// Format.MarshalSized, so every snapshot after its first is written into
+// one allocation of about the right size.
 package snapcodec
 
 import (

@@ -26,7 +26,7 @@ var (
 // header, then the keys in Key.String order, each with its window.Store
 // (Store.Encode). Equal states give equal bytes. It never fails.
 func (p *Processor) MarshalBinary() ([]byte, error) {
-	return snapshotFormat.Marshal(func(e *snapcodec.Encoder) {
+	return snapshotFormat.MarshalSized(&p.snapSize, func(e *snapcodec.Encoder) {
 		snapcodec.PutKeyed(e, processors.SortedKeys(p.keys, &p.order), p.keys, func(ks *keyState, e *snapcodec.Encoder) {
 			ks.store.Encode(e)
 		})

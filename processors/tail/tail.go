@@ -1,6 +1,7 @@
 package tail
 
 import (
+	"github.com/fusebox-dev/fusebox/processors/snapcodec"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,8 @@ type Processor struct {
 	// pool recycles the sample arrays of evicted slots, so that
 	// steady-state ObserveSpan does not allocate.
 	pool window.Pool
+
+	snapSize snapcodec.SizeHint // the last snapshot's size, for the next one's allocation
 }
 
 // keyState is one key's window: slots of Every, capped at

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"flag"
 	"os"
 	"runtime"
@@ -104,7 +105,9 @@ func BenchmarkStatePerSmallKey(b *testing.B) {
 // BenchmarkHeapActiveKeys: 0.2 calls/s each, 11 minutes of event time,
 // keys.max_keys raised): its live heap and the process's RSS growth per
 // key, its checkpoint's bytes per key, and the CPU seconds to write it
-// (MarshalBinary) and to restore it (RestoreWorker), one op each.
+// (MarshalBinary: marshal the first checkpoint, remarshal the next one of
+// the same state, which must be the same bytes) and to restore it
+// (RestoreWorker), one op each.
 func BenchmarkCheckpointKeys(b *testing.B) {
 	for _, c := range keyCases() {
 		b.Run(c.name, func(b *testing.B) {
@@ -114,7 +117,7 @@ func BenchmarkCheckpointKeys(b *testing.B) {
 			var size int
 			var heap uint64
 			var rss int64
-			var marshal, restore time.Duration
+			var marshal, remarshal, restore time.Duration
 			for range b.N {
 				before, rss0 := heapInUse(), rssBytes()
 				w, _, err := stream(cfg, sc, 11*time.Minute)
@@ -132,6 +135,18 @@ func BenchmarkCheckpointKeys(b *testing.B) {
 				}
 				marshal = cpuTime() - cpu0
 				size = len(snap)
+				// The next checkpoint, as a running worker writes it every
+				// interval: each processor's buffer sized from the first.
+				cpu0 = cpuTime()
+				again, err := w.MarshalBinary()
+				if err != nil {
+					b.Fatal(err)
+				}
+				remarshal = cpuTime() - cpu0
+				if !bytes.Equal(again, snap) {
+					b.Fatal("a second checkpoint of the same state differs from the first")
+				}
+				again = nil
 				w = nil
 				heapInUse()
 				cpu0 = cpuTime()
@@ -146,6 +161,7 @@ func BenchmarkCheckpointKeys(b *testing.B) {
 			b.ReportMetric(float64(rss)/float64(keys), "rss-B/key")
 			b.ReportMetric(float64(size)/float64(keys), "snapshot-B/key")
 			b.ReportMetric(marshal.Seconds(), "marshal-cpu-s")
+			b.ReportMetric(remarshal.Seconds(), "remarshal-cpu-s")
 			b.ReportMetric(restore.Seconds(), "restore-cpu-s")
 		})
 	}
